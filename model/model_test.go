@@ -1,0 +1,283 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dptune/dptune/internal/randsrc"
+)
+
+func TestParameterCounts(t *testing.T) {
+	// 26,010 for MNIST: the count Opacus and TensorFlow Privacy give for this network.
+	// CIFAR-10: 16·3·64+16 + 32·16·16+32 + 800·32+32 + 32·10+10 = 37,274.
+	for _, c := range []struct {
+		arch Arch
+		want int
+		flat int
+	}{{MNIST, 26010, 512}, {CIFAR10, 37274, 800}} {
+		n, err := NewZero(c.arch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.NumParams() != c.want || n.Layers[2].In != c.flat {
+			t.Errorf("%s: %d parameters, flatten %d; want %d, %d", c.arch.Name, n.NumParams(), n.Layers[2].In, c.want, c.flat)
+		}
+	}
+}
+
+func TestInitIsPyTorchDefault(t *testing.T) {
+	n, err := New(MNIST, randsrc.Seeded(1, "init"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range n.Layers {
+		bound := 1 / math.Sqrt(float64(l.FanIn()))
+		w := n.Params[l.WeightOffset : l.WeightOffset+l.WeightSize()]
+		var s2 float64
+		for _, v := range w {
+			if math.Abs(float64(v)) > bound {
+				t.Fatalf("%s weight %v outside ±%v", l.Name, v, bound)
+			}
+			s2 += float64(v) * float64(v)
+		}
+		// U(−b, b) has variance b²/3.
+		if got, want := s2/float64(len(w)), bound*bound/3; math.Abs(got-want) > 0.2*want {
+			t.Errorf("%s weight variance %v, want %v", l.Name, got, want)
+		}
+	}
+}
+
+// randomBatch fills a graph with random images and labels; row pad is left as padding.
+func randomBatch(t *testing.T, n *Net, B, real int, seed uint64) ([]float32, []uint8) {
+	t.Helper()
+	rng := randsrc.Seeded(seed, "batch")
+	size := n.Arch.C * n.Arch.H * n.Arch.W
+	x := make([]float32, real*size)
+	y := make([]uint8, real)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for i := range y {
+		y[i] = uint8(rng.IntN(n.Arch.Classes))
+	}
+	return x, y
+}
+
+func seq(k int) []int {
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+func TestForwardMatchesReference(t *testing.T) {
+	for _, arch := range []Arch{MNIST, CIFAR10} {
+		n, _ := New(arch, randsrc.Seeded(2, "init"))
+		g, err := n.NewGraph(4, Forward)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := randomBatch(t, n, 4, 3, 3)
+		if err := g.SetBatch(x, y, seq(3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Run(); err != nil {
+			t.Fatal(err)
+		}
+		p := to64(n.Params)
+		size := arch.C * arch.H * arch.W
+		var wantLoss float64
+		for i := 0; i < 3; i++ {
+			want := refForward(n, p, to64(x[i*size:(i+1)*size]))
+			got := g.Logits()[i*arch.Classes : (i+1)*arch.Classes]
+			for k := range want {
+				if math.Abs(float64(got[k])-want[k]) > 1e-4*(1+math.Abs(want[k])) {
+					t.Fatalf("%s example %d logit %d: %v, reference %v", arch.Name, i, k, got[k], want[k])
+				}
+			}
+			wantLoss += refLoss(n, p, to64(x[i*size:(i+1)*size]), int(y[i]))
+		}
+		if math.Abs(float64(g.Loss())-wantLoss) > 1e-4*wantLoss {
+			t.Fatalf("%s summed loss %v, reference %v (padding row must add nothing)", arch.Name, g.Loss(), wantLoss)
+		}
+	}
+}
+
+// Gradients from gorgonia against central finite differences of the float64 reference.
+func TestParamGradsMatchFiniteDifferences(t *testing.T) {
+	n, _ := New(MNIST, randsrc.Seeded(4, "init"))
+	g, err := n.NewGraph(3, ParamGrads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := randomBatch(t, n, 3, 2, 5)
+	g.SetBatch(x, y, seq(2))
+	if err := g.Run(); err != nil {
+		t.Fatal(err)
+	}
+	grad := g.ParamGrad()
+	p := to64(n.Params)
+	size := 784
+	loss := func() float64 {
+		return refLoss(n, p, to64(x[:size]), int(y[0])) + refLoss(n, p, to64(x[size:2*size]), int(y[1]))
+	}
+	rng := randsrc.Seeded(6, "coords")
+	checked := 0
+	for _, tn := range n.Tensors {
+		for k := 0; k < 6; k++ {
+			i := tn.Offset + rng.IntN(tn.Size())
+			const h = 1e-4
+			orig := p[i]
+			p[i] = orig + h
+			up := loss()
+			p[i] = orig - h
+			down := loss()
+			p[i] = orig
+			fd := (up - down) / (2 * h)
+			if math.Abs(float64(grad[i])-fd) > 2e-3*(math.Abs(fd)+1e-2) {
+				t.Errorf("%s[%d]: gorgonia %v, finite difference %v", tn.Name, i-tn.Offset, grad[i], fd)
+			}
+			checked++
+		}
+	}
+	if checked != 48 {
+		t.Fatal(checked)
+	}
+}
+
+// The output gradient of the last layer is softmax(z) − onehot(y) (closed
+// form of the cross-entropy's derivative), and zero on padding rows.
+func TestTraceLastLayerClosedForm(t *testing.T) {
+	n, _ := New(MNIST, randsrc.Seeded(7, "init"))
+	g, err := n.NewGraph(3, LayerGrads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, y := randomBatch(t, n, 3, 2, 8)
+	g.SetBatch(x, y, seq(2))
+	if err := g.Run(); err != nil {
+		t.Fatal(err)
+	}
+	tr := g.Trace()
+	last := len(n.Layers) - 1
+	z := g.Logits()
+	for i := 0; i < 3; i++ {
+		var s, m float64 = 0, math.Inf(-1)
+		for k := 0; k < 10; k++ {
+			m = math.Max(m, float64(z[i*10+k]))
+		}
+		for k := 0; k < 10; k++ {
+			s += math.Exp(float64(z[i*10+k]) - m)
+		}
+		for k := 0; k < 10; k++ {
+			want := 0.0
+			if i < 2 {
+				want = math.Exp(float64(z[i*10+k])-m) / s
+				if k == int(y[i]) {
+					want--
+				}
+			}
+			if got := float64(tr.OutGrad[last][i*10+k]); math.Abs(got-want) > 1e-5 {
+				t.Fatalf("row %d class %d: %v, want %v", i, k, got, want)
+			}
+		}
+	}
+	if len(tr.In[0]) != 3*784 || len(tr.OutGrad[0]) != 3*16*14*14 || len(tr.In[1]) != 3*16*13*13 || len(tr.In[2]) != 3*512 {
+		t.Fatalf("trace sizes %d %d %d %d", len(tr.In[0]), len(tr.OutGrad[0]), len(tr.In[1]), len(tr.In[2]))
+	}
+}
+
+// Graphs read Params in place: an update is seen by the next Run.
+func TestGraphSeesParamUpdates(t *testing.T) {
+	n, _ := New(MNIST, randsrc.Seeded(9, "init"))
+	g, _ := n.NewGraph(1, Forward)
+	x, y := randomBatch(t, n, 1, 1, 10)
+	g.SetBatch(x, y, seq(1))
+	g.Run()
+	before := g.Logits()[3]
+	n.Tensor("fc2.bias")[3] += 1.5
+	g.Run()
+	if got := g.Logits()[3]; math.Abs(float64(got-before)-1.5) > 1e-5 {
+		t.Fatalf("logit moved by %v, want 1.5", got-before)
+	}
+}
+
+func TestEvaluateMatchesReference(t *testing.T) {
+	n, _ := New(MNIST, randsrc.Seeded(11, "init"))
+	x, y := randomBatch(t, n, 0, 7, 12)
+	m, err := n.Evaluate(context.Background(), x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := to64(n.Params)
+	var correct int
+	var loss float64
+	for i := 0; i < 7; i++ {
+		z := refForward(n, p, to64(x[i*784:(i+1)*784]))
+		best := 0
+		for k := range z {
+			if z[k] > z[best] {
+				best = k
+			}
+		}
+		if best == int(y[i]) {
+			correct++
+		}
+		loss += refLoss(n, p, to64(x[i*784:(i+1)*784]), int(y[i]))
+	}
+	if m.N != 7 || m.Accuracy != float64(correct)/7 || math.Abs(m.Loss-loss/7) > 1e-5 {
+		t.Fatalf("got %+v, reference accuracy %v loss %v", m, float64(correct)/7, loss/7)
+	}
+}
+
+func compact(b []byte) string {
+	var out bytes.Buffer
+	json.Compact(&out, b)
+	return out.String()
+}
+
+func TestCheckpointRoundTripAndCorruption(t *testing.T) {
+	n, _ := New(CIFAR10, randsrc.Seeded(13, "init"))
+	dir := t.TempDir()
+	meta := Metadata{Hyperparameters: []byte(`{"learning_rate":0.5}`), Ledger: []byte(`{"events":[]}`)}
+	if err := n.Save(dir, meta); err != nil {
+		t.Fatal(err)
+	}
+	m, got, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Arch != CIFAR10 || compact(got.Hyperparameters) != `{"learning_rate":0.5}` || compact(got.Ledger) != `{"events":[]}` {
+		t.Fatalf("metadata %+v %s %s", m.Arch, got.Hyperparameters, got.Ledger)
+	}
+	for i := range n.Params {
+		if n.Params[i] != m.Params[i] {
+			t.Fatalf("param %d: %v vs %v", i, n.Params[i], m.Params[i])
+		}
+	}
+	pb := filepath.Join(dir, "params.bin")
+	b, _ := os.ReadFile(pb)
+	b[100] ^= 1
+	os.WriteFile(pb, b, 0o644)
+	if _, _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Fatalf("flipped bit: %v", err)
+	}
+	os.WriteFile(pb, b[:40], 0o644)
+	if _, _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "40 bytes") {
+		t.Fatalf("short params: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "model.json"), []byte(`{"format":"other"}`), 0o644)
+	if _, _, err := Load(dir); err == nil || !strings.Contains(err.Error(), "format") {
+		t.Fatalf("bad format: %v", err)
+	}
+	if _, _, err := Load(filepath.Join(dir, "absent")); err == nil {
+		t.Fatal("missing directory loaded")
+	}
+}

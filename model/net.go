@@ -1,0 +1,60 @@
+package model
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Net is the CNN's architecture and parameters.
+type Net struct {
+	Arch   Arch
+	Layers []Layer
+	// Tensors lists the parameter tensors in Params, in PyTorch's
+	// named_parameters order (conv1.weight, conv1.bias, …, fc2.bias).
+	Tensors []Tensor
+	// Params is the flat parameter vector; every Graph of this Net reads it
+	// in place, so an update to Params is seen by the next Graph.Run.
+	Params []float32
+}
+
+// New returns the network for arch with PyTorch's default initialisation,
+// so that results compare with the Python stacks: every weight is drawn from
+// Kaiming-uniform with a = √5, i.e. U(−1/√fan_in, 1/√fan_in), and every bias
+// from U(−1/√fan_in, 1/√fan_in) (torch.nn.Conv2d / torch.nn.Linear
+// reset_parameters). Randomness comes from rng.
+func New(arch Arch, rng *rand.Rand) (*Net, error) {
+	n, err := NewZero(arch)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range n.Layers {
+		bound := 1 / math.Sqrt(float64(l.FanIn()))
+		for i := l.WeightOffset; i < l.BiasOffset+l.Out; i++ {
+			n.Params[i] = float32((2*rng.Float64() - 1) * bound)
+		}
+	}
+	return n, nil
+}
+
+// NewZero returns the network for arch with all parameters zero.
+func NewZero(arch Arch) (*Net, error) {
+	layers, tensors, err := arch.Layers()
+	if err != nil {
+		return nil, err
+	}
+	last := tensors[len(tensors)-1]
+	return &Net{Arch: arch, Layers: layers, Tensors: tensors, Params: make([]float32, last.Offset+last.Size())}, nil
+}
+
+// NumParams is the number of parameters, len(Params).
+func (n *Net) NumParams() int { return len(n.Params) }
+
+// Tensor returns the slice of Params holding the tensor called name, or nil.
+func (n *Net) Tensor(name string) []float32 {
+	for _, t := range n.Tensors {
+		if t.Name == name {
+			return n.Params[t.Offset : t.Offset+t.Size()]
+		}
+	}
+	return nil
+}
