@@ -1,0 +1,50 @@
+package accounting
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Guarantee is an (ε, δ)-DP guarantee an accountant derived.
+type Guarantee struct {
+	Epsilon    float64 `json:"epsilon"` // nats; +Inf when the events have no guarantee
+	Delta      float64 `json:"delta"`
+	Accountant string  `json:"accountant"`
+	// Order is the RDP order α at which the RDP accountant's bound was
+	// tightest (zero for other accountants).
+	Order float64 `json:"order,omitempty"`
+}
+
+// Accountant bounds the privacy loss of events.
+type Accountant interface {
+	// Name is the accountant's short name, e.g. "rdp".
+	Name() string
+	// Epsilon returns the smallest ε the accountant can certify for e at
+	// delta. It returns an error wrapping ErrUnsupported if e contains an
+	// event the accountant cannot count, and an error if delta ∉ (0, 1).
+	Epsilon(e Event, delta float64) (Guarantee, error)
+}
+
+// ErrUnsupported is wrapped by the error an accountant returns for an event
+// it cannot count.
+var ErrUnsupported = errors.New("event not supported by this accountant")
+
+func unsupported(acc string, e Event) error {
+	return fmt.Errorf("accounting: the %s accountant cannot count a %q event: %w", acc, e.Type(), ErrUnsupported)
+}
+
+// CheckDelta returns an error unless 0 < delta < 1.
+func CheckDelta(delta float64) error {
+	if !(delta > 0 && delta < 1) {
+		return fmt.Errorf("δ = %v is outside (0, 1)", delta)
+	}
+	return nil
+}
+
+// CheckEpsilon returns an error unless 0 < eps < +∞.
+func CheckEpsilon(eps float64) error {
+	if !(eps > 0 && eps < 1e300) {
+		return fmt.Errorf("ε = %v must be positive and finite", eps)
+	}
+	return nil
+}

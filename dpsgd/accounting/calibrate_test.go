@@ -1,0 +1,61 @@
+package accounting
+
+import (
+	"math"
+	"testing"
+)
+
+// Opacus, opacus/tests/accountants_test.py: test_get_noise_multiplier_rdp_epochs
+// (ε = 8, δ = 1e-5, q = 0.04, 90 epochs → σ = 1.416) and _steps (2000 steps →
+// σ = 1.3562). Opacus stops its bisection within 0.01 of the target ε and
+// returns the upper end, so its σ is at or slightly above the exact one.
+func TestCalibrateNoiseOpacusValues(t *testing.T) {
+	acc := RDP{Orders: opacusOrders()}
+	for _, c := range []struct {
+		steps int
+		want  float64
+	}{{2250, 1.416}, {2000, 1.3562}} {
+		sigma, err := CalibrateNoise(acc, func(s float64) Event { return DPSGD(s, 0.04, c.steps) }, 8, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sigma > c.want+5e-5 || sigma < c.want-0.01 {
+			t.Errorf("%d steps: σ = %v, Opacus %v", c.steps, sigma, c.want)
+		}
+		// Never overshoots: ε(σ) ≤ target, and a slightly smaller σ exceeds it.
+		g, _ := acc.Epsilon(DPSGD(sigma, 0.04, c.steps), 1e-5)
+		h, _ := acc.Epsilon(DPSGD(sigma*(1-3e-6), 0.04, c.steps), 1e-5)
+		if g.Epsilon > 8 || h.Epsilon <= 8 {
+			t.Errorf("%d steps: ε(σ) = %v, ε(σ−) = %v around the target 8", c.steps, g.Epsilon, h.Epsilon)
+		}
+	}
+}
+
+// The never-overshoot property over a grid like Opacus's
+// test_get_noise_multiplier_overshoot.
+func TestCalibrateNoiseNeverOvershoots(t *testing.T) {
+	for _, eps := range []float64{0.5, 1, 3, 8} {
+		for _, q := range []float64{1e-3, 0.01, 0.1} {
+			for _, delta := range []float64{1e-4, 1e-6} {
+				steps := int(20 / q)
+				sigma, err := CalibrateNoise(RDP{}, func(s float64) Event { return DPSGD(s, q, steps) }, eps, delta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, _ := RDP{}.Epsilon(DPSGD(sigma, q, steps), delta)
+				if g.Epsilon > eps || g.Epsilon < eps*(1-1e-3) {
+					t.Errorf("ε=%v q=%v δ=%v: σ=%v gives ε=%v", eps, q, delta, sigma, g.Epsilon)
+				}
+			}
+		}
+	}
+}
+
+func TestCalibrateNoiseRejectsImpossibleBudgets(t *testing.T) {
+	ev := func(s float64) Event { return DPSGD(s, 0.01, 100) }
+	for _, c := range []struct{ eps, delta float64 }{{0, 1e-5}, {-1, 1e-5}, {math.Inf(1), 1e-5}, {1, 0}, {1, 1}, {1e-9, 1e-5}} {
+		if _, err := CalibrateNoise(RDP{}, ev, c.eps, c.delta); err == nil {
+			t.Errorf("ε=%v δ=%v accepted", c.eps, c.delta)
+		}
+	}
+}

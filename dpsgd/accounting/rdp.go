@@ -1,0 +1,135 @@
+package accounting
+
+import (
+	"fmt"
+	"math"
+)
+
+// DefaultOrders are the RDP orders the RDP accountant optimises over: Opacus's
+// default set (1.1, 1.2, …, 10.9 and 12, 13, …, 63) plus 128, 256 and 512,
+// which tighten the bound for small ε (large noise).
+var DefaultOrders = func() []float64 {
+	var o []float64
+	for x := 1; x < 100; x++ {
+		o = append(o, 1+float64(x)/10)
+	}
+	for a := 12; a < 64; a++ {
+		o = append(o, float64(a))
+	}
+	return append(o, 128, 256, 512)
+}()
+
+// RDP is the Rényi-DP accountant (Mironov 2017, "Rényi Differential Privacy").
+// The zero value uses DefaultOrders.
+type RDP struct {
+	// Orders are the RDP orders α > 1 to optimise over.
+	Orders []float64
+}
+
+// Name returns "rdp".
+func (RDP) Name() string { return "rdp" }
+
+func (a RDP) orders() []float64 {
+	if len(a.Orders) == 0 {
+		return DefaultOrders
+	}
+	return a.Orders
+}
+
+// RDP returns the RDP ε(α) of e at each order, in the order of Orders:
+// Gaussian α/(2σ²) (Mironov 2017, Proposition 7); Poisson-subsampled Gaussian
+// by SubsampledGaussianRDP; NonPrivate +∞; SelfComposed and Composed by
+// adding per order (Mironov 2017, Proposition 1). Other events, and
+// subsampling of anything but a Gaussian, give an error wrapping
+// ErrUnsupported.
+func (a RDP) RDP(e Event) ([]float64, error) {
+	orders := a.orders()
+	out := make([]float64, len(orders))
+	if err := a.add(out, orders, e, 1); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// add adds times × the RDP of e to acc.
+func (a RDP) add(acc, orders []float64, e Event, times float64) error {
+	switch v := e.(type) {
+	case Gaussian:
+		if !(v.NoiseMultiplier >= 0) {
+			return fmt.Errorf("accounting: Gaussian noise multiplier %v < 0", v.NoiseMultiplier)
+		}
+		for i, o := range orders {
+			acc[i] += times * SubsampledGaussianRDP(1, v.NoiseMultiplier, o)
+		}
+	case PoissonSampled:
+		g, ok := v.Event.(Gaussian)
+		if !ok {
+			return unsupported("rdp", v.Event)
+		}
+		if !(v.SamplingRate >= 0 && v.SamplingRate <= 1) || !(g.NoiseMultiplier >= 0) {
+			return fmt.Errorf("accounting: sampling rate %v or noise multiplier %v out of range", v.SamplingRate, g.NoiseMultiplier)
+		}
+		for i, o := range orders {
+			acc[i] += times * SubsampledGaussianRDP(v.SamplingRate, g.NoiseMultiplier, o)
+		}
+	case SelfComposed:
+		if v.Count < 0 {
+			return fmt.Errorf("accounting: composition count %d < 0", v.Count)
+		}
+		if v.Count == 0 {
+			return nil
+		}
+		return a.add(acc, orders, v.Event, times*float64(v.Count))
+	case Composed:
+		for _, ev := range v.Events {
+			if err := a.add(acc, orders, ev, times); err != nil {
+				return err
+			}
+		}
+	case NonPrivate:
+		for i := range acc {
+			acc[i] = math.Inf(1)
+		}
+	default:
+		return unsupported("rdp", e)
+	}
+	return nil
+}
+
+// Epsilon converts the RDP of e to (ε, delta)-DP, minimising over the orders.
+func (a RDP) Epsilon(e Event, delta float64) (Guarantee, error) {
+	if err := CheckDelta(delta); err != nil {
+		return Guarantee{}, fmt.Errorf("accounting: %w", err)
+	}
+	rdp, err := a.RDP(e)
+	if err != nil {
+		return Guarantee{}, err
+	}
+	eps, order := RDPToDP(a.orders(), rdp, delta)
+	return Guarantee{Epsilon: eps, Delta: delta, Accountant: "rdp", Order: order}, nil
+}
+
+// RDPToDP converts RDP guarantees rdp[i] at orders[i] into the smallest ε
+// such that the mechanism is (ε, delta)-DP, and the order attaining it, by
+// Balle et al. 2020, "Hypothesis Testing Interpretations and Renyi
+// Differential Privacy", Theorem 21 (the conversion Opacus and TensorFlow
+// Privacy use):
+//
+//	ε = min over α of  ε(α) + log((α−1)/α) − (log δ + log α)/(α − 1).
+//
+// ε is clamped at 0 from below. If every order gives +∞ (or NaN), ε is +∞
+// and the order 0.
+func RDPToDP(orders, rdp []float64, delta float64) (eps, order float64) {
+	eps = math.Inf(1)
+	logDelta := math.Log(delta)
+	for i, a := range orders {
+		if a <= 1 || math.IsNaN(rdp[i]) || math.IsInf(rdp[i], 1) {
+			continue
+		}
+		e := rdp[i] + math.Log1p(-1/a) - (logDelta+math.Log(a))/(a-1)
+		if e < eps {
+			eps, order = e, a
+		}
+	}
+	return math.Max(eps, 0), order
+}
