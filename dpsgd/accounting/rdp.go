@@ -117,9 +117,17 @@ func (a RDP) Epsilon(e Event, delta float64) (Guarantee, error) {
 //
 //	ε = min over α of  ε(α) + log((α−1)/α) − (log δ + log α)/(α − 1).
 //
-// ε is clamped at 0 from below. If every order gives +∞ (or NaN), ε is +∞
-// and the order 0.
+// ε is clamped at 0 from below, and is 0 when the RDP is 0 at every order
+// (no mechanism ran). If every order gives +∞ (or NaN), ε is +∞ and the
+// order 0.
 func RDPToDP(orders, rdp []float64, delta float64) (eps, order float64) {
+	zero := true
+	for _, r := range rdp {
+		zero = zero && r == 0
+	}
+	if zero {
+		return 0, 0
+	}
 	eps = math.Inf(1)
 	logDelta := math.Log(delta)
 	for i, a := range orders {

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/model"
+)
+
+func newEvalCmd() *cobra.Command {
+	var modelDir, dataset, dataDir string
+	cmd := &cobra.Command{
+		Use:   "eval",
+		Short: "Print a saved model's test accuracy and loss",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ds, err := lookupDataset(dataset)
+			if err != nil {
+				return err
+			}
+			if modelDir == "" {
+				return usagef("--model DIR is required")
+			}
+			net, _, err := model.Load(modelDir)
+			if err != nil {
+				return err
+			}
+			if net.Arch != ds.arch {
+				return usagef("the model in %s is a %s network; %s needs %s", modelDir, net.Arch.Name, dataset, ds.arch.Name)
+			}
+			_, test, err := loadDataset(dataset, ds, dataDir)
+			if err != nil {
+				return err
+			}
+			m, err := net.Evaluate(cmd.Context(), test.X, test.Y)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "test accuracy  %.4f\ntest loss      %.4f\nexamples       %d\n", m.Accuracy, m.Loss, m.N)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train")
+	cmd.Flags().StringVar(&dataset, "dataset", "mnist", "dataset: mnist or cifar10")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the Go module cache)")
+	return cmd
+}

@@ -1,0 +1,67 @@
+// Command dptune trains differentially private image classifiers with
+// DP-SGD and reports the privacy they spent.
+//
+//	dptune train --dataset mnist --epsilon 3 --delta 1e-5 --out out/mnist
+//	dptune eval  --model out/mnist --dataset mnist
+//
+// Exit status: 0 on success, 1 when the work failed (unreadable data, a
+// failed write), 2 for an impossible request (bad flag, ε ≤ 0, δ ∉ (0, 1),
+// a batch larger than the dataset, …) reported before any work starts, and
+// 130 when interrupted (Ctrl-C), after saving what was finished.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// usageError marks an impossible request: exit status 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "dptune",
+		Short:         "Differentially private training (DP-SGD) with honest privacy accounting",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newTrainCmd(), newEvalCmd())
+	return root
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := newRoot().ExecuteContext(ctx)
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "dptune: %v\n", err)
+	os.Exit(exitCode(err))
+}
+
+// exitCode maps an error to the exit status documented above.
+func exitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u):
+		return 2
+	case errors.Is(err, context.Canceled):
+		return 130
+	}
+	return 1
+}

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+)
+
+// DefaultLearningRate is dptune train's learning rate: plain SGD (momentum 0)
+// on the mean of the noisy clipped gradients with C = 1 — see README.md for
+// the sweep that chose it.
+const DefaultLearningRate = 2.0
+
+type trainFlags struct {
+	dataset, dataDir, out, accountant string
+	epsilon, delta, noiseMultiplier   float64
+	clipNorm, lr, momentum            float64
+	batchSize, epochs                 int
+	seed                              uint64
+	nonPrivate                        bool
+}
+
+func newTrainCmd() *cobra.Command {
+	var f trainFlags
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Train the CNN with DP-SGD and report test accuracy and the privacy spent",
+		Long: `Train the CNN with DP-SGD (Poisson sampling, per-example clipping, Gaussian
+noise) and report its test accuracy and the (ε, δ) it spent. The noise
+multiplier is calibrated so that the whole run meets --epsilon at --delta,
+unless --noise-multiplier is given. Writes the model and report.json to --out.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTrain(cmd.Context(), cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module in the Go module cache)")
+	fl.Float64Var(&f.epsilon, "epsilon", 3, "target ε (nats) of the whole run; the noise multiplier is calibrated to meet it")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "target δ")
+	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 0, "noise multiplier σ, instead of calibrating it from --epsilon")
+	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "per-example clipping norm C")
+	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / N)")
+	fl.IntVar(&f.epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
+	fl.Float64Var(&f.lr, "lr", DefaultLearningRate, "learning rate η")
+	fl.Float64Var(&f.momentum, "momentum", 0, "SGD momentum μ")
+	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
+	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
+	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: rdp")
+	return cmd
+}
+
+// report is what dptune train writes to DIR/report.json.
+type report struct {
+	Dataset         string            `json:"dataset"`
+	Private         bool              `json:"private"`
+	Epsilon         *float64          `json:"epsilon"` // null when not private
+	Delta           float64           `json:"delta"`
+	Accountant      string            `json:"accountant"`
+	RDPOrder        float64           `json:"rdp_order,omitempty"`
+	NoiseMultiplier float64           `json:"noise_multiplier"`
+	ClipNorm        float64           `json:"clip_norm"`
+	SamplingRate    float64           `json:"sampling_rate"`
+	BatchSize       int               `json:"batch_size"`
+	MeanBatchSize   float64           `json:"mean_batch_size"`
+	Steps           int               `json:"steps"`
+	PlannedSteps    int               `json:"planned_steps"`
+	Epochs          float64           `json:"epochs"`
+	LearningRate    float64           `json:"learning_rate"`
+	Momentum        float64           `json:"momentum"`
+	Seed            *uint64           `json:"seed"`
+	TestAccuracy    *float64          `json:"test_accuracy"`
+	TestLoss        *float64          `json:"test_loss"`
+	WallSeconds     float64           `json:"wall_seconds"`
+	Interrupted     bool              `json:"interrupted"`
+	Ledger          accounting.Ledger `json:"ledger"`
+}
+
+// accountantByName returns the accountant called name, or a usage error.
+func accountantByName(name string) (accounting.Accountant, error) {
+	switch name {
+	case "rdp":
+		return accounting.RDP{}, nil
+	}
+	return nil, usagef("unknown accountant %q (want rdp)", name)
+}
+
+// validate checks every flag that can be checked before loading data.
+func (f *trainFlags) validate(cmd *cobra.Command, trainN int) error {
+	switch {
+	case f.batchSize < 1:
+		return usagef("--batch-size %d must be at least 1", f.batchSize)
+	case f.batchSize > trainN:
+		return usagef("--batch-size %d exceeds the %d training examples of %s", f.batchSize, trainN, f.dataset)
+	case f.epochs < 1:
+		return usagef("--epochs %d must be at least 1", f.epochs)
+	case !(f.lr > 0) || math.IsInf(f.lr, 1):
+		return usagef("--lr %v must be positive and finite", f.lr)
+	case !(f.momentum >= 0 && f.momentum < 1):
+		return usagef("--momentum %v is outside [0, 1)", f.momentum)
+	}
+	if f.nonPrivate {
+		for _, name := range []string{"epsilon", "noise-multiplier", "clip-norm"} {
+			if cmd.Flags().Changed(name) {
+				return usagef("--non-private takes no --%s", name)
+			}
+		}
+		return nil
+	}
+	if err := accounting.CheckDelta(f.delta); err != nil {
+		return usagef("--delta: %v", err)
+	}
+	if !(f.clipNorm > 0) || math.IsInf(f.clipNorm, 1) {
+		return usagef("--clip-norm %v must be positive and finite", f.clipNorm)
+	}
+	if cmd.Flags().Changed("noise-multiplier") {
+		if cmd.Flags().Changed("epsilon") {
+			return usagef("give --epsilon or --noise-multiplier, not both")
+		}
+		if !(f.noiseMultiplier > 0) || math.IsInf(f.noiseMultiplier, 1) {
+			return usagef("--noise-multiplier %v must be positive and finite", f.noiseMultiplier)
+		}
+		return nil
+	}
+	if err := accounting.CheckEpsilon(f.epsilon); err != nil {
+		return usagef("--epsilon: %v", err)
+	}
+	return nil
+}
+
+func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
+	start := time.Now()
+	ds, err := lookupDataset(f.dataset)
+	if err != nil {
+		return err
+	}
+	acc, err := accountantByName(f.accountant)
+	if err != nil {
+		return err
+	}
+	if err := f.validate(cmd, ds.trainN); err != nil {
+		return err
+	}
+	q := float64(f.batchSize) / float64(ds.trainN)
+	steps := dpsgd.StepsForEpochs(f.epochs, q)
+	cfg := dpsgd.Config{SamplingRate: q, Steps: steps, LearningRate: f.lr, Momentum: f.momentum, NonPrivate: f.nonPrivate}
+	if cmd.Flags().Changed("seed") {
+		cfg.Seed = &f.seed
+	}
+	if !f.nonPrivate {
+		cfg.ClipNorm, cfg.NoiseMultiplier = f.clipNorm, f.noiseMultiplier
+		if !cmd.Flags().Changed("noise-multiplier") {
+			sigma, err := accounting.CalibrateNoise(acc, func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }, f.epsilon, f.delta)
+			if err != nil {
+				return usageError{err}
+			}
+			cfg.NoiseMultiplier = sigma
+		}
+	}
+
+	train, test, err := loadDataset(f.dataset, ds, f.dataDir)
+	if err != nil {
+		return err
+	}
+	if train.N != ds.trainN {
+		return fmt.Errorf("%s: %d training examples, expected %d", f.dataset, train.N, ds.trainN)
+	}
+	net, err := model.New(ds.arch, randsrc.New(cfg.Seed, "init"))
+	if err != nil {
+		return err
+	}
+	w := cmd.ErrOrStderr()
+	if f.nonPrivate {
+		fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.dataset, steps, f.epochs, f.batchSize, f.lr)
+	} else {
+		fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, C = %g, q = %.6g, %d steps (%d epochs), lr %g\n",
+			f.dataset, cfg.NoiseMultiplier, cfg.ClipNorm, q, steps, f.epochs, f.lr)
+	}
+
+	res, trainErr := dpsgd.Train(ctx, net, train, cfg, nil, epochProgress(w, f, acc, cfg, steps))
+	interrupted := errors.Is(trainErr, context.Canceled)
+	if trainErr != nil && !interrupted {
+		return trainErr
+	}
+
+	var ledger accounting.Ledger
+	ledger.Add("dpsgd training", res.Event)
+	rep := report{Dataset: f.dataset, Private: !f.nonPrivate, Delta: f.delta, Accountant: acc.Name(),
+		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: q, BatchSize: f.batchSize,
+		MeanBatchSize: res.MeanBatchSize, Steps: res.Steps, PlannedSteps: steps,
+		Epochs: float64(res.Steps) * q, LearningRate: f.lr, Momentum: f.momentum, Seed: cfg.Seed,
+		Interrupted: interrupted, Ledger: ledger}
+	if !f.nonPrivate {
+		g, err := ledger.Spent(acc, f.delta)
+		if err != nil {
+			return err
+		}
+		rep.Epsilon, rep.RDPOrder = &g.Epsilon, g.Order
+	} else {
+		rep.Delta, rep.Accountant = 0, ""
+	}
+	if !interrupted {
+		m, err := net.Evaluate(ctx, test.X, test.Y)
+		interrupted = errors.Is(err, context.Canceled)
+		if err != nil && !interrupted {
+			return err
+		}
+		if err == nil {
+			rep.TestAccuracy, rep.TestLoss = &m.Accuracy, &m.Loss
+		}
+	}
+	rep.Interrupted = interrupted
+	rep.WallSeconds = time.Since(start).Seconds()
+	if err := saveRun(f.out, net, rep); err != nil {
+		return err
+	}
+	printSummary(cmd.OutOrStdout(), rep)
+	if interrupted {
+		return fmt.Errorf("interrupted after %d of %d steps; the model so far and its report are in %s: %w", res.Steps, steps, f.out, context.Canceled)
+	}
+	return nil
+}
+
+// epochProgress returns a Train progress callback that shows one progress
+// bar per epoch, with ETA, the ε spent before the epoch and the epoch's mean
+// training loss so far (the loss is a curator-side diagnostic).
+func epochProgress(w io.Writer, f trainFlags, acc accounting.Accountant, cfg dpsgd.Config, steps int) func(dpsgd.Progress) {
+	perEpoch := steps / f.epochs
+	var bar *progressbar.ProgressBar
+	var prefix string
+	var lossSum float64
+	var n int
+	return func(p dpsgd.Progress) {
+		if (p.Step-1)%perEpoch == 0 {
+			prefix = fmt.Sprintf("epoch %d/%d", (p.Step-1)/perEpoch+1, f.epochs)
+			if !cfg.NonPrivate {
+				g, err := acc.Epsilon(accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, p.Step-1), f.delta)
+				if err == nil {
+					prefix += fmt.Sprintf("  ε %.3f", g.Epsilon)
+				}
+			}
+			bar = progressbar.NewOptions(perEpoch, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(prefix),
+				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
+				progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish(),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+			lossSum, n = 0, 0
+		}
+		lossSum += p.Loss
+		n++
+		bar.Describe(fmt.Sprintf("%s  loss %.3f", prefix, lossSum/float64(n)))
+		bar.Add(1)
+	}
+}
+
+// saveRun writes the model (with its hyperparameters and ledger) and report.json to dir.
+func saveRun(dir string, net *model.Net, rep report) error {
+	hyper, err := json.Marshal(map[string]any{"noise_multiplier": rep.NoiseMultiplier, "clip_norm": rep.ClipNorm,
+		"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "learning_rate": rep.LearningRate,
+		"momentum": rep.Momentum, "private": rep.Private})
+	if err != nil {
+		return err
+	}
+	ledger, err := json.Marshal(rep.Ledger)
+	if err != nil {
+		return err
+	}
+	if err := net.Save(dir, model.Metadata{Hyperparameters: hyper, Ledger: ledger}); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644)
+}
+
+func printSummary(w io.Writer, r report) {
+	if r.TestAccuracy != nil {
+		fmt.Fprintf(w, "test accuracy  %.4f  (loss %.4f)\n", *r.TestAccuracy, *r.TestLoss)
+	}
+	if r.Epsilon != nil {
+		fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s accountant, order %g)\n", *r.Epsilon, r.Delta, r.Accountant, r.RDPOrder)
+		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps)
+	} else {
+		fmt.Fprintf(w, "privacy        none (non-private training), %d steps\n", r.Steps)
+	}
+	fmt.Fprintf(w, "wall time      %.1f s\n", r.WallSeconds)
+}

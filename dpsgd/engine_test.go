@@ -1,0 +1,179 @@
+package dpsgd
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+)
+
+// randomData returns n random examples for arch (standard normal pixels,
+// uniform labels) and a network with PyTorch's initialisation.
+func randomData(t testing.TB, arch model.Arch, n int, seed uint64) (*model.Net, []float32, []uint8) {
+	t.Helper()
+	net, err := model.New(arch, randsrc.Seeded(seed, "init"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := randsrc.Seeded(seed, "data")
+	x := make([]float32, n*arch.C*arch.H*arch.W)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	y := make([]uint8, n)
+	for i := range y {
+		y[i] = uint8(rng.IntN(arch.Classes))
+	}
+	return net, x, y
+}
+
+// relErr is ‖a − b‖∞ / ‖b‖∞.
+func relErr(a, b []float32) float64 {
+	var d, m float64
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i])-float64(b[i])))
+		m = math.Max(m, math.Abs(float64(b[i])))
+	}
+	return d / m
+}
+
+// perExampleNorms returns each example's gradient norm from the reference engine.
+func perExampleNorms(t *testing.T, net *model.Net, x []float32, y []uint8, idx []int) []float64 {
+	ref, err := NewReferenceEngine(net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]float64, len(idx))
+	for k, i := range idx {
+		g := make([]float32, net.NumParams())
+		if _, err := ref.ClippedSum(x, y, []int{i}, math.Inf(1), g); err != nil {
+			t.Fatal(err)
+		}
+		out[k] = math.Sqrt(sq(g))
+	}
+	return out
+}
+
+// The fast engine's clipped sum equals the batch-of-one reference to 1e-5
+// relative, for the MNIST and CIFAR-10 shapes, clipped and unclipped, with
+// padded passes (7 examples on a graph of 8) and split batches (19 examples
+// on a graph of 8: passes of 8, 8 and 3 + 5 padding rows).
+func TestEngineMatchesReference(t *testing.T) {
+	for _, arch := range []model.Arch{model.MNIST, model.CIFAR10} {
+		net, x, y := randomData(t, arch, 24, 1)
+		fast, err := NewEngine(net, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := NewReferenceEngine(net)
+		for _, n := range []int{7, 19} {
+			idx := make([]int, n)
+			for i := range idx {
+				idx[i] = (5*i + 3) % 24
+			}
+			norms := perExampleNorms(t, net, x, y, idx)
+			// A clipping norm between the smallest and largest gradient norm,
+			// so that some examples are clipped and some are not.
+			lo, hi := math.Inf(1), 0.0
+			for _, v := range norms {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+			for _, clip := range []float64{math.Inf(1), (lo + hi) / 2, lo / 4} {
+				a := make([]float32, net.NumParams())
+				b := make([]float32, net.NumParams())
+				la, err := fast.ClippedSum(x, y, idx, clip, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lb, _ := ref.ClippedSum(x, y, idx, clip, b)
+				if e := relErr(a, b); e > 1e-5 {
+					t.Errorf("%s, %d examples, C=%v: relative error %.3g", arch.Name, n, clip, e)
+				}
+				if math.Abs(la-lb) > 1e-5*lb {
+					t.Errorf("%s: loss %v vs reference %v", arch.Name, la, lb)
+				}
+				if clip == lo/4 {
+					// Every example clipped: the sum's norm is at most n·C.
+					if norm := math.Sqrt(sq(a)); norm > float64(n)*clip*(1+1e-5) {
+						t.Errorf("clipped sum norm %v > n·C = %v", norm, float64(n)*clip)
+					}
+				}
+			}
+		}
+	}
+}
+
+// The sum of unclipped per-example gradients is the gradient of the summed
+// loss, which gorgonia computes directly on the whole batch.
+func TestUnclippedSumIsBatchGradient(t *testing.T) {
+	net, x, y := randomData(t, model.MNIST, 16, 2)
+	g, err := net.NewGraph(16, model.ParamGrads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := make([]int, 16)
+	for i := range idx {
+		idx[i] = i
+	}
+	g.SetBatch(x, y, idx)
+	if err := g.Run(); err != nil {
+		t.Fatal(err)
+	}
+	fast, _ := NewEngine(net, 16)
+	sum := make([]float32, net.NumParams())
+	if _, err := fast.ClippedSum(x, y, idx, math.Inf(1), sum); err != nil {
+		t.Fatal(err)
+	}
+	if e := relErr(sum, g.ParamGrad()); e > 1e-5 {
+		t.Fatalf("relative error %.3g against the batch gradient", e)
+	}
+}
+
+func TestIm2colMatchesDirectIndexing(t *testing.T) {
+	net, _ := model.NewZero(model.MNIST)
+	l := net.Layers[0] // 1→16, 8×8, stride 2, padding 3, 28×28 → 14×14
+	in := make([]float32, 28*28)
+	for i := range in {
+		in[i] = float32(i + 1)
+	}
+	col := make([]float32, l.Positions()*l.FanIn())
+	im2col(l, in, col)
+	for _, c := range []struct{ oh, ow, ki, kj int }{{0, 0, 0, 0}, {0, 0, 3, 3}, {5, 7, 2, 6}, {13, 13, 7, 7}, {13, 0, 4, 1}} {
+		r, q := c.oh*2-3+c.ki, c.ow*2-3+c.kj
+		want := float32(0)
+		if r >= 0 && q >= 0 && r < 28 && q < 28 {
+			want = in[r*28+q]
+		}
+		if got := col[(c.oh*14+c.ow)*64+c.ki*8+c.kj]; got != want {
+			t.Errorf("%+v: %v, want %v", c, got, want)
+		}
+	}
+}
+
+// The non-private engine's sum equals the per-example engine's unclipped sum
+// across split and padded passes, and it refuses to clip.
+func TestBatchGradEngine(t *testing.T) {
+	net, x, y := randomData(t, model.MNIST, 40, 4)
+	idx := make([]int, 37)
+	for i := range idx {
+		idx[i] = i
+	}
+	bg, err := NewBatchGradEngine(net, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, _ := NewEngine(net, 16)
+	a := make([]float32, net.NumParams())
+	b := make([]float32, net.NumParams())
+	if _, err := bg.ClippedSum(x, y, idx, math.Inf(1), a); err != nil {
+		t.Fatal(err)
+	}
+	fast.ClippedSum(x, y, idx, math.Inf(1), b)
+	if e := relErr(a, b); e > 1e-5 {
+		t.Fatalf("relative error %.3g", e)
+	}
+	if _, err := bg.ClippedSum(x, y, idx, 1, a); err == nil {
+		t.Fatal("batch-gradient engine clipped")
+	}
+}

@@ -1,0 +1,114 @@
+package dpsgd
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+)
+
+// Progress is reported after every step.
+type Progress struct {
+	Step, Steps int     // steps done, steps planned
+	BatchSize   int     // this step's (Poisson) batch size
+	Loss        float64 // this step's mean cross-entropy over its batch, nats (curator-side diagnostic)
+}
+
+// Result is what a Train run did.
+type Result struct {
+	// Steps is the number of steps completed (fewer than planned if interrupted).
+	Steps int
+	// Event is the privacy cost of the completed steps:
+	// accounting.DPSGD(σ, q, Steps), or accounting.NonPrivate.
+	Event accounting.Event
+	// MeanBatchSize is the mean realised batch size.
+	MeanBatchSize float64
+}
+
+// Train runs cfg.Steps steps of DP-SGD (see the package doc) on net, updating
+// net.Params in place, with engine computing the clipped per-example sums
+// (nil: NewEngine sized for the expected batch size; it is also the fastest
+// non-private path, faster than gorgonia's own autodiff — see
+// BenchmarkNonPrivateAutodiffStep). progress, if not nil,
+// is called after every step.
+//
+// If ctx is cancelled, Train stops after the current step and returns the
+// Result of the steps completed — whose Event must still be accounted,
+// since those steps released their noisy gradients — together with ctx's
+// error. It returns an error before any step if cfg is invalid.
+func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, engine Engine, progress func(Progress)) (res Result, err error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{}, fmt.Errorf("dpsgd: %w", err)
+	}
+	if train.N == 0 {
+		return Result{}, fmt.Errorf("dpsgd: empty training set %s", train.Name)
+	}
+	expected := cfg.SamplingRate * float64(train.N)
+	if engine == nil {
+		if engine, err = NewEngine(net, max(1, int(math.Ceil(expected)))); err != nil {
+			return Result{}, err
+		}
+	}
+	sampling := randsrc.New(cfg.Seed, "sampling")
+	noise := randsrc.New(cfg.Seed, "noise")
+	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm
+	if cfg.NonPrivate {
+		clip, std = math.Inf(1), 0
+	}
+	sum := make([]float32, len(net.Params))
+	velocity := make([]float32, len(net.Params))
+	var idx []int
+	var batches float64
+	defer func() {
+		if res.Steps > 0 {
+			res.MeanBatchSize = batches / float64(res.Steps)
+		}
+		if cfg.NonPrivate {
+			res.Event = accounting.NonPrivate{Reason: "non-private SGD: no clipping, no noise"}
+		} else {
+			res.Event = accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, res.Steps)
+		}
+	}()
+	lr, mu := float32(cfg.LearningRate), float32(cfg.Momentum)
+	scale := 1 / expected
+	for step := 0; step < cfg.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		idx = data.PoissonSample(idx, train.N, cfg.SamplingRate, sampling)
+		clear(sum)
+		loss, err := engine.ClippedSum(train.X, train.Y, idx, clip, sum)
+		if err != nil {
+			return res, err
+		}
+		finite := true
+		for k := range sum {
+			g := float64(sum[k])
+			if std > 0 {
+				g += std * noise.NormFloat64()
+			}
+			v := mu*velocity[k] + float32(g*scale)
+			velocity[k] = v
+			p := net.Params[k] - lr*v
+			net.Params[k] = p
+			finite = finite && !math.IsNaN(float64(p)) && !math.IsInf(float64(p), 0)
+		}
+		res.Steps++
+		batches += float64(len(idx))
+		if !finite {
+			return res, fmt.Errorf("dpsgd: training diverged at step %d (non-finite parameters); lower the learning rate", res.Steps)
+		}
+		if progress != nil {
+			p := Progress{Step: res.Steps, Steps: cfg.Steps, BatchSize: len(idx)}
+			if len(idx) > 0 {
+				p.Loss = loss / float64(len(idx))
+			}
+			progress(p)
+		}
+	}
+	return res, nil
+}

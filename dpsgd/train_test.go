@@ -1,0 +1,163 @@
+package dpsgd
+
+import (
+	"context"
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/model"
+)
+
+// fakeEngine adds add(idx) to every coordinate of the sum and records batch sizes.
+type fakeEngine struct {
+	add     func(idx []int) float32
+	batches []int
+}
+
+func (f *fakeEngine) ClippedSum(_ []float32, _ []uint8, idx []int, _ float64, sum []float32) (float64, error) {
+	v := f.add(idx)
+	for k := range sum {
+		sum[k] += v
+	}
+	f.batches = append(f.batches, len(idx))
+	return 0, nil
+}
+
+func smallSet(t testing.TB, n int) (*model.Net, *data.Dataset) {
+	net, x, y := randomData(t, model.MNIST, n, 5)
+	return net, &data.Dataset{Name: "small", X: x, Y: y, N: n, C: 1, H: 28, W: 28, Classes: 10}
+}
+
+func seed(s uint64) *uint64 { return &s }
+
+// With a zero gradient sum, one step moves every parameter by
+// −η·N(0, σ²C²)/(qN): the noise's standard deviation is ησC/(qN).
+func TestNoiseScale(t *testing.T) {
+	net, train := smallSet(t, 100)
+	before := append([]float32(nil), net.Params...)
+	cfg := Config{NoiseMultiplier: 2, ClipNorm: 0.5, SamplingRate: 0.1, Steps: 1, LearningRate: 0.3, Seed: seed(1)}
+	if _, err := Train(context.Background(), net, train, cfg, &fakeEngine{add: func([]int) float32 { return 0 }}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var s, s2 float64
+	for k := range before {
+		d := float64(net.Params[k] - before[k])
+		s += d
+		s2 += d * d
+	}
+	n := float64(len(before))
+	want := 0.3 * 2 * 0.5 / 10
+	if sd := math.Sqrt(s2/n - (s/n)*(s/n)); math.Abs(sd-want) > 0.03*want {
+		t.Fatalf("update sd %v, want ησC/(qN) = %v", sd, want)
+	}
+	if mean := s / n; math.Abs(mean) > 4*want/math.Sqrt(n) {
+		t.Fatalf("update mean %v, want 0", mean)
+	}
+}
+
+// The sum is divided by the expected batch size qN, never the realised one;
+// momentum follows PyTorch's SGD: v ← μv + g, θ ← θ − ηv.
+func TestUpdateRule(t *testing.T) {
+	net, train := smallSet(t, 200)
+	before := append([]float32(nil), net.Params...)
+	fe := &fakeEngine{add: func(idx []int) float32 { return float32(len(idx)) }}
+	const q, lr, mu = 0.05, 0.5, 0.9
+	cfg := Config{SamplingRate: q, Steps: 2, LearningRate: lr, Momentum: mu, NonPrivate: true, Seed: seed(2)}
+	res, err := Train(context.Background(), net, train, cfg, fe, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fe.batches[0] == fe.batches[1] && fe.batches[0] == 10 {
+		t.Log("both batches happened to have the expected size")
+	}
+	g1, g2 := float64(fe.batches[0])/(q*200), float64(fe.batches[1])/(q*200)
+	v2 := mu*g1 + g2
+	want := lr*g1 + lr*v2
+	for k := range before {
+		if d := float64(before[k] - net.Params[k]); math.Abs(d-want) > 1e-5*(1+want) {
+			t.Fatalf("param %d moved by %v, want %v (batches %v)", k, d, want, fe.batches)
+		}
+	}
+	if _, ok := res.Event.(accounting.NonPrivate); !ok {
+		t.Fatalf("non-private run reported %#v", res.Event)
+	}
+	if res.MeanBatchSize != float64(fe.batches[0]+fe.batches[1])/2 {
+		t.Fatalf("mean batch %v, batches %v", res.MeanBatchSize, fe.batches)
+	}
+}
+
+func TestSeedReproducibility(t *testing.T) {
+	run := func(s uint64) []float32 {
+		net, train := smallSet(t, 120)
+		cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.1, Steps: 4, LearningRate: 0.5, Seed: seed(s)}
+		if _, err := Train(context.Background(), net, train, cfg, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		return net.Params
+	}
+	a, b, c := run(7), run(7), run(8)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("same seed, different parameters")
+	}
+	if reflect.DeepEqual(a, c) {
+		t.Fatal("different seeds, same parameters")
+	}
+}
+
+// An interrupted run returns the event of the steps it completed.
+func TestInterruptAccountsCompletedSteps(t *testing.T) {
+	net, train := smallSet(t, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := Config{NoiseMultiplier: 1.3, ClipNorm: 1, SamplingRate: 0.1, Steps: 10, LearningRate: 0.1, Seed: seed(3)}
+	res, err := Train(ctx, net, train, cfg, &fakeEngine{add: func([]int) float32 { return 0 }}, func(p Progress) {
+		if p.Step == 3 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || res.Steps != 3 {
+		t.Fatalf("steps %d, err %v", res.Steps, err)
+	}
+	if !reflect.DeepEqual(res.Event, accounting.DPSGD(1.3, 0.1, 3)) {
+		t.Fatalf("event %#v", res.Event)
+	}
+}
+
+func TestDivergenceIsAnError(t *testing.T) {
+	net, train := smallSet(t, 50)
+	cfg := Config{SamplingRate: 0.5, Steps: 5, LearningRate: 1, NonPrivate: true}
+	res, err := Train(context.Background(), net, train, cfg, &fakeEngine{add: func([]int) float32 { return float32(math.Inf(1)) }}, nil)
+	if err == nil || res.Steps != 1 {
+		t.Fatalf("steps %d, err %v", res.Steps, err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.01, Steps: 1, LearningRate: 0.1}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []func(*Config){
+		func(c *Config) { c.SamplingRate = 0 }, func(c *Config) { c.SamplingRate = 1.5 },
+		func(c *Config) { c.Steps = -1 }, func(c *Config) { c.LearningRate = 0 },
+		func(c *Config) { c.Momentum = 1 }, func(c *Config) { c.NoiseMultiplier = 0 },
+		func(c *Config) { c.ClipNorm = -1 }, func(c *Config) { c.NonPrivate = true },
+		func(c *Config) { c.NoiseMultiplier = math.NaN() },
+	}
+	for i, f := range bad {
+		c := ok
+		f(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("case %d: %+v accepted", i, c)
+		}
+	}
+	if got := StepsForEpochs(10, 256.0/60000); got != 2350 {
+		t.Errorf("10 epochs at q = 256/60000: %d steps, want 10·⌈234.375⌉ = 2350", got)
+	}
+	if got := StepsForEpochs(3, 0.01); got != 300 {
+		t.Errorf("3 epochs at q = 0.01: %d steps, want 300", got)
+	}
+}
