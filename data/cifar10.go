@@ -3,11 +3,9 @@ package data
 import (
 	"bufio"
 	"compress/gzip"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 )
 
 // CIFAR-10's per-channel normalisation constants (R, G, B): the mean and
@@ -80,18 +78,9 @@ func loadCIFARFiles(dir, name string, files []string) (*Dataset, error) {
 
 // readCIFARFile opens dir/name.bin, or dir/name.bin.gz when there is no .bin.
 func readCIFARFile(dir, name string) ([]float32, []uint8, error) {
-	path := filepath.Join(dir, name+".bin")
-	f, err := os.Open(path)
-	gz := false
-	if errors.Is(err, os.ErrNotExist) {
-		path, gz = path+".gz", true
-		f, err = os.Open(path)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("CIFAR-10 file %s.bin(.gz) not found in %s", name, dir)
-		}
-	}
+	f, path, gz, err := openFirst(dir, name+".bin", name+".bin.gz")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("CIFAR-10 file: %w", err)
 	}
 	defer f.Close()
 	x, y, err := parseCIFAR(f, gz, cifarPerFile)

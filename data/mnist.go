@@ -1,7 +1,6 @@
 package data
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -135,18 +134,9 @@ func LoadMNIST(dir string) (train, test *Dataset, err error) {
 
 // readIDXFile opens dir/name.gz, or dir/name when there is no .gz, and parses it.
 func readIDXFile(dir, name string, wantN int, kind idxKind) ([]byte, error) {
-	path := filepath.Join(dir, name+".gz")
-	f, err := os.Open(path)
-	gz := true
-	if errors.Is(err, os.ErrNotExist) {
-		path, gz = filepath.Join(dir, name), false
-		f, err = os.Open(path)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("MNIST file %s(.gz) not found in %s", name, dir)
-		}
-	}
+	f, path, gz, err := openFirst(dir, name+".gz", name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("MNIST file: %w", err)
 	}
 	defer f.Close()
 	b, err := parseIDX(f, gz, kind, wantN)

@@ -125,3 +125,31 @@ func TestTrainAndEvalEndToEnd(t *testing.T) {
 		t.Fatalf("eval of an MNIST model on CIFAR-10: exit %d %s", code, out)
 	}
 }
+
+// The issue's acceptance check for the non-private baseline: one epoch of
+// plain SGD with the default settings reaches ≥ 97% test accuracy.
+func TestNonPrivateEpoch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains for an epoch")
+	}
+	dir := filepath.Join(t.TempDir(), "np")
+	code, out := run(t, "train", "--non-private", "--epochs", "1", "--seed", "1", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	var rep struct {
+		Epsilon      *float64 `json:"epsilon"`
+		Private      bool     `json:"private"`
+		TestAccuracy float64  `json:"test_accuracy"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Epsilon != nil || rep.Private {
+		t.Fatalf("non-private run reported ε %v, private %v", rep.Epsilon, rep.Private)
+	}
+	if rep.TestAccuracy < 0.97 {
+		t.Fatalf("test accuracy %v < 0.97", rep.TestAccuracy)
+	}
+}

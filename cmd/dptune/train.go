@@ -20,10 +20,15 @@ import (
 	"github.com/dptune/dptune/model"
 )
 
-// DefaultLearningRate is dptune train's learning rate: plain SGD (momentum 0)
-// on the mean of the noisy clipped gradients with C = 1 — see README.md for
-// the sweep that chose it.
-const DefaultLearningRate = 2.0
+// Default learning rates and momenta of dptune train, chosen by the sweep in
+// README.md: DP-SGD with C = 1 takes plain SGD at η = 0.5; non-private
+// training (unclipped gradients, no noise) takes η = 0.02 with momentum 0.9.
+const (
+	DefaultLearningRate           = 0.5
+	DefaultMomentum               = 0.0
+	DefaultNonPrivateLearningRate = 0.02
+	DefaultNonPrivateMomentum     = 0.9
+)
 
 type trainFlags struct {
 	dataset, dataDir, out, accountant string
@@ -57,8 +62,8 @@ unless --noise-multiplier is given. Writes the model and report.json to --out.`,
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "per-example clipping norm C")
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / N)")
 	fl.IntVar(&f.epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
-	fl.Float64Var(&f.lr, "lr", DefaultLearningRate, "learning rate η")
-	fl.Float64Var(&f.momentum, "momentum", 0, "SGD momentum μ")
+	fl.Float64Var(&f.lr, "lr", DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", DefaultNonPrivateLearningRate))
+	fl.Float64Var(&f.momentum, "momentum", DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", DefaultNonPrivateMomentum))
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
@@ -154,6 +159,12 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err != nil {
 		return err
 	}
+	if f.nonPrivate && !cmd.Flags().Changed("lr") {
+		f.lr = DefaultNonPrivateLearningRate
+	}
+	if f.nonPrivate && !cmd.Flags().Changed("momentum") {
+		f.momentum = DefaultNonPrivateMomentum
+	}
 	if err := f.validate(cmd, ds.trainN); err != nil {
 		return err
 	}
@@ -204,7 +215,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	rep := report{Dataset: f.dataset, Private: !f.nonPrivate, Delta: f.delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: q, BatchSize: f.batchSize,
 		MeanBatchSize: res.MeanBatchSize, Steps: res.Steps, PlannedSteps: steps,
-		Epochs: float64(res.Steps) * q, LearningRate: f.lr, Momentum: f.momentum, Seed: cfg.Seed,
+		Epochs: float64(res.Steps) / float64(steps/f.epochs), LearningRate: f.lr, Momentum: f.momentum, Seed: cfg.Seed,
 		Interrupted: interrupted, Ledger: ledger}
 	if !f.nonPrivate {
 		g, err := ledger.Spent(acc, f.delta)
