@@ -190,8 +190,8 @@ func (gr *Graph) ParamGrad() []float32 {
 	return gr.grad
 }
 
-// SetBatch fills X and Y with the examples idx of the dataset given by
-// (x, y, exampleSize) — x is [N, C, H, W], y the labels — and pads the rest of
+// SetBatch fills X and Y with the examples idx of the dataset (x, y) — x is
+// [N, C, H, W], y the labels — and pads the rest of
 // the batch with zero images and all-zero label rows. It returns an error if
 // len(idx) > B.
 func (gr *Graph) SetBatch(x []float32, y []uint8, idx []int) error {
