@@ -55,6 +55,7 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"train", "--non-private", "--epsilon", "3"},
 		{"train", "--epsilon", "1e-9"},
 		{"train", "--accountant", "moments"},
+		{"train", "--accountant", "gdp"},
 		{"train", "--dataset", "cifar10"},
 		{"eval", "--dataset", "mnist"},
 	}
@@ -80,7 +81,7 @@ func TestBadDataDirExit1(t *testing.T) {
 	}
 }
 
-// One DP epoch on real MNIST: the report has the documented keys, its ε is
+// One DP epoch on real MNIST, accounted by PLD: the report has the documented keys, its ε is
 // the accountant's for the run's own σ, q and steps and meets the target,
 // and `dptune eval` on the saved model reproduces the reported accuracy.
 func TestTrainAndEvalEndToEnd(t *testing.T) {
@@ -88,7 +89,7 @@ func TestTrainAndEvalEndToEnd(t *testing.T) {
 		t.Skip("trains for an epoch")
 	}
 	dir := filepath.Join(t.TempDir(), "m")
-	code, out := run(t, "train", "--epochs", "1", "--epsilon", "2", "--seed", "1", "--out", dir)
+	code, out := run(t, "train", "--epochs", "1", "--epsilon", "2", "--accountant", "pld", "--seed", "1", "--out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
@@ -109,11 +110,11 @@ func TestTrainAndEvalEndToEnd(t *testing.T) {
 	if steps != 235 || q != 256.0/60000 {
 		t.Fatalf("steps %d, q %v", steps, q)
 	}
-	g, err := accounting.RDP{}.Epsilon(accounting.DPSGD(sigma, q, steps), 1e-5)
+	g, err := accounting.PLD{}.Epsilon(accounting.DPSGD(sigma, q, steps), 1e-5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if eps := rep["epsilon"].(float64); eps != g.Epsilon || eps > 2 || eps < 1.99 {
+	if eps := rep["epsilon"].(float64); eps != g.Epsilon || eps > 2 || eps < 1.99 || rep["accountant"] != "pld" {
 		t.Fatalf("reported ε %v, accountant %v, target 2", eps, g.Epsilon)
 	}
 	// Training helped: the model beats the same seed's untrained network.

@@ -67,7 +67,7 @@ unless --noise-multiplier is given. Writes the model and report.json to --out.`,
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: rdp")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: rdp or pld (tighter, slower)")
 	return cmd
 }
 
@@ -95,15 +95,6 @@ type report struct {
 	WallSeconds     float64           `json:"wall_seconds"`
 	Interrupted     bool              `json:"interrupted"`
 	Ledger          accounting.Ledger `json:"ledger"`
-}
-
-// accountantByName returns the accountant called name, or a usage error.
-func accountantByName(name string) (accounting.Accountant, error) {
-	switch name {
-	case "rdp":
-		return accounting.RDP{}, nil
-	}
-	return nil, usagef("unknown accountant %q (want rdp)", name)
 }
 
 // validate checks every flag that can be checked before loading data.
@@ -155,7 +146,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err != nil {
 		return err
 	}
-	acc, err := accountantByName(f.accountant)
+	acc, err := accountantByName(f.accountant, false)
 	if err != nil {
 		return err
 	}
@@ -306,7 +297,7 @@ func printSummary(w io.Writer, r report) {
 		fmt.Fprintf(w, "test accuracy  %.4f  (loss %.4f)\n", *r.TestAccuracy, *r.TestLoss)
 	}
 	if r.Epsilon != nil {
-		fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s accountant, order %g)\n", *r.Epsilon, r.Delta, r.Accountant, r.RDPOrder)
+		fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, describeAccountant(r.Accountant, r.RDPOrder))
 		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps)
 	} else {
 		fmt.Fprintf(w, "privacy        none (non-private training), %d steps\n", r.Steps)

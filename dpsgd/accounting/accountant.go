@@ -13,6 +13,9 @@ type Guarantee struct {
 	// Order is the RDP order α at which the RDP accountant's bound was
 	// tightest (zero for other accountants).
 	Order float64 `json:"order,omitempty"`
+	// Approximate is true when ε is an approximation rather than a proved
+	// upper bound (the GDP accountant's central limit theorem).
+	Approximate bool `json:"approximate,omitempty"`
 }
 
 // Accountant bounds the privacy loss of events.

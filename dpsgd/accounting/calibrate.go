@@ -10,10 +10,13 @@ const MaxNoiseMultiplier = 1e4
 
 // CalibrateNoise returns the smallest noise multiplier σ, to within a relative
 // 1e-6, such that acc certifies event(σ) as (ε, delta)-DP with ε ≤ targetEps.
-// The search doubles σ until the target is met, then bisects, and always
-// returns the upper end of the bracket, so the result never overshoots the
-// target (the bug of Opacus issue #346). It assumes ε decreases as σ grows,
-// which holds for the Gaussian and subsampled-Gaussian events.
+// It brackets σ (starting from the RDP accountant's answer when acc is
+// another accountant and RDP can count the event, since the tighter
+// accountants need less noise), then bisects, and always returns the upper
+// end of the bracket, so the result never overshoots the target (the bug of
+// Opacus issue #346). It assumes ε decreases as σ grows, which holds for
+// every event built from Gaussian mechanisms, including RepeatAndSelect of
+// DP-SGD (use it to calibrate the base run of a tuning pipeline).
 //
 // It returns an error if targetEps or delta is out of range, or if even
 // σ = MaxNoiseMultiplier does not meet the target.
@@ -24,31 +27,51 @@ func CalibrateNoise(acc Accountant, event func(noiseMultiplier float64) Event, t
 	if err := CheckDelta(delta); err != nil {
 		return 0, fmt.Errorf("accounting: %w", err)
 	}
-	eps := func(sigma float64) (float64, error) {
+	meets := func(sigma float64) (bool, error) {
 		g, err := acc.Epsilon(event(sigma), delta)
-		return g.Epsilon, err
+		return g.Epsilon <= targetEps, err
 	}
-	lo, hi := 0.0, 1.0
-	for {
-		e, err := eps(hi)
-		if err != nil {
-			return 0, err
+	hi := 1.0
+	if _, isRDP := acc.(RDP); !isRDP {
+		if s, err := CalibrateNoise(RDP{}, event, targetEps, delta); err == nil {
+			hi = s
 		}
-		if e <= targetEps {
-			break
+	}
+	// Bracket: event(lo) misses the target, event(hi) meets it.
+	lo := 0.0
+	ok, err := meets(hi)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		for lo = hi / 2; lo > 1e-9; lo /= 2 {
+			ok, err := meets(lo)
+			if err != nil {
+				return 0, err
+			}
+			if !ok {
+				break
+			}
+			hi = lo
 		}
-		lo, hi = hi, 2*hi
-		if hi > MaxNoiseMultiplier {
-			return 0, fmt.Errorf("accounting: ε = %v at δ = %v is out of reach: even noise multiplier %g spends more", targetEps, delta, MaxNoiseMultiplier)
+	} else {
+		for !ok {
+			lo, hi = hi, 2*hi
+			if hi > MaxNoiseMultiplier {
+				return 0, fmt.Errorf("accounting: ε = %v at δ = %v is out of reach: even noise multiplier %g spends more", targetEps, delta, MaxNoiseMultiplier)
+			}
+			if ok, err = meets(hi); err != nil {
+				return 0, err
+			}
 		}
 	}
 	for hi-lo > 1e-6*hi {
 		mid := (lo + hi) / 2
-		e, err := eps(mid)
+		ok, err := meets(mid)
 		if err != nil {
 			return 0, err
 		}
-		if e <= targetEps {
+		if ok {
 			hi = mid
 		} else {
 			lo = mid
@@ -58,4 +81,58 @@ func CalibrateNoise(acc Accountant, event func(noiseMultiplier float64) Event, t
 		return 0, fmt.Errorf("accounting: calibration failed")
 	}
 	return hi, nil
+}
+
+// CalibrateSteps returns the largest number of steps T ≤ maxSteps such that
+// acc certifies event(T) as (ε, delta)-DP with ε ≤ targetEps, assuming ε
+// grows with T. It returns an error if targetEps or delta is out of range, or
+// if not even one step fits the budget.
+func CalibrateSteps(acc Accountant, event func(steps int) Event, targetEps, delta float64, maxSteps int) (int, error) {
+	if err := CheckEpsilon(targetEps); err != nil {
+		return 0, fmt.Errorf("accounting: %w", err)
+	}
+	if err := CheckDelta(delta); err != nil {
+		return 0, fmt.Errorf("accounting: %w", err)
+	}
+	meets := func(steps int) (bool, error) {
+		g, err := acc.Epsilon(event(steps), delta)
+		return g.Epsilon <= targetEps, err
+	}
+	ok, err := meets(1)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, fmt.Errorf("accounting: not even one step fits ε = %v at δ = %v", targetEps, delta)
+	}
+	lo, hi := 1, 2 // lo meets the target; hi is a candidate above it
+	for {
+		if hi >= maxSteps {
+			hi = maxSteps
+			if ok, err = meets(hi); err != nil || ok {
+				return hi, err
+			}
+			break
+		}
+		if ok, err = meets(hi); err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, 2*hi
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := meets(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
 }

@@ -59,3 +59,45 @@ func TestCalibrateNoiseRejectsImpossibleBudgets(t *testing.T) {
 		}
 	}
 }
+
+// The PLD accountant's calibration meets the target without overshooting,
+// and needs less noise than RDP's.
+func TestCalibrateNoisePLD(t *testing.T) {
+	q, steps := 256.0/60000, 2350
+	ev := func(s float64) Event { return DPSGD(s, q, steps) }
+	sigma, err := CalibrateNoise(PLD{}, ev, 3, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := PLD{}.Epsilon(ev(sigma), 1e-5)
+	h, _ := PLD{}.Epsilon(ev(sigma*(1-3e-6)), 1e-5)
+	if g.Epsilon > 3 || h.Epsilon <= 3 {
+		t.Errorf("σ=%v: ε = %v, slightly less noise ε = %v", sigma, g.Epsilon, h.Epsilon)
+	}
+	r, _ := CalibrateNoise(RDP{}, ev, 3, 1e-5)
+	if sigma >= r {
+		t.Errorf("PLD σ %v not below RDP σ %v", sigma, r)
+	}
+}
+
+// CalibrateSteps returns the last number of steps within the budget.
+func TestCalibrateSteps(t *testing.T) {
+	ev := func(steps int) Event { return DPSGD(1.1, 256.0/60000, steps) }
+	for _, acc := range []Accountant{RDP{}, PLD{}} {
+		steps, err := CalibrateSteps(acc, ev, 3, 1e-5, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, _ := acc.Epsilon(ev(steps), 1e-5)
+		h, _ := acc.Epsilon(ev(steps+1), 1e-5)
+		if g.Epsilon > 3 || h.Epsilon <= 3 {
+			t.Errorf("%s: %d steps give ε = %v, one more %v", acc.Name(), steps, g.Epsilon, h.Epsilon)
+		}
+	}
+	if s, err := CalibrateSteps(RDP{}, ev, 3, 1e-5, 100); s != 100 || err != nil {
+		t.Errorf("capped: %d %v", s, err)
+	}
+	if _, err := CalibrateSteps(RDP{}, func(int) Event { return Gaussian{NoiseMultiplier: 0.1, Sensitivity: 1} }, 1, 1e-5, 10); err == nil {
+		t.Error("a budget below one step accepted")
+	}
+}

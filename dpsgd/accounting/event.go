@@ -3,6 +3,7 @@ package accounting
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 )
 
 // Event describes what a mechanism did with the private data. Events are
@@ -13,10 +14,28 @@ type Event interface {
 	Type() string
 }
 
-// Gaussian is the Gaussian mechanism: a query of L2 sensitivity Δ released
-// with N(0, (σΔ)²) noise per coordinate, where σ is the noise multiplier.
+// Gaussian is the Gaussian mechanism: a query of L2 sensitivity Sensitivity
+// released with N(0, NoiseMultiplier²) noise per coordinate, both in the
+// query's units. DP-SGD uses Sensitivity 1 and measures the noise in units of
+// the clipping norm. Its privacy depends only on NoiseMultiplier/Sensitivity;
+// Sensitivity must be positive (a zero would claim the release is free).
 type Gaussian struct {
 	NoiseMultiplier float64 `json:"noise_multiplier"`
+	Sensitivity     float64 `json:"sensitivity"`
+}
+
+// Laplace is the Laplace mechanism: a query of L1 sensitivity Sensitivity
+// released with Laplace noise of scale Scale (density exp(−|x|/Scale)/(2·Scale))
+// per coordinate. It is (Sensitivity/Scale, 0)-DP.
+type Laplace struct {
+	Scale       float64 `json:"scale"`
+	Sensitivity float64 `json:"sensitivity"`
+}
+
+// EpsilonDelta is a mechanism known only by its (ε, δ)-DP guarantee.
+type EpsilonDelta struct {
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
 }
 
 // PoissonSampled runs Event on a Poisson sample of the data: each example is
@@ -37,29 +56,132 @@ type Composed struct {
 	Events []Event `json:"events"`
 }
 
+// RepeatAndSelect is random-stop private selection: Event (one run of the
+// base algorithm with a candidate drawn from a fixed distribution) is run K
+// times with K drawn from Repetitions, and only the best run is released
+// (Liu & Talwar 2019; Papernot & Steinke 2022, "Hyperparameter Tuning with
+// Renyi Differential Privacy", Algorithm 2 of the Xiang et al. audit paper).
+// K and the other runs must stay hidden.
+type RepeatAndSelect struct {
+	Event       Event       `json:"event"`
+	Repetitions Repetitions `json:"repetitions"`
+}
+
+// AdaptiveRepeatAndSelect is DP-HyPO (Wang et al. 2023, Framework 1): as
+// RepeatAndSelect, but each run's candidate is drawn from a density that may
+// depend on earlier runs and is kept within [MinRatio, MaxRatio] times the
+// prior (c and C in the paper). Repetitions must be a truncated negative
+// binomial (the paper's Theorem 1).
+type AdaptiveRepeatAndSelect struct {
+	Event       Event       `json:"event"`
+	Repetitions Repetitions `json:"repetitions"`
+	MaxRatio    float64     `json:"max_ratio"` // C
+	MinRatio    float64     `json:"min_ratio"` // c
+}
+
+// Vote is DP-Hype's noisy vote vector: every client votes for
+// VotesPerClient candidates, and the sum of votes is released with total
+// noise N(0, NoiseMultiplier²) per candidate. Under replace-one-client
+// adjacency the vote vector has L2 sensitivity √(2ℓ), so Vote is the
+// Gaussian mechanism with that sensitivity: (α, α·ℓ/σ²)-RDP (DESIGN.md's
+// reading of the DP-Hype paper).
+type Vote struct {
+	NoiseMultiplier float64 `json:"noise_multiplier"`
+	VotesPerClient  int     `json:"votes_per_client"`
+}
+
+// AboveThreshold is the doubling tuner's search (Ding et al., Algorithm 1):
+// at most MaxIterations iterations of AboveThreshold, each (Epsilon, 0)-DP.
+// It is counted at the cap, whatever the realised number of iterations, so
+// the guarantee holds unconditionally.
+type AboveThreshold struct {
+	Epsilon       float64 `json:"epsilon"`
+	MaxIterations int     `json:"max_iterations"`
+}
+
 // NonPrivate is a mechanism with no privacy guarantee, e.g. training without
 // noise. Every accountant reports ε = +∞ for it.
 type NonPrivate struct {
 	Reason string `json:"reason"`
 }
 
-func (Gaussian) Type() string       { return "gaussian" }
-func (PoissonSampled) Type() string { return "poisson_sampled" }
-func (SelfComposed) Type() string   { return "self_composed" }
-func (Composed) Type() string       { return "composed" }
-func (NonPrivate) Type() string     { return "non_private" }
+func (Gaussian) Type() string                { return "gaussian" }
+func (Laplace) Type() string                 { return "laplace" }
+func (EpsilonDelta) Type() string            { return "epsilon_delta" }
+func (PoissonSampled) Type() string          { return "poisson_sampled" }
+func (SelfComposed) Type() string            { return "self_composed" }
+func (Composed) Type() string                { return "composed" }
+func (RepeatAndSelect) Type() string         { return "repeat_and_select" }
+func (AdaptiveRepeatAndSelect) Type() string { return "adaptive_repeat_and_select" }
+func (Vote) Type() string                    { return "vote" }
+func (AboveThreshold) Type() string          { return "above_threshold" }
+func (NonPrivate) Type() string              { return "non_private" }
 
 // DPSGD is the event of steps DP-SGD steps with Poisson sampling rate q and
-// noise multiplier σ: SelfComposed{PoissonSampled{q, Gaussian{σ}}, steps}.
+// noise multiplier σ (noise σ·C for clipping norm C, sensitivity C):
+// SelfComposed{PoissonSampled{q, Gaussian{σ, 1}}, steps}.
 func DPSGD(noiseMultiplier, samplingRate float64, steps int) Event {
-	return SelfComposed{Event: PoissonSampled{SamplingRate: samplingRate, Event: Gaussian{NoiseMultiplier: noiseMultiplier}}, Count: steps}
+	return SelfComposed{
+		Event: PoissonSampled{SamplingRate: samplingRate, Event: Gaussian{NoiseMultiplier: noiseMultiplier, Sensitivity: 1}},
+		Count: steps,
+	}
 }
 
-// MarshalEvent encodes e as JSON: the event's fields plus "type".
+// gaussianRatio returns σ/Δ of a Gaussian event, or an error if either is
+// out of range.
+func (g Gaussian) ratio() (float64, error) {
+	if !(g.NoiseMultiplier >= 0) || !(g.Sensitivity > 0) || math.IsInf(g.Sensitivity, 1) {
+		return 0, fmt.Errorf("accounting: Gaussian with noise multiplier %v and sensitivity %v: need σ ≥ 0 and 0 < Δ < ∞", g.NoiseMultiplier, g.Sensitivity)
+	}
+	return g.NoiseMultiplier / g.Sensitivity, nil
+}
+
+// epsilon returns the pure-DP ε = Δ/b of a Laplace event.
+func (l Laplace) epsilon() (float64, error) {
+	if !(l.Scale >= 0) || !(l.Sensitivity > 0) || math.IsInf(l.Sensitivity, 1) {
+		return 0, fmt.Errorf("accounting: Laplace with scale %v and sensitivity %v: need b ≥ 0 and 0 < Δ < ∞", l.Scale, l.Sensitivity)
+	}
+	return l.Sensitivity / l.Scale, nil
+}
+
+func (e EpsilonDelta) check() error {
+	if !(e.Epsilon >= 0) || !(e.Delta >= 0 && e.Delta <= 1) {
+		return fmt.Errorf("accounting: (ε, δ) = (%v, %v) is not a DP guarantee", e.Epsilon, e.Delta)
+	}
+	return nil
+}
+
+// gaussian returns the Gaussian mechanism a Vote is.
+func (v Vote) gaussian() (Gaussian, error) {
+	if v.VotesPerClient < 1 {
+		return Gaussian{}, fmt.Errorf("accounting: vote with %d votes per client", v.VotesPerClient)
+	}
+	return Gaussian{NoiseMultiplier: v.NoiseMultiplier, Sensitivity: math.Sqrt(2 * float64(v.VotesPerClient))}, nil
+}
+
+func (a AboveThreshold) check() error {
+	if !(a.Epsilon >= 0) || math.IsInf(a.Epsilon, 1) || a.MaxIterations < 0 {
+		return fmt.Errorf("accounting: AboveThreshold with ε = %v per iteration and cap %d", a.Epsilon, a.MaxIterations)
+	}
+	return nil
+}
+
+func (a AdaptiveRepeatAndSelect) check() error {
+	if !(a.MinRatio > 0) || !(a.MaxRatio >= a.MinRatio) || math.IsInf(a.MaxRatio, 1) {
+		return fmt.Errorf("accounting: DP-HyPO density bounds need 0 < c ≤ C < ∞, have c = %v, C = %v", a.MinRatio, a.MaxRatio)
+	}
+	if a.Repetitions.Distribution != TNB {
+		return fmt.Errorf("accounting: DP-HyPO's guarantee (Theorem 1) needs truncated negative binomial repetitions, have %q", a.Repetitions.Distribution)
+	}
+	return a.Repetitions.Check()
+}
+
+// MarshalEvent encodes e as JSON: the event's fields plus "type". Nested
+// events are encoded the same way.
 func MarshalEvent(e Event) ([]byte, error) {
 	var fields any
 	switch v := e.(type) {
-	case Gaussian, NonPrivate:
+	case Gaussian, Laplace, EpsilonDelta, Vote, AboveThreshold, NonPrivate:
 		fields = v
 	case PoissonSampled:
 		inner, err := MarshalEvent(v.Event)
@@ -79,6 +201,26 @@ func MarshalEvent(e Event) ([]byte, error) {
 			Event json.RawMessage `json:"event"`
 			Count int             `json:"count"`
 		}{inner, v.Count}
+	case RepeatAndSelect:
+		inner, err := MarshalEvent(v.Event)
+		if err != nil {
+			return nil, err
+		}
+		fields = struct {
+			Event       json.RawMessage `json:"event"`
+			Repetitions Repetitions     `json:"repetitions"`
+		}{inner, v.Repetitions}
+	case AdaptiveRepeatAndSelect:
+		inner, err := MarshalEvent(v.Event)
+		if err != nil {
+			return nil, err
+		}
+		fields = struct {
+			Event       json.RawMessage `json:"event"`
+			Repetitions Repetitions     `json:"repetitions"`
+			MaxRatio    float64         `json:"max_ratio"`
+			MinRatio    float64         `json:"min_ratio"`
+		}{inner, v.Repetitions, v.MaxRatio, v.MinRatio}
 	case Composed:
 		list := make([]json.RawMessage, len(v.Events))
 		for i, ev := range v.Events {
@@ -107,7 +249,8 @@ func MarshalEvent(e Event) ([]byte, error) {
 }
 
 // UnmarshalEvent decodes an event written by MarshalEvent. It returns an
-// error for an unknown type or malformed fields.
+// error for an unknown type or malformed fields. A Gaussian without a
+// "sensitivity" field (ledgers written before it existed) has sensitivity 1.
 func UnmarshalEvent(b []byte) (Event, error) {
 	var head struct {
 		Type   string            `json:"type"`
@@ -117,41 +260,90 @@ func UnmarshalEvent(b []byte) (Event, error) {
 	if err := json.Unmarshal(b, &head); err != nil {
 		return nil, fmt.Errorf("accounting: decoding event: %w", err)
 	}
+	inner := func() (Event, error) {
+		if head.Event == nil {
+			return nil, fmt.Errorf("accounting: %s event without an inner event", head.Type)
+		}
+		return UnmarshalEvent(head.Event)
+	}
+	var out Event
+	var err error
 	switch head.Type {
 	case "gaussian":
-		var e Gaussian
-		return e, json.Unmarshal(b, &e)
+		e := Gaussian{Sensitivity: 1}
+		err = json.Unmarshal(b, &e)
+		out = e
+	case "laplace":
+		var e Laplace
+		err = json.Unmarshal(b, &e)
+		out = e
+	case "epsilon_delta":
+		var e EpsilonDelta
+		err = json.Unmarshal(b, &e)
+		out = e
+	case "vote":
+		var e Vote
+		err = json.Unmarshal(b, &e)
+		out = e
+	case "above_threshold":
+		var e AboveThreshold
+		err = json.Unmarshal(b, &e)
+		out = e
 	case "non_private":
 		var e NonPrivate
-		return e, json.Unmarshal(b, &e)
+		err = json.Unmarshal(b, &e)
+		out = e
 	case "poisson_sampled":
 		var e struct {
 			SamplingRate float64 `json:"sampling_rate"`
 		}
-		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, err
+		if err = json.Unmarshal(b, &e); err == nil {
+			var ev Event
+			ev, err = inner()
+			out = PoissonSampled{SamplingRate: e.SamplingRate, Event: ev}
 		}
-		inner, err := UnmarshalEvent(head.Event)
-		return PoissonSampled{SamplingRate: e.SamplingRate, Event: inner}, err
 	case "self_composed":
 		var e struct {
 			Count int `json:"count"`
 		}
-		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, err
+		if err = json.Unmarshal(b, &e); err == nil {
+			var ev Event
+			ev, err = inner()
+			out = SelfComposed{Event: ev, Count: e.Count}
 		}
-		inner, err := UnmarshalEvent(head.Event)
-		return SelfComposed{Event: inner, Count: e.Count}, err
+	case "repeat_and_select":
+		var e struct {
+			Repetitions Repetitions `json:"repetitions"`
+		}
+		if err = json.Unmarshal(b, &e); err == nil {
+			var ev Event
+			ev, err = inner()
+			out = RepeatAndSelect{Event: ev, Repetitions: e.Repetitions}
+		}
+	case "adaptive_repeat_and_select":
+		var e struct {
+			Repetitions Repetitions `json:"repetitions"`
+			MaxRatio    float64     `json:"max_ratio"`
+			MinRatio    float64     `json:"min_ratio"`
+		}
+		if err = json.Unmarshal(b, &e); err == nil {
+			var ev Event
+			ev, err = inner()
+			out = AdaptiveRepeatAndSelect{Event: ev, Repetitions: e.Repetitions, MaxRatio: e.MaxRatio, MinRatio: e.MinRatio}
+		}
 	case "composed":
-		out := Composed{Events: make([]Event, len(head.Events))}
+		c := Composed{Events: make([]Event, len(head.Events))}
 		for i, raw := range head.Events {
-			ev, err := UnmarshalEvent(raw)
-			if err != nil {
-				return nil, err
+			if c.Events[i], err = UnmarshalEvent(raw); err != nil {
+				break
 			}
-			out.Events[i] = ev
 		}
-		return out, nil
+		out = c
+	default:
+		return nil, fmt.Errorf("accounting: unknown event type %q", head.Type)
 	}
-	return nil, fmt.Errorf("accounting: unknown event type %q", head.Type)
+	if err != nil {
+		return nil, fmt.Errorf("accounting: decoding %s event: %w", head.Type, err)
+	}
+	return out, nil
 }

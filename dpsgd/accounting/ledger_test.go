@@ -9,7 +9,7 @@ import (
 func TestLedgerJSONRoundTrip(t *testing.T) {
 	var l Ledger
 	l.Add("training", DPSGD(1.1, 0.0042667, 2350))
-	l.Add("baseline", Composed{Events: []Event{Gaussian{NoiseMultiplier: 3}, NonPrivate{Reason: "public score"}}})
+	l.Add("baseline", Composed{Events: []Event{Gaussian{NoiseMultiplier: 3, Sensitivity: 1}, NonPrivate{Reason: "public score"}}})
 	b, err := json.Marshal(l)
 	if err != nil {
 		t.Fatal(err)

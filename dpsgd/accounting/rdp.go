@@ -37,11 +37,21 @@ func (a RDP) orders() []float64 {
 }
 
 // RDP returns the RDP ε(α) of e at each order, in the order of Orders:
-// Gaussian α/(2σ²) (Mironov 2017, Proposition 7); Poisson-subsampled Gaussian
-// by SubsampledGaussianRDP; NonPrivate +∞; SelfComposed and Composed by
-// adding per order (Mironov 2017, Proposition 1). Other events, and
-// subsampling of anything but a Gaussian, give an error wrapping
-// ErrUnsupported.
+//
+//   - Gaussian: α·Δ²/(2σ²) (Mironov 2017, Proposition 7); Vote as the
+//     Gaussian with sensitivity √(2ℓ);
+//   - Poisson-subsampled Gaussian: SubsampledGaussianRDP;
+//   - Laplace: LaplaceRDP (Mironov 2017, Proposition 6);
+//   - pure ε-DP (EpsilonDelta with δ = 0, AboveThreshold per iteration):
+//     PureDPRDP;
+//   - RepeatAndSelect and AdaptiveRepeatAndSelect: repeatAndSelectRDP
+//     (Papernot & Steinke 2022, Theorems 2 and 6; DP-HyPO Theorem 1);
+//   - NonPrivate: +∞;
+//   - SelfComposed and Composed: the sum per order (Mironov 2017,
+//     Proposition 1).
+//
+// EpsilonDelta with δ > 0 (no RDP guarantee follows from it) and subsampling
+// of anything but a Gaussian give an error wrapping ErrUnsupported.
 func (a RDP) RDP(e Event) ([]float64, error) {
 	orders := a.orders()
 	out := make([]float64, len(orders))
@@ -53,24 +63,74 @@ func (a RDP) RDP(e Event) ([]float64, error) {
 
 // add adds times × the RDP of e to acc.
 func (a RDP) add(acc, orders []float64, e Event, times float64) error {
+	each := func(f func(alpha float64) float64) {
+		for i, o := range orders {
+			acc[i] += times * f(o)
+		}
+	}
 	switch v := e.(type) {
 	case Gaussian:
-		if !(v.NoiseMultiplier >= 0) {
-			return fmt.Errorf("accounting: Gaussian noise multiplier %v < 0", v.NoiseMultiplier)
+		r, err := v.ratio()
+		if err != nil {
+			return err
 		}
-		for i, o := range orders {
-			acc[i] += times * SubsampledGaussianRDP(1, v.NoiseMultiplier, o)
+		each(func(o float64) float64 { return SubsampledGaussianRDP(1, r, o) })
+	case Vote:
+		g, err := v.gaussian()
+		if err != nil {
+			return err
 		}
+		return a.add(acc, orders, g, times)
+	case Laplace:
+		eps, err := v.epsilon()
+		if err != nil {
+			return err
+		}
+		each(func(o float64) float64 { return LaplaceRDP(eps, o) })
+	case EpsilonDelta:
+		if err := v.check(); err != nil {
+			return err
+		}
+		if v.Delta > 0 {
+			return fmt.Errorf("accounting: the rdp accountant cannot count an (ε, δ) guarantee with δ = %v > 0: %w", v.Delta, ErrUnsupported)
+		}
+		each(func(o float64) float64 { return PureDPRDP(v.Epsilon, o) })
+	case AboveThreshold:
+		if err := v.check(); err != nil {
+			return err
+		}
+		each(func(o float64) float64 { return float64(v.MaxIterations) * PureDPRDP(v.Epsilon, o) })
 	case PoissonSampled:
 		g, ok := v.Event.(Gaussian)
 		if !ok {
-			return unsupported("rdp", v.Event)
+			return fmt.Errorf("accounting: the rdp accountant cannot count Poisson subsampling of a %q event: %w", v.Event.Type(), ErrUnsupported)
 		}
-		if !(v.SamplingRate >= 0 && v.SamplingRate <= 1) || !(g.NoiseMultiplier >= 0) {
-			return fmt.Errorf("accounting: sampling rate %v or noise multiplier %v out of range", v.SamplingRate, g.NoiseMultiplier)
+		r, err := g.ratio()
+		if err != nil {
+			return err
 		}
-		for i, o := range orders {
-			acc[i] += times * SubsampledGaussianRDP(v.SamplingRate, g.NoiseMultiplier, o)
+		if !(v.SamplingRate >= 0 && v.SamplingRate <= 1) {
+			return fmt.Errorf("accounting: sampling rate %v is outside [0, 1]", v.SamplingRate)
+		}
+		each(func(o float64) float64 { return SubsampledGaussianRDP(v.SamplingRate, r, o) })
+	case RepeatAndSelect:
+		sel, err := a.repeatAndSelectRDP(v.Event, v.Repetitions, 1, 1)
+		if err != nil {
+			return err
+		}
+		for i := range acc {
+			acc[i] += times * sel[i]
+		}
+	case AdaptiveRepeatAndSelect:
+		if err := v.check(); err != nil {
+			return err
+		}
+		sel, err := a.repeatAndSelectRDP(v.Event, v.Repetitions, v.MaxRatio, v.MinRatio)
+		if err != nil {
+			return err
+		}
+		for i := range acc {
+			acc[i] += times * sel[i]
 		}
 	case SelfComposed:
 		if v.Count < 0 {

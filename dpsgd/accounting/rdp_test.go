@@ -99,7 +99,7 @@ func TestRDPToDPTensorFlowPrivacyValues(t *testing.T) {
 	for i := 1000; i < 100000; i++ {
 		orders = append(orders, 0.001*float64(i))
 	}
-	g, err := RDP{Orders: orders}.Epsilon(Gaussian{NoiseMultiplier: 4.530877117}, 1e-6)
+	g, err := RDP{Orders: orders}.Epsilon(Gaussian{NoiseMultiplier: 4.530877117, Sensitivity: 1}, 1e-6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ type fakeEvent struct{}
 func (fakeEvent) Type() string { return "fake" }
 
 func TestUnsupportedAndNonPrivate(t *testing.T) {
-	_, err := RDP{}.Epsilon(Composed{Events: []Event{Gaussian{NoiseMultiplier: 1}, fakeEvent{}}}, 1e-5)
+	_, err := RDP{}.Epsilon(Composed{Events: []Event{Gaussian{NoiseMultiplier: 1, Sensitivity: 1}, fakeEvent{}}}, 1e-5)
 	if !errors.Is(err, ErrUnsupported) || !contains(err.Error(), `"fake"`) {
 		t.Fatalf("unsupported event: %v", err)
 	}
@@ -158,7 +158,7 @@ func TestUnsupportedAndNonPrivate(t *testing.T) {
 		t.Fatalf("non-private: %v %v", g, err)
 	}
 	for _, d := range []float64{0, 1, -1, math.NaN()} {
-		if _, err := (RDP{}).Epsilon(Gaussian{NoiseMultiplier: 1}, d); err == nil {
+		if _, err := (RDP{}).Epsilon(Gaussian{NoiseMultiplier: 1, Sensitivity: 1}, d); err == nil {
 			t.Errorf("δ = %v accepted", d)
 		}
 	}
@@ -171,4 +171,24 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// Abadi et al. 2016, "Deep Learning with Differential Privacy", Section 3.1:
+// q = 0.01, σ = 4, δ = 1e-5, T = 10,000 steps give ε ≈ 1.26 with the moments
+// accountant, whose conversion is ε = min over integer λ of
+// (T·α(λ) + log(1/δ))/λ with log moment α(λ) = λ·RDP(λ+1). Our exact RDP
+// with that conversion reproduces it; the tighter conversion of RDPToDP and
+// the PLD accountant may only be lower.
+func TestAbadiMomentsAccountant(t *testing.T) {
+	best := math.Inf(1)
+	for lambda := 1; lambda <= 255; lambda++ {
+		a := float64(lambda + 1)
+		best = math.Min(best, (10000*SubsampledGaussianRDP(0.01, 4, a)*float64(lambda)+math.Log(1e5))/float64(lambda))
+	}
+	near(t, "moments accountant ε", best, 1.26, 0.005)
+	r, _ := RDP{}.Epsilon(DPSGD(4, 0.01, 10000), 1e-5)
+	p, _ := PLD{}.Epsilon(DPSGD(4, 0.01, 10000), 1e-5)
+	if !(p.Epsilon < r.Epsilon && r.Epsilon < best) {
+		t.Errorf("PLD %v, RDP %v, moments accountant %v: want increasing", p.Epsilon, r.Epsilon, best)
+	}
 }
