@@ -1,0 +1,86 @@
+// Package gemm multiplies float32 matrices for dptune's per-sample gradient
+// engine: C += A·B for the small, skinny shapes of the CNNs (output widths of
+// 16 to 512, inner dimensions of 10 to 512).
+//
+// On amd64 with AVX2 and FMA the work is done by an assembly micro-kernel
+// that computes a 4×16 block of C per call, broadcasting four elements of A
+// and multiplying them with two 8-wide vectors of B at each step of the inner
+// dimension (kernel_amd64.s). Rows and columns that do not fill a block, and
+// machines without AVX2/FMA (or builds with the purego tag), use plain Go
+// loops. The package is pure Go in the sense that matters: no cgo, `go build`
+// just works.
+//
+// A is addressed with separate row and column strides, so either A or its
+// transpose can be used without copying; B and C are row-major with unit
+// column stride.
+package gemm
+
+import "fmt"
+
+// Mul adds A·B to C, where A is m×k with element (i, p) at
+// a[i·rsA + p·csA], B is k×n with element (p, j) at b[p·ldb + j], and C is
+// m×n with element (i, j) at c[i·ldc + j]. It panics if a slice is too
+// short for its shape and strides, or a dimension or stride is negative.
+func Mul(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []float32, ldc int) {
+	if m == 0 || n == 0 || k == 0 {
+		return
+	}
+	if m < 0 || n < 0 || k < 0 || rsA < 0 || csA < 0 || ldb < n || ldc < n {
+		panic(fmt.Sprintf("gemm: bad shape m=%d n=%d k=%d strides A (%d, %d), ldb %d, ldc %d", m, n, k, rsA, csA, ldb, ldc))
+	}
+	if (m-1)*rsA+(k-1)*csA >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) {
+		panic(fmt.Sprintf("gemm: slices too short for m=%d n=%d k=%d: len(a)=%d len(b)=%d len(c)=%d", m, n, k, len(a), len(b), len(c)))
+	}
+	m4, n16 := m, n
+	if haveKernel {
+		m4, n16 = m&^3, n&^15
+		for i := 0; i < m4; i += 4 {
+			for j := 0; j < n16; j += 16 {
+				kernel4x16(k, &a[i*rsA], rsA, csA, &b[j], ldb, &c[i*ldc+j], ldc)
+			}
+		}
+	} else {
+		m4, n16 = 0, 0
+	}
+	// The rest: columns right of the blocks on the blocked rows, then the
+	// remaining rows in full.
+	if n16 < n {
+		generic(m4, n-n16, k, a, rsA, csA, b[n16:], ldb, c[n16:], ldc)
+	}
+	if m4 < m {
+		generic(m-m4, n, k, a[m4*rsA:], rsA, csA, b, ldb, c[m4*ldc:], ldc)
+	}
+}
+
+// generic is C += A·B in Go, four rows of C at a time so each row of B is
+// read once per four rows.
+func generic(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []float32, ldc int) {
+	i := 0
+	for ; i+4 <= m; i += 4 {
+		c0 := c[i*ldc : i*ldc+n]
+		c1 := c[(i+1)*ldc : (i+1)*ldc+n]
+		c2 := c[(i+2)*ldc : (i+2)*ldc+n]
+		c3 := c[(i+3)*ldc : (i+3)*ldc+n]
+		for p := 0; p < k; p++ {
+			a0, a1 := a[i*rsA+p*csA], a[(i+1)*rsA+p*csA]
+			a2, a3 := a[(i+2)*rsA+p*csA], a[(i+3)*rsA+p*csA]
+			br := b[p*ldb : p*ldb+n]
+			for j, bv := range br {
+				c0[j] += a0 * bv
+				c1[j] += a1 * bv
+				c2[j] += a2 * bv
+				c3[j] += a3 * bv
+			}
+		}
+	}
+	for ; i < m; i++ {
+		ci := c[i*ldc : i*ldc+n]
+		for p := 0; p < k; p++ {
+			av := a[i*rsA+p*csA]
+			br := b[p*ldb : p*ldb+n]
+			for j, bv := range br {
+				ci[j] += av * bv
+			}
+		}
+	}
+}

@@ -1,0 +1,14 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import "golang.org/x/sys/cpu"
+
+// haveKernel reports whether the AVX2/FMA micro-kernel can run here.
+var haveKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// kernel4x16 adds the 4×16 block A[0:4, 0:k]·B[0:k, 0:16] to C (strides in
+// elements, as for Mul). Implemented in kernel_amd64.s.
+//
+//go:noescape
+func kernel4x16(k int, a *float32, rsA, csA int, b *float32, ldb int, c *float32, ldc int)

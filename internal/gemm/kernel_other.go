@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package gemm
+
+const haveKernel = false
+
+func kernel4x16(k int, a *float32, rsA, csA int, b *float32, ldb int, c *float32, ldc int) {
+	panic("gemm: no kernel on this platform")
+}
