@@ -3,6 +3,7 @@ package dpsgd
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/model"
@@ -31,10 +32,24 @@ func benchStep(b *testing.B, nonPrivate bool, newEngine func(*model.Net, int) (E
 	cfg.Steps = b.N
 	b.ReportAllocs()
 	b.ResetTimer()
-	if _, err := Train(context.Background(), net, train, cfg, engine, nil); err != nil {
+	res, err := Train(context.Background(), net, train, cfg, engine, nil)
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportMetric(256*float64(b.N)/b.Elapsed().Seconds(), "examples/s")
+	// Per phase and per layer, ms per step (engine phases averaged over
+	// its workers).
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N) }
+	if _, ok := engine.(Timed); !ok {
+		return
+	}
+	for ph := Phase(0); ph < NumPhases; ph++ {
+		b.ReportMetric(ms(res.Timings.Phase[ph]), ph.String()+"-ms")
+	}
+	for l, layer := range net.Layers {
+		b.ReportMetric(ms(res.Timings.Forward[l]), layer.Name+"-fwd-ms")
+		b.ReportMetric(ms(res.Timings.Backward[l]), layer.Name+"-bwd-ms")
+	}
 }
 
 // BenchmarkDPStep: DP-SGD with the default (per-example) engine.

@@ -20,12 +20,15 @@
 // accounting.DPSGD(σ, q, T); Train returns it for the caller's ledger.
 //
 // Per-sample gradients come from an Engine. The default engine (NewEngine)
-// runs the gorgonia graph once per batch, backpropagating only to the layer
-// outputs (model.Trace), and builds the per-example gradients from the
-// layer inputs and output gradients, as Opacus's grad samplers do: for a
-// convolution one small GEMM per example over the unfolded input; for a
-// linear layer only the norm ‖a_i‖²·‖g_i‖² (+‖g_i‖² for the bias) is needed
-// and the clipped sum is one GEMM (Goodfellow 2015; Li et al. 2022 "ghost
-// clipping"). NewReferenceEngine runs a batch-of-one graph per example; it is
-// the test oracle.
+// evaluates and differentiates the network natively — positions-major
+// activations, every layer one float32 GEMM on internal/gemm's AVX2/FMA
+// kernel — and builds per-example gradients the way Opacus's grad samplers
+// do: for a convolution one small GEMM per example of its output gradient and
+// unfolded input; for a linear layer only the norm ‖a_i‖²·‖g_i‖²
+// (+‖g_i‖² for the bias), with the clipped sum one GEMM of the scaled output
+// gradients (Goodfellow 2015; Li et al. 2022 "ghost clipping"). The model's
+// gorgonia graph defines the network: NewReferenceEngine runs it on a batch of
+// one per example and is the test oracle; NewBatchGradEngine is gorgonia's
+// own batched autodiff, the non-private baseline. Train measures each phase
+// of a step (Timings).
 package dpsgd

@@ -55,10 +55,10 @@ func perExampleNorms(t *testing.T, net *model.Net, x []float32, y []uint8, idx [
 	return out
 }
 
-// The fast engine's clipped sum equals the batch-of-one reference to 1e-5
-// relative, for the MNIST and CIFAR-10 shapes, clipped and unclipped, with
-// padded passes (7 examples on a graph of 8) and split batches (19 examples
-// on a graph of 8: passes of 8, 8 and 3 + 5 padding rows).
+// The native engine's clipped sum equals the batch-of-one reference to 1e-5
+// relative, for the MNIST and CIFAR-10 shapes, clipped and unclipped, for a
+// single example, a partial chunk (7 examples in chunks of 8) and a batch
+// split between workers into full and partial chunks (19 examples).
 func TestEngineMatchesReference(t *testing.T) {
 	for _, arch := range []model.Arch{model.MNIST, model.CIFAR10} {
 		net, x, y := randomData(t, arch, 24, 1)
@@ -67,7 +67,7 @@ func TestEngineMatchesReference(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref, _ := NewReferenceEngine(net)
-		for _, n := range []int{7, 19} {
+		for _, n := range []int{1, 7, 19} {
 			idx := make([]int, n)
 			for i := range idx {
 				idx[i] = (5*i + 3) % 24
@@ -138,7 +138,7 @@ func TestIm2colMatchesDirectIndexing(t *testing.T) {
 		in[i] = float32(i + 1)
 	}
 	col := make([]float32, l.Positions()*l.FanIn())
-	im2col(l, in, col)
+	im2colNCHW(l, [][]float32{in}, col)
 	for _, c := range []struct{ oh, ow, ki, kj int }{{0, 0, 0, 0}, {0, 0, 3, 3}, {5, 7, 2, 6}, {13, 13, 7, 7}, {13, 0, 4, 1}} {
 		r, q := c.oh*2-3+c.ki, c.ow*2-3+c.kj
 		want := float32(0)
@@ -148,6 +148,49 @@ func TestIm2colMatchesDirectIndexing(t *testing.T) {
 		if got := col[(c.oh*14+c.ow)*64+c.ki*8+c.kj]; got != want {
 			t.Errorf("%+v: %v, want %v", c, got, want)
 		}
+	}
+}
+
+// col2imNHWC is the adjoint of im2colNHWC: ⟨im2col(x), d⟩ = ⟨x, col2im(d)⟩;
+// and permuteKernel's inverse undoes it.
+func TestCol2imIsAdjointOfIm2col(t *testing.T) {
+	net, _ := model.NewZero(model.CIFAR10)
+	l := net.Layers[1]
+	l.Pad = 1 // exercise the padding branch too
+	l.OutH, l.OutW = (l.InH+2-l.Kernel)/l.Stride+1, (l.InW+2-l.Kernel)/l.Stride+1
+	rng := randsrc.Seeded(9, "test")
+	n := 2
+	x := make([]float32, n*l.InH*l.InW*l.In)
+	d := make([]float32, n*l.Positions()*l.FanIn())
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for i := range d {
+		d[i] = float32(rng.NormFloat64())
+	}
+	cols := make([]float32, len(d))
+	im2colNHWC(l, n, x, cols)
+	back := make([]float32, len(x))
+	col2imNHWC(l, n, d, back)
+	var lhs, rhs float64
+	for i := range d {
+		lhs += float64(cols[i]) * float64(d[i])
+	}
+	for i := range x {
+		rhs += float64(x[i]) * float64(back[i])
+	}
+	if math.Abs(lhs-rhs) > 1e-4*math.Abs(lhs) {
+		t.Fatalf("⟨im2col x, d⟩ = %v, ⟨x, col2im d⟩ = %v", lhs, rhs)
+	}
+	w := make([]float32, l.WeightSize())
+	for i := range w {
+		w[i] = float32(i)
+	}
+	p, q := make([]float32, len(w)), make([]float32, len(w))
+	permuteKernel(l, w, p, false)
+	permuteKernel(l, p, q, true)
+	if relErr(q, w) != 0 {
+		t.Fatal("permuteKernel's inverse does not undo it")
 	}
 }
 

@@ -27,6 +27,9 @@ type Result struct {
 	Event accounting.Event
 	// MeanBatchSize is the mean realised batch size.
 	MeanBatchSize float64
+	// Timings is the time spent per phase (and, if the engine is Timed, per
+	// layer) over the completed steps.
+	Timings Timings
 }
 
 // Train runs cfg.Steps steps of DP-SGD (see the package doc) on net, updating
@@ -61,6 +64,8 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	}
 	sum := make([]float32, len(net.Params))
 	velocity := make([]float32, len(net.Params))
+	timed, _ := engine.(Timed)
+	var sw stopwatch
 	var idx []int
 	var batches float64
 	defer func() {
@@ -79,25 +84,37 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		sw.start()
 		idx = data.PoissonSample(idx, train.N, cfg.SamplingRate, sampling)
+		res.Timings.Phase[PhaseSampling] += sw.lap()
 		clear(sum)
 		loss, err := engine.ClippedSum(train.X, train.Y, idx, clip, sum)
 		if err != nil {
 			return res, err
 		}
-		finite := true
-		for k := range sum {
-			g := float64(sum[k])
-			if std > 0 {
-				g += std * noise.NormFloat64()
+		engineTime := sw.lap()
+		if timed != nil {
+			timed.TakeTimings(&res.Timings)
+		} else {
+			res.Timings.Phase[PhaseForward] += engineTime // not broken down
+		}
+		if std > 0 {
+			for k := range sum {
+				sum[k] = float32(float64(sum[k]) + std*noise.NormFloat64())
 			}
-			v := mu*velocity[k] + float32(g*scale)
+		}
+		res.Timings.Phase[PhaseNoise] += sw.lap()
+		finite := true
+		for k, g := range sum {
+			v := mu*velocity[k] + float32(float64(g)*scale)
 			velocity[k] = v
 			p := net.Params[k] - lr*v
 			net.Params[k] = p
 			finite = finite && !math.IsNaN(float64(p)) && !math.IsInf(float64(p), 0)
 		}
+		res.Timings.Phase[PhaseUpdate] += sw.lap()
 		res.Steps++
+		res.Timings.Steps++
 		batches += float64(len(idx))
 		if !finite {
 			return res, fmt.Errorf("dpsgd: training diverged at step %d (non-finite parameters); lower the learning rate", res.Steps)
