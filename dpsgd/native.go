@@ -50,17 +50,17 @@ type jobResult struct{ loss float64 }
 // worker holds one worker's buffers for a chunk of examples, and its share of
 // the clipped sum in the engine's internal layouts.
 type worker struct {
-	e                         *nativeEngine
-	xs                        [][]float32
-	cols1, a1, p1, ga1, gp1   []float32
-	cols2, a2, p2, ga2, gp2   []float32
+	e                          *nativeEngine
+	xs                         [][]float32
+	cols1, a1, p1, ga1, gp1    []float32
+	cols2, a2, p2, ga2, gp2    []float32
 	dcols2, a3, g3, logits, g4 []float32
-	arg1, arg2                []int32
-	g1, g2                    []float32 // per-example conv gradients [chunk, Out·FanIn]
-	gb1, gb2                  []float32 // per-example conv bias gradients [chunk, Out]
-	norm2, factor             []float64
-	acc                       []float32 // clipped sum, internal layouts, len = NumParams
-	t                         Timings
+	arg1, arg2                 []int32
+	g1, g2                     []float32 // per-example conv gradients [chunk, Out·FanIn]
+	gb1, gb2                   []float32 // per-example conv bias gradients [chunk, Out]
+	norm2, factor              []float64
+	acc                        []float32 // clipped sum, internal layouts, len = NumParams
+	t                          Timings
 }
 
 // NewEngine returns the default per-sample gradient engine for net.

@@ -124,7 +124,7 @@ func connectTheDots(p privacyProfile, h, infTail float64) discretePLD {
 		}
 	}
 	if math.IsInf(hi, 1) {
-		for hi = math.Max(h, lo+h); p.delta(hi) > infTail && hi < 1e4; hi = 2*math.Max(hi, h) {
+		for hi = math.Max(h, lo+h); p.delta(hi) > infTail && hi < 1e4; hi = 2 * math.Max(hi, h) {
 		}
 	}
 	iLo, iHi := int(math.Floor(lo/h)), int(math.Ceil(hi/h))

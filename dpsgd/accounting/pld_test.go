@@ -57,7 +57,9 @@ func TestPLDGaussianClosedForm(t *testing.T) {
 // δ(ε) = ∫ (p(x) − e^ε q(x))₊ dx by numerical integration.
 func TestSubsampledGaussianProfileNumerical(t *testing.T) {
 	for _, c := range []struct{ q, sigma, eps float64 }{{0.01, 1, 0.01}, {0.1, 0.8, 0.5}, {0.004, 1.1, 0.001}, {0.5, 2, 0.2}, {0.2, 0.5, 1}} {
-		pdf := func(x, m float64) float64 { return math.Exp(-(x-m)*(x-m)/(2*c.sigma*c.sigma)) / (c.sigma * math.Sqrt(2*math.Pi)) }
+		pdf := func(x, m float64) float64 {
+			return math.Exp(-(x-m)*(x-m)/(2*c.sigma*c.sigma)) / (c.sigma * math.Sqrt(2*math.Pi))
+		}
 		mix := func(x float64) float64 { return (1-c.q)*pdf(x, 0) + c.q*pdf(x, 1) }
 		// ∫ over the half-line where p > e^ε q, its end found by bisection
 		// (p/q is monotone in x for these pairs), so the integrand is smooth.
