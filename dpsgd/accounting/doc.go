@@ -16,31 +16,33 @@
 // AdaptiveRepeatAndSelect (DP-HyPO), Vote (DP-Hype), AboveThreshold (the
 // doubling tuner's capped search) and NonPrivate.
 //
-// Accountants, and what each counts:
+// Accountants:
 //
-//		event                      RDP   PLD   GDP       Basic
-//		Gaussian, Vote             yes   yes   exact     –
-//		Poisson-subsampled Gauss.  yes   yes   CLT ≈     –
-//		Laplace                    yes   yes   –         yes
-//		EpsilonDelta               δ=0   yes   –         yes
-//		AboveThreshold             yes   yes   –         yes
-//		RepeatAndSelect            yes   –     –         pure base, TNB
-//		AdaptiveRepeatAndSelect    yes   –     –         pure base
+//   - RDP (Mironov 2017): orders 1.1 … 10.9, 12 … 63, 128, 256, 512
+//     (DefaultOrders); the Poisson-subsampled Gaussian exact at integer and
+//     fractional orders (Mironov, Talwar, Zhang 2019, §3.3 and §3.4);
+//     random-stop tuning by Papernot & Steinke 2022 (Theorems 2 and 6) and
+//     DP-HyPO (Wang et al. 2023, Theorem 1); conversion to (ε, δ) by Balle
+//     et al. 2020, Theorem 21 (also Canonne, Kamath, Steinke 2020), minimised
+//     over the orders.
+//   - PLD: privacy loss distributions discretised pessimistically by
+//     connect-the-dots (Doroshenko et al. 2022) and composed by FFT (Koskela,
+//     Jälkö, Honkela 2020): the tightest ε for DP-SGD, an upper bound; the
+//     error terms are listed on PLD.
+//   - GDP (Dong, Roth, Su 2022; Bu et al. 2020): μ-GDP with the central limit
+//     theorem for subsampled steps; an approximation, labelled as such.
+//   - Basic: pure DP and basic composition of (ε, δ).
 //
-//	  - RDP (Mironov 2017): orders 1.1 … 10.9, 12 … 63, 128, 256, 512
-//	    (DefaultOrders); the Poisson-subsampled Gaussian exact at integer and
-//	    fractional orders (Mironov, Talwar, Zhang 2019, §3.3 and §3.4);
-//	    random-stop tuning by Papernot & Steinke 2022 (Theorems 2 and 6) and
-//	    DP-HyPO (Wang et al. 2023, Theorem 1); conversion to (ε, δ) by Balle
-//	    et al. 2020, Theorem 21 (also Canonne, Kamath, Steinke 2020), minimised
-//	    over the orders.
-//	  - PLD: privacy loss distributions discretised pessimistically by
-//	    connect-the-dots (Doroshenko et al. 2022) and composed by FFT (Koskela,
-//	    Jälkö, Honkela 2020): the tightest ε for DP-SGD, an upper bound; the
-//	    error terms are listed on PLD.
-//	  - GDP (Dong, Roth, Su 2022; Bu et al. 2020): μ-GDP with the central limit
-//	    theorem for subsampled steps; an approximation, labelled as such.
-//	  - Basic: pure DP and basic composition of (ε, δ).
+// What each counts:
+//
+//	event                      RDP   PLD   GDP       Basic
+//	Gaussian, Vote             yes   yes   exact     –
+//	Poisson-subsampled Gauss.  yes   yes   CLT ≈     –
+//	Laplace                    yes   yes   –         yes
+//	EpsilonDelta               δ=0   yes   –         yes
+//	AboveThreshold             yes   yes   –         yes
+//	RepeatAndSelect            yes   –     –         pure base, TNB
+//	AdaptiveRepeatAndSelect    yes   –     –         pure base
 //
 // Calibration: CalibrateNoise (σ for a target ε, never above it; for a
 // tuning pipeline pass its RepeatAndSelect event) and CalibrateSteps (the
