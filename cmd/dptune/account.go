@@ -53,7 +53,7 @@ Tuning is counted by the rdp accountant only.`,
 	fl.StringVar(&f.repeat, "repeat", "", "random-stop tuning: tnb or poisson distribution of the number of runs")
 	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
 	fl.Float64Var(&f.gamma, "gamma", 0, "TNB parameter γ in (0, 1) (instead of --mean-runs)")
-	fl.Float64Var(&f.meanRuns, "mean-runs", 0, "expected number of runs E[K] (TNB: > 1; Poisson: μ > 0)")
+	fl.Float64Var(&f.meanRuns, "mean-runs", 0, "expected number of runs E[K] (TNB: > 1; Poisson: μ ≥ 1)")
 	fl.StringVar(&f.adaptiveRatio, "adaptive-ratio", "", "DP-HyPO density bounds C/c, e.g. 2/0.75")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	return cmd
@@ -188,8 +188,8 @@ func (f *accountFlags) validateTuning(cmd *cobra.Command, p *accountPlan) error 
 		if ch("gamma") || ch("eta") {
 			return usagef("--repeat poisson takes --mean-runs, not --gamma or --eta")
 		}
-		if !(f.meanRuns > 0) || math.IsInf(f.meanRuns, 1) {
-			return usagef("--repeat poisson needs --mean-runs μ > 0, have %v", f.meanRuns)
+		if !(f.meanRuns >= 1) || math.IsInf(f.meanRuns, 1) {
+			return usagef("--repeat poisson needs --mean-runs μ ≥ 1 (the bound is proved for those), have %v", f.meanRuns)
 		}
 		rep = accounting.PoissonRepetitions(f.meanRuns)
 	default:

@@ -28,6 +28,7 @@ func TestAccountBadInputExit2(t *testing.T) {
 		append(base, "--noise-multiplier", "1", "--repeat", "tnb"),
 		append(base, "--noise-multiplier", "1", "--repeat", "tnb", "--mean-runs", "1"),
 		append(base, "--noise-multiplier", "1", "--repeat", "poisson"),
+		append(base, "--noise-multiplier", "1", "--repeat", "poisson", "--mean-runs", "0.5"),
 		append(base, "--noise-multiplier", "1", "--repeat", "uniform", "--mean-runs", "3"),
 		append(base, "--noise-multiplier", "1", "--repeat", "tnb", "--mean-runs", "10", "--adaptive-ratio", "0.5/2"),
 		append(base, "--noise-multiplier", "1", "--repeat", "tnb", "--mean-runs", "10", "--adaptive-ratio", "two"),

@@ -58,6 +58,11 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"train", "--accountant", "gdp"},
 		{"train", "--dataset", "cifar10"},
 		{"eval", "--dataset", "mnist"},
+		{"bench", "persample", "--steps", "0"},
+		{"bench", "persample", "--batch-size", "0"},
+		{"bench", "persample", "--batch-size", "70000"},
+		{"bench", "persample", "--plot", "out.jpg"},
+		{"bench", "persample", "--dataset", "cifar10"},
 	}
 	for _, args := range cases {
 		start := time.Now()

@@ -72,6 +72,9 @@ func epsilonDelta(e Event) (eps, delta float64, err error) {
 			return 0, 0, err
 		}
 		q := v.SamplingRate
+		if q == 0 {
+			return 0, 0, nil
+		}
 		return math.Log1p(q * math.Expm1(eps)), q * delta, nil
 	case SelfComposed:
 		if v.Count < 0 {

@@ -39,12 +39,14 @@ const maxPLDGrid = 1 << 23
 //     (Balle & Wang 2018), the reported ε is within 0.1% of it for 1 to
 //     10,000 compositions at h = 1e-4 (TestPLDGaussianClosedForm);
 //   - truncation: each distribution's upper tail beyond the point where its
-//     δ falls below 1e-5·δ/(number of compositions) is moved to +∞ (counted
-//     in full in δ), its lower tail below ~1e-15 of mass is moved up;
-//   - aliasing: the composed losses are computed on a periodic window; the
-//     mass above the window, bounded by a Chernoff bound from the discrete
-//     distributions' moment generating functions, is added to δ, and mass
-//     below it (at most e^−(window bottom) ≤ 1e-5·δ) can only add to δ;
+//     δ falls below 1e-5·δ/(number of compositions), or beyond 700 nats, is
+//     moved to +∞ (counted in full in δ); its losses below −18.42 nats
+//     (e^ε ≈ 1e-8) are moved up to it (the chord of connectTheDots);
+//   - aliasing: the composed losses are computed on a periodic window (at
+//     most 2²³ points; wider ranges coarsen the grid); the mass above the
+//     window, bounded by a Chernoff bound from the discrete distributions'
+//     moment generating functions, is added to δ, and mass below it (at most
+//     e^−(window bottom) ≤ 1e-5·δ) can only add to δ;
 //   - in total the terms added to δ are below 3e-5·δ, which moves ε by a
 //     relative ~1e-5;
 //   - rounding: the FFT and the powers carry float64 rounding of about
@@ -230,47 +232,54 @@ func collectPLD(comps map[privacyProfile]*pldComponent, e Event, times int) (boo
 // returns the smallest ε whose δ is at most delta.
 func composedEpsilon(ws []weighted, h, delta float64, total int) (float64, error) {
 	tail := 1e-5 * delta // budget for each of the three truncations
-	pmfs := make([]discretePLD, len(ws))
-	survive := 1.0 // probability that no composed loss is +∞
-	for i, w := range ws {
-		pmfs[i] = connectTheDots(w.p, h, tail/float64(total))
-		survive *= math.Pow(1-pmfs[i].inf, float64(w.count))
-	}
-	infMass := 1 - survive
-	if infMass >= delta {
-		return math.Inf(1), nil
-	}
-	// Window [−bottom, top) of the composed loss: the bottom so that
-	// P(S < −bottom) ≤ E[e^−S]·e^−bottom ≤ tail, the top from the Chernoff
-	// bound P(S ≥ t) ≤ exp(Σ count·logMGF(λ) − λt).
 	lambdas := []float64{0.125, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
 	logM := make([]float64, len(lambdas))
-	for j, l := range lambdas {
+	pmfs := make([]discretePLD, len(ws))
+	var infMass, bottom, top float64
+	for {
+		ok := true
+		survive := 1.0 // probability that no composed loss is +∞
 		for i, w := range ws {
-			logM[j] += float64(w.count) * pmfs[i].logMGF(l, h)
+			if pmfs[i], ok = connectTheDots(w.p, h, tail/float64(total), delta, maxPLDGrid); !ok {
+				break
+			}
+			survive *= math.Pow(1-pmfs[i].inf, float64(w.count))
 		}
-	}
-	bottom := -math.Log(tail)
-	top := math.Inf(1)
-	for j, l := range lambdas {
-		top = math.Min(top, (logM[j]-math.Log(tail))/l)
-	}
-	top = math.Max(top, h)
-	for h*(top+bottom) > maxPLDGrid {
-		h *= 2 // too wide for the grid: coarsen (pessimism is preserved)
-		for i, w := range ws {
-			pmfs[i] = connectTheDots(w.p, h, tail/float64(total))
+		if !ok {
+			h *= 2 // too wide for the grid: coarsen (pessimism is preserved)
+			continue
 		}
+		infMass = 1 - survive
+		if infMass >= delta {
+			return math.Inf(1), nil
+		}
+		// Window [−bottom, top) of the composed loss: the bottom so that
+		// P(S < −bottom) ≤ E[e^−S]·e^−bottom ≤ tail, the top from the
+		// Chernoff bound P(S ≥ t) ≤ exp(Σ count·logMGF(λ) − λt), capped
+		// where e^ε would overflow (the mass above is added to δ below).
+		clear(logM)
+		for j, l := range lambdas {
+			for i, w := range ws {
+				logM[j] += float64(w.count) * pmfs[i].logMGF(l, h)
+			}
+		}
+		bottom = -math.Log(tail)
+		top = math.Inf(1)
+		for j, l := range lambdas {
+			top = math.Min(top, (logM[j]-math.Log(tail))/l)
+		}
+		top = math.Min(math.Max(top, h), pldHighest)
+		if (top+bottom)/h <= maxPLDGrid {
+			break
+		}
+		h *= 2
 	}
 	below := int(math.Ceil(bottom / h))
 	n := 1 << bits.Len(uint(int(math.Ceil((top+bottom)/h))+1))
 	upper := float64(n-below) * h // first loss above the window
-	tailMass := 0.0
+	tailMass := 1.0
 	for j, l := range lambdas {
-		b := math.Exp(logM[j] - l*upper)
-		if j == 0 || b < tailMass {
-			tailMass = b
-		}
+		tailMass = math.Min(tailMass, math.Exp(logM[j]-l*upper))
 	}
 
 	fft := fourier.NewFFT(n)
@@ -307,8 +316,13 @@ func composedEpsilon(ws []weighted, h, delta float64, total int) (float64, error
 		mass[idx] = math.Max(0, seq[k]/float64(n))
 	}
 	extra := infMass + tailMass
-	if extra >= delta {
+	if extra >= delta || math.IsNaN(extra) {
 		return math.Inf(1), nil
+	}
+	for _, m := range mass {
+		if math.IsNaN(m) {
+			return 0, fmt.Errorf("accounting: the PLD composition failed (NaN)")
+		}
 	}
 	// δ(ε) = extra + Σ_{s > ε} m_s (1 − e^{ε − s}) = extra + A − e^ε·B with
 	// suffix sums A = Σ m_s, B = Σ m_s e^{−s}; it decreases in ε. Find the

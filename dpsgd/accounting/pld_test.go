@@ -7,6 +7,10 @@ import (
 	"gonum.org/v1/gonum/integrate/quad"
 )
 
+func deltaOf(p privacyProfile) func(float64) float64 {
+	return func(e float64) float64 { d, _ := p.profile(e); return d }
+}
+
 // bisect returns the smallest ε ∈ [0, 200] with f(ε) ≤ delta, for f
 // decreasing.
 func bisect(f func(float64) float64, delta float64) float64 {
@@ -41,7 +45,8 @@ func TestPLDGaussianClosedForm(t *testing.T) {
 		sigma float64
 		steps int
 		delta float64
-	}{{1, 1, 1e-5}, {0.5, 1, 1e-5}, {2, 10, 1e-5}, {5, 100, 1e-6}, {10, 1000, 1e-5}, {30, 10000, 1e-5}, {3, 50, 1e-3}} {
+	}{{1, 1, 1e-5}, {0.5, 1, 1e-5}, {0.2, 1, 1e-5}, {0.1, 1, 1e-5}, {0.3, 4, 1e-5}, {2, 10, 1e-5},
+		{5, 100, 1e-6}, {10, 1000, 1e-5}, {30, 10000, 1e-5}, {3, 50, 1e-3}} {
 		g, err := PLD{}.Epsilon(SelfComposed{Event: Gaussian{NoiseMultiplier: c.sigma, Sensitivity: 1}, Count: c.steps}, c.delta)
 		if err != nil {
 			t.Fatal(err)
@@ -82,8 +87,8 @@ func TestSubsampledGaussianProfileNumerical(t *testing.T) {
 			return quad.Fixed(func(x float64) float64 { return p(x) - math.Exp(c.eps)*q(x) }, lo, hi, 2000, quad.Legendre{}, 0)
 		}
 		n0 := func(x float64) float64 { return pdf(x, 0) }
-		near(t, "remove profile", gaussianRemove{c.q, c.sigma}.delta(c.eps), hs(mix, n0, true), 1e-12)
-		near(t, "add profile", gaussianAdd{c.q, c.sigma}.delta(c.eps), hs(n0, mix, false), 1e-12)
+		near(t, "remove profile", deltaOf(gaussianRemove{c.q, c.sigma})(c.eps), hs(mix, n0, true), 1e-12)
+		near(t, "add profile", deltaOf(gaussianAdd{c.q, c.sigma})(c.eps), hs(n0, mix, false), 1e-12)
 	}
 }
 
@@ -91,7 +96,7 @@ func TestSubsampledGaussianProfileNumerical(t *testing.T) {
 // of the two directions' profile inverses (checked above by integration).
 func TestPLDSingleSubsampledStep(t *testing.T) {
 	for _, c := range []struct{ q, sigma float64 }{{0.01, 0.5}, {0.1, 0.8}, {0.5, 1}} {
-		want := math.Max(bisect(gaussianRemove{c.q, c.sigma}.delta, 1e-5), bisect(gaussianAdd{c.q, c.sigma}.delta, 1e-5))
+		want := math.Max(bisect(deltaOf(gaussianRemove{c.q, c.sigma}), 1e-5), bisect(deltaOf(gaussianAdd{c.q, c.sigma}), 1e-5))
 		g, err := PLD{}.Epsilon(PoissonSampled{SamplingRate: c.q, Event: Gaussian{NoiseMultiplier: c.sigma, Sensitivity: 1}}, 1e-5)
 		if err != nil {
 			t.Fatal(err)
@@ -174,5 +179,38 @@ func TestPLDDPSGDProperties(t *testing.T) {
 		if math.Abs(g.Epsilon/p.Epsilon-1) > 0.02 || !g.Approximate {
 			t.Errorf("σ=%v q=%v T=%d: GDP %v, PLD %v", c.sigma, c.q, c.steps, g.Epsilon, p.Epsilon)
 		}
+	}
+}
+
+// The profiles' δ and 1 − δ add up to 1 (each is computed separately, to
+// avoid cancellation where it is small).
+func TestProfilesComplement(t *testing.T) {
+	for _, p := range []privacyProfile{gaussianRemove{0.01, 1}, gaussianAdd{0.01, 1}, gaussianRemove{1, 0.3},
+		laplaceProfile{2}, randomisedResponse{1, 1e-3}} {
+		for _, e := range []float64{-15, -3, -0.5, 0, 0.001, 0.7, 2, 5} {
+			d, om := p.profile(e)
+			if math.Abs(d+om-1) > 1e-12 || d < 0 || om < 0 {
+				t.Errorf("%#v at ε=%v: δ = %v, 1 − δ = %v", p, e, d, om)
+			}
+		}
+	}
+}
+
+// Mechanisms with enormous ε: a Laplace mechanism with ε0 = 1000 must not be
+// reported as cheap (above 700 nats the PLD accountant counts the mass as
+// +∞), and one with ε0 = 60 gets ε ≥ 60 − 2δ. A vote with little noise
+// (sensitivity √20 against σ = 0.5) is within 0.1% of its exact ε.
+func TestPLDHugeEpsilon(t *testing.T) {
+	g, err := PLD{}.Epsilon(Laplace{Scale: 1e-3, Sensitivity: 1}, 1e-5)
+	if err != nil || !math.IsInf(g.Epsilon, 1) {
+		t.Errorf("ε0 = 1000: %v %v", g.Epsilon, err)
+	}
+	g, err = PLD{}.Epsilon(Laplace{Scale: 1.0 / 60, Sensitivity: 1}, 1e-5)
+	if err != nil || g.Epsilon < 60-1e-4 || g.Epsilon > 60.01 {
+		t.Errorf("ε0 = 60: %v %v", g.Epsilon, err)
+	}
+	g, err = PLD{}.Epsilon(Vote{NoiseMultiplier: 0.5, VotesPerClient: 10}, 1e-5)
+	if want := exactGaussianEpsilon(0.5/math.Sqrt(20), 1e-5); err != nil || g.Epsilon < want || g.Epsilon > want*1.001 {
+		t.Errorf("vote σ = 0.5, ℓ = 10: %v, exact %v (%v)", g.Epsilon, want, err)
 	}
 }

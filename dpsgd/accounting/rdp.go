@@ -54,6 +54,11 @@ func (a RDP) orders() []float64 {
 // of anything but a Gaussian give an error wrapping ErrUnsupported.
 func (a RDP) RDP(e Event) ([]float64, error) {
 	orders := a.orders()
+	for _, o := range orders {
+		if !(o > 1) {
+			return nil, fmt.Errorf("accounting: RDP order %v is not above 1", o)
+		}
+	}
 	out := make([]float64, len(orders))
 	if err := a.add(out, orders, e, 1); err != nil {
 		return nil, err

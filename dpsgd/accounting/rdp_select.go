@@ -29,6 +29,8 @@ import (
 // we take ε̂ = log(1 + 1/(α−1)) and δ̂ from the base's RDP by the conversion
 // of RDPToDP (or 0 when the base's pure ε is at most ε̂). Adaptive densities
 // with Poisson repetitions have no proved bound and give an error.
+//
+// Orders must be above 1 (RDP checks them).
 func (a RDP) repeatAndSelectRDP(base Event, rep Repetitions, maxRatio, minRatio float64) ([]float64, error) {
 	if err := rep.Check(); err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ func TestRDPToDPTensorFlowPrivacyValues(t *testing.T) {
 	near(t, "order", order, 32, 0)
 
 	orders = orders[:0]
-	for i := 1000; i < 100000; i++ {
+	for i := 1001; i < 100000; i++ { // orders 1.001 … 99.999
 		orders = append(orders, 0.001*float64(i))
 	}
 	g, err := RDP{Orders: orders}.Epsilon(Gaussian{NoiseMultiplier: 4.530877117, Sensitivity: 1}, 1e-6)

@@ -59,11 +59,14 @@ func TNBWithMean(eta, mean float64) (Repetitions, error) {
 	if err := r.Check(); err != nil {
 		return Repetitions{}, err
 	}
+	if m := r.Mean(); math.Abs(m-mean) > 1e-6*mean {
+		return Repetitions{}, fmt.Errorf("accounting: no TNB with η = %v has mean %v (closest: %v)", eta, mean, m)
+	}
 	return r, nil
 }
 
 // Check returns an error unless the distribution and its parameters are
-// valid: η > −1 and γ ∈ (0, 1) for TNB, μ > 0 for Poisson.
+// valid: η > −1 and γ ∈ (0, 1) for TNB, μ ≥ 1 for Poisson.
 func (r Repetitions) Check() error {
 	switch r.Distribution {
 	case TNB:
@@ -74,8 +77,10 @@ func (r Repetitions) Check() error {
 			return fmt.Errorf("accounting: TNB needs γ in (0, 1), have %v", r.Gamma)
 		}
 	case Poisson:
-		if !(r.Mu > 0) || math.IsInf(r.Mu, 1) {
-			return fmt.Errorf("accounting: Poisson number of runs needs a mean μ > 0, have %v", r.Mu)
+		// Papernot & Steinke's bound has a log μ/(α−1) term that goes to −∞
+		// as μ → 0; like dp_accounting, count only μ ≥ 1.
+		if !(r.Mu >= 1) || math.IsInf(r.Mu, 1) {
+			return fmt.Errorf("accounting: Poisson number of runs needs a finite mean μ ≥ 1, have %v", r.Mu)
 		}
 	default:
 		return fmt.Errorf("accounting: unknown distribution of the number of runs %q (want %q or %q)", r.Distribution, TNB, Poisson)

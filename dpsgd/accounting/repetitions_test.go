@@ -43,7 +43,7 @@ func TestTNBWithMean(t *testing.T) {
 			t.Errorf("η=%v mean=%v accepted", c.eta, c.mean)
 		}
 	}
-	for _, r := range []Repetitions{TNBRepetitions(1, 0), TNBRepetitions(1, 1), TNBRepetitions(-1, 0.5), PoissonRepetitions(0), {Distribution: "uniform"}} {
+	for _, r := range []Repetitions{TNBRepetitions(1, 0), TNBRepetitions(1, 1), TNBRepetitions(-1, 0.5), PoissonRepetitions(0), PoissonRepetitions(0.5), {Distribution: "uniform"}} {
 		if r.Check() == nil {
 			t.Errorf("%+v accepted", r)
 		}

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"os"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// PlotPerSample draws rep as a PNG at path: on the left, DP-SGD's time per
+// step split by phase, one stacked bar per batch size; on the right,
+// examples per second against batch size for both modes.
+func PlotPerSample(rep PerSampleReport, path string) error {
+	if len(rep.Results) == 0 {
+		return fmt.Errorf("bench: nothing to plot")
+	}
+	phases := []string{"sampling", "forward", "backward", "per_sample", "clip", "noise", "update"}
+	bars := plot.New()
+	bars.Title.Text = "DP-SGD step by phase"
+	bars.Y.Label.Text = "ms per step"
+	bars.X.Label.Text = "expected batch size"
+	names := make([]string, len(rep.Results))
+	for i, r := range rep.Results {
+		names[i] = strconv.Itoa(r.BatchSize)
+	}
+	var below *plotter.BarChart
+	for k, ph := range phases {
+		vals := make(plotter.Values, len(rep.Results))
+		for i, r := range rep.Results {
+			vals[i] = r.DP.Phases[ph]
+		}
+		bc, err := plotter.NewBarChart(vals, vg.Points(18))
+		if err != nil {
+			return err
+		}
+		bc.Color = plotutil.Color(k)
+		bc.LineStyle.Width = 0
+		if below != nil {
+			bc.StackOn(below)
+		}
+		below = bc
+		bars.Add(bc)
+		bars.Legend.Add(ph, bc)
+	}
+	bars.Legend.Top = true
+	bars.Legend.Left = true
+	bars.NominalX(names...)
+
+	tput := plot.New()
+	tput.Title.Text = "Throughput"
+	tput.X.Label.Text = "expected batch size"
+	tput.Y.Label.Text = "examples per second"
+	for k, mode := range []string{"non-private", "DP-SGD"} {
+		pts := make(plotter.XYs, len(rep.Results))
+		for i, r := range rep.Results {
+			m := r.NonPrivate
+			if k == 1 {
+				m = r.DP
+			}
+			pts[i] = plotter.XY{X: float64(r.BatchSize), Y: m.ExamplesPerSecond}
+		}
+		l, p, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, p.Color = plotutil.Color(k), plotutil.Color(k)
+		if k == 1 {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		tput.Add(l, p)
+		tput.Legend.Add(mode, l, p)
+	}
+	tput.Y.Min = 0
+	tput.Legend.Top = false
+	tput.Add(plotter.NewGrid())
+
+	img := vgimg.NewWith(vgimg.UseWH(vg.Points(900), vg.Points(380)), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
+	canvases := plot.Align([][]*plot.Plot{{bars, tput}}, tiles, dc)
+	bars.Draw(canvases[0][0])
+	tput.Draw(canvases[0][1])
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

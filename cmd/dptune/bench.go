@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Reproducible measurements",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newBenchPerSampleCmd())
+	return cmd
+}
+
+type benchPerSampleFlags struct {
+	dataset, dataDir, jsonOut, plotOut string
+	batchSizes                         []int
+	steps, warmup                      int
+	seed                               uint64
+}
+
+func newBenchPerSampleCmd() *cobra.Command {
+	var f benchPerSampleFlags
+	cmd := &cobra.Command{
+		Use:   "persample",
+		Short: "What per-sample gradients cost: DP-SGD vs non-private steps, by phase and layer",
+		Long: `persample times full training steps on the real data — Poisson sampling,
+forward, per-sample gradients, clipping, noise, update — for DP-SGD and for
+non-private SGD on the same engine, at each expected batch size, and prints
+examples per second, ms per step, the DP/non-private ratio, the time per phase
+and per layer, allocations per step and the peak resident memory.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchPerSample(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default for mnist: the GoMNIST module)")
+	fl.IntSliceVar(&f.batchSizes, "batch-size", []int{256}, "expected batch sizes, e.g. 64,128,256,512")
+	fl.IntVar(&f.steps, "steps", 50, "measured steps per batch size and mode")
+	fl.IntVar(&f.warmup, "warmup", 5, "unmeasured steps before them")
+	fl.StringVar(&f.jsonOut, "json", "", "also write the figures to this JSON file")
+	fl.StringVar(&f.plotOut, "plot", "", "also draw them to this PNG file")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the initialisation, sampling and noise")
+	return cmd
+}
+
+func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
+	ds, err := lookupDataset(f.dataset)
+	if err != nil {
+		return err
+	}
+	switch {
+	case f.steps < 1:
+		return usagef("--steps %d must be at least 1", f.steps)
+	case f.warmup < 0:
+		return usagef("--warmup %d is negative", f.warmup)
+	case len(f.batchSizes) == 0:
+		return usagef("--batch-size needs at least one size")
+	case f.plotOut != "" && !strings.HasSuffix(strings.ToLower(f.plotOut), ".png"):
+		return usagef("--plot %q must name a .png file", f.plotOut)
+	}
+	for _, b := range f.batchSizes {
+		if b < 1 || b > ds.trainN {
+			return usagef("--batch-size %d is outside [1, %d]", b, ds.trainN)
+		}
+	}
+	train, _, err := loadDataset(f.dataset, ds, f.dataDir)
+	if err != nil {
+		return err
+	}
+	w := cmd.ErrOrStderr()
+	rep, err := bench.PerSample(cmd.Context(), bench.PerSampleConfig{
+		Train: train, Arch: ds.arch, BatchSizes: f.batchSizes, Steps: f.steps, Warmup: f.warmup, Seed: f.seed,
+		Progress: func(b int, mode string) {
+			fmt.Fprintf(w, "batch %d, %s: %d + %d steps\n", b, mode, f.warmup, f.steps)
+		},
+	})
+	if len(rep.Results) > 0 {
+		printPerSample(cmd.OutOrStdout(), rep)
+		if f.jsonOut != "" {
+			b, jerr := json.MarshalIndent(rep, "", "  ")
+			if jerr == nil {
+				jerr = os.WriteFile(f.jsonOut, append(b, '\n'), 0o644)
+			}
+			if jerr != nil {
+				return jerr
+			}
+		}
+		if f.plotOut != "" {
+			if perr := bench.PlotPerSample(rep, f.plotOut); perr != nil {
+				return perr
+			}
+		}
+	}
+	return err
+}
+
+func printPerSample(out io.Writer, rep bench.PerSampleReport) {
+	fmt.Fprintf(out, "%s (%s, %d parameters), %d steps per row, GOMAXPROCS %d, load average %s → %s\n\n",
+		rep.Dataset, rep.Arch, rep.Parameters, rep.Steps, rep.GOMAXPROCS, rep.LoadAvg[0], rep.LoadAvg[1])
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "batch\tmode\texamples/s\tms/step\tDP/non-private\tallocs/step\tKB/step\t")
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%d\tnon-private\t%.0f\t%.2f\t\t%.1f\t%.1f\t\n", r.BatchSize, r.NonPrivate.ExamplesPerSecond, r.NonPrivate.MsPerStep, r.NonPrivate.AllocsPerStep, r.NonPrivate.BytesPerStep/1024)
+		fmt.Fprintf(tw, "%d\tDP-SGD\t%.0f\t%.2f\t%.3f\t%.1f\t%.1f\t\n", r.BatchSize, r.DP.ExamplesPerSecond, r.DP.MsPerStep, r.DPOverNonPrivate, r.DP.AllocsPerStep, r.DP.BytesPerStep/1024)
+	}
+	tw.Flush()
+	phases := []string{"sampling", "forward", "backward", "per_sample", "clip", "noise", "update"}
+	fmt.Fprintln(out, "\nDP-SGD time per phase, ms/step (engine phases averaged over its workers):")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "batch\t%s\t\n", strings.Join(phases, "\t"))
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%d", r.BatchSize)
+		for _, ph := range phases {
+			fmt.Fprintf(tw, "\t%.2f", r.DP.Phases[ph])
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "\nDP-SGD time per layer, ms/step, forward / backward (with per-example gradients):")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	layers := []string{"conv1", "conv2", "fc1", "fc2"}
+	fmt.Fprintf(tw, "batch\t%s\t\n", strings.Join(layers, "\t"))
+	for _, r := range rep.Results {
+		fmt.Fprintf(tw, "%d", r.BatchSize)
+		for _, l := range layers {
+			fmt.Fprintf(tw, "\t%.2f / %.2f", r.DP.LayersForward[l], r.DP.LayersBackward[l])
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\npeak resident memory %.0f MB\n", rep.PeakRSSMB)
+}
