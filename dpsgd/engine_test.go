@@ -1,6 +1,7 @@
 package dpsgd
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -218,5 +219,27 @@ func TestBatchGradEngine(t *testing.T) {
 	}
 	if _, err := bg.ClippedSum(x, y, idx, 1, a); err == nil {
 		t.Fatal("batch-gradient engine clipped")
+	}
+}
+
+// Evaluate agrees with the gorgonia graph's model.Net.Evaluate.
+func TestEvaluateMatchesGraph(t *testing.T) {
+	for _, arch := range []model.Arch{model.MNIST, model.CIFAR10} {
+		net, x, y := randomData(t, arch, 37, 5)
+		got, err := Evaluate(context.Background(), net, x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := net.Evaluate(context.Background(), x, y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Accuracy != want.Accuracy || got.N != want.N || math.Abs(got.Loss-want.Loss) > 1e-5*want.Loss {
+			t.Errorf("%s: %+v, graph %+v", arch.Name, got, want)
+		}
+	}
+	net, x, y := randomData(t, model.MNIST, 4, 5)
+	if _, err := Evaluate(context.Background(), net, x[:10], y); err == nil {
+		t.Error("short x accepted")
 	}
 }

@@ -83,6 +83,32 @@ type worker struct {
 // synchronisation is the final sum. Buffers are allocated once: a step
 // allocates nothing. batchSize is a hint and may be 0.
 func NewEngine(net *model.Net, batchSize int) (Engine, error) {
+	e, err := newNative(net)
+	if err != nil {
+		return nil, err
+	}
+	nw := max(1, runtime.GOMAXPROCS(0))
+	e.done = make(chan jobResult, nw)
+	for w := 0; w < nw; w++ {
+		e.workers = append(e.workers, e.newWorker())
+	}
+	for w := 1; w < nw; w++ {
+		ch := make(chan job)
+		e.jobs = append(e.jobs, ch)
+		go runWorker(e.workers[w], ch, e.done)
+	}
+	// Stop the helper goroutines when the engine is garbage.
+	runtime.AddCleanup(e, func(chs []chan job) {
+		for _, ch := range chs {
+			close(ch)
+		}
+	}, e.jobs)
+	return e, nil
+}
+
+// newNative checks that net is the conv, conv, linear, linear CNN whose
+// shapes chain, and allocates the weight layouts; it starts no workers.
+func newNative(net *model.Net) (*nativeEngine, error) {
 	ls := net.Layers
 	if len(ls) != 4 || ls[0].Kind != model.ConvLayer || ls[1].Kind != model.ConvLayer ||
 		ls[2].Kind != model.LinearLayer || ls[3].Kind != model.LinearLayer {
@@ -102,22 +128,6 @@ func NewEngine(net *model.Net, batchSize int) (Engine, error) {
 	e.w3p = make([]float32, e.fc1.WeightSize())
 	e.w3T = make([]float32, e.fc1.WeightSize())
 	e.w4T = make([]float32, e.fc2.WeightSize())
-	nw := max(1, runtime.GOMAXPROCS(0))
-	e.done = make(chan jobResult, nw)
-	for w := 0; w < nw; w++ {
-		e.workers = append(e.workers, e.newWorker())
-	}
-	for w := 1; w < nw; w++ {
-		ch := make(chan job)
-		e.jobs = append(e.jobs, ch)
-		go runWorker(e.workers[w], ch, e.done)
-	}
-	// Stop the helper goroutines when the engine is garbage.
-	runtime.AddCleanup(e, func(chs []chan job) {
-		for _, ch := range chs {
-			close(ch)
-		}
-	}, e.jobs)
 	return e, nil
 }
 
@@ -258,19 +268,18 @@ func (w *worker) run(j job) float64 {
 	return loss
 }
 
-// chunk runs forward, backward, per-example norms, clipping and the sum for
-// up to chunkSize examples, and returns their summed loss.
-func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) float64 {
+// forward runs up to chunkSize examples through the network, leaving every
+// layer's activations in w's buffers and the logits in w.logits, and returns
+// the summed loss; the gradient of each example's loss with respect to its
+// logits is left in w.g4. fw receives the time per layer.
+func (w *worker) forward(x []float32, y []uint8, idx []int, fw *[4]time.Duration) float64 {
 	e := w.e
 	p := e.net.Params
 	c1, c2, f1, f2 := e.conv1, e.conv2, e.fc1, e.fc2
 	n := len(idx)
 	size := c1.In * c1.InH * c1.InW
 	var sw stopwatch
-	var fw, bw [4]time.Duration
 	sw.start()
-
-	// Forward.
 	xs := w.xs[:n]
 	for k, i := range idx {
 		xs[k] = x[i*size : (i+1)*size]
@@ -306,6 +315,24 @@ func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) floa
 	gemm.Mul(n, O, f2.In, a3, f2.In, 1, e.w4T, O, logits, O)
 	loss := softmaxCrossEntropy(logits, p[f2.BiasOffset:f2.BiasOffset+O], y, idx, g4)
 	fw[3] = sw.lap()
+	return loss
+}
+
+// chunk runs forward, backward, per-example norms, clipping and the sum for
+// up to chunkSize examples, and returns their summed loss.
+func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) float64 {
+	e := w.e
+	p := e.net.Params
+	c1, c2, f1, f2 := e.conv1, e.conv2, e.fc1, e.fc2
+	n := len(idx)
+	var fw, bw [4]time.Duration
+	loss := w.forward(x, y, idx, &fw)
+	var sw stopwatch
+	sw.start()
+	P1, P2, K1, K2 := c1.Positions(), c2.Positions(), c1.FanIn(), c2.FanIn()
+	C1, C2, O := c1.Out, c2.Out, f2.Out
+	cols1, a1, cols2, a2 := w.cols1[:n*P1*K1], w.a1[:n*P1*C1], w.cols2[:n*P2*K2], w.a2[:n*P2*C2]
+	p2, a3, g4 := w.p2[:n*e.feat], w.a3[:n*f1.Out], w.g4[:n*O]
 
 	// Backward to every layer's output gradient (the summed loss's; each
 	// example's rows are its own gradient).

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
 )
 
@@ -33,7 +34,7 @@ func newEvalCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			m, err := net.Evaluate(cmd.Context(), test.X, test.Y)
+			m, err := dpsgd.Evaluate(cmd.Context(), net, test.X, test.Y)
 			if err != nil {
 				return err
 			}

@@ -218,7 +218,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		rep.Delta, rep.Accountant = 0, ""
 	}
 	if !interrupted {
-		m, err := net.Evaluate(ctx, test.X, test.Y)
+		m, err := dpsgd.Evaluate(ctx, net, test.X, test.Y)
 		interrupted = errors.Is(err, context.Canceled)
 		if err != nil && !interrupted {
 			return err
