@@ -2,6 +2,7 @@ package dpsgd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -10,6 +11,10 @@ import (
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
+
+// ErrDiverged is wrapped by Train's error when the parameters stop being
+// finite.
+var ErrDiverged = errors.New("training diverged")
 
 // Progress is reported after every step.
 type Progress struct {
@@ -117,7 +122,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		res.Timings.Steps++
 		batches += float64(len(idx))
 		if !finite {
-			return res, fmt.Errorf("dpsgd: training diverged at step %d (non-finite parameters); lower the learning rate", res.Steps)
+			return res, fmt.Errorf("dpsgd: %w at step %d (non-finite parameters); lower the learning rate", ErrDiverged, res.Steps)
 		}
 		if progress != nil {
 			p := Progress{Step: res.Steps, Steps: cfg.Steps, BatchSize: len(idx)}
