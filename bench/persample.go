@@ -31,7 +31,7 @@ type ModeResult struct {
 	MsPerStep         float64            `json:"ms_per_step"`
 	AllocsPerStep     float64            `json:"allocs_per_step"`
 	BytesPerStep      float64            `json:"bytes_per_step"`
-	Phases            map[string]float64 `json:"phases_ms"`        // ms per step
+	Phases            map[string]float64 `json:"phases_ms"`          // ms per step
 	LayersForward     map[string]float64 `json:"layers_forward_ms"`  // ms per step
 	LayersBackward    map[string]float64 `json:"layers_backward_ms"` // ms per step, incl. per-example gradients
 }

@@ -33,7 +33,9 @@ func (l landscape) best() int {
 	return b
 }
 
-func (landscape) Event() accounting.Event { return accounting.Gaussian{NoiseMultiplier: 10, Sensitivity: 1} }
+func (landscape) Event() accounting.Event {
+	return accounting.Gaussian{NoiseMultiplier: 10, Sensitivity: 1}
+}
 
 func (l landscape) Train(_ context.Context, c Candidate, seed *uint64) (Run, error) {
 	return Run{Score: l.score(c.Index) + l.noise*randsrc.New(seed, "score").NormFloat64()}, nil
