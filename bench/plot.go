@@ -97,3 +97,47 @@ func PlotPerSample(rep PerSampleReport, path string) error {
 	}
 	return f.Close()
 }
+
+// PlotTuners draws the simulation's mean accuracy of the selected candidate
+// against the mean number of runs 1/γ, for GP and uniform, as a PNG at path.
+func PlotTuners(cells []TunerSimCell, path string) error {
+	if len(cells) == 0 {
+		return fmt.Errorf("bench: nothing to plot")
+	}
+	p := plot.New()
+	p.Title.Text = "DP-HyPO simulation on real landscapes (geometric K)"
+	p.X.Label.Text = "mean number of runs 1/γ"
+	p.Y.Label.Text = "accuracy of the selected candidate"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	for k, name := range []string{"GP", "Uniform"} {
+		pts := make(plotter.XYs, len(cells))
+		errs := make(plotter.YErrors, len(cells))
+		for i, c := range cells {
+			y, se := c.GPAccuracy, c.GPStdErr
+			if k == 1 {
+				y, se = c.UniformAccuracy, c.UniformStdErr
+			}
+			pts[i] = plotter.XY{X: c.MeanRuns, Y: y}
+			errs[i] = struct{ Low, High float64 }{se, se}
+		}
+		l, s, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, s.Color = plotutil.Color(k), plotutil.Color(k)
+		eb, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{pts, errs})
+		if err != nil {
+			return err
+		}
+		eb.Color = plotutil.Color(k)
+		p.Add(l, s, eb)
+		p.Legend.Add(name, l, s)
+	}
+	p.Legend.Top = false
+	p.Add(plotter.NewGrid())
+	return p.Save(vg.Points(560), vg.Points(380), path)
+}

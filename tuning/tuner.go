@@ -18,10 +18,10 @@ type Config struct {
 	// Seed, if not nil, makes K, the candidates and every run reproducible;
 	// without it they come from crypto/rand.
 	Seed *uint64
-	// Progress, if not nil, is called as each run starts (run = 1, 2, …).
-	// It is the curator's: it shows how many runs there are, which the
-	// release must not.
-	Progress func(run int)
+	// Progress, if not nil, is called as each run starts (run = 1, …, runs).
+	// It is the curator's: it shows the number of runs K, which the release
+	// must not.
+	Progress func(run, runs int)
 	// Diagnostics asks for every run's candidate and score in
 	// Result.Diagnostics. NOT PRIVATE: they reveal K and the other runs'
 	// scores, which the guarantee needs hidden; for the data curator only.
@@ -74,7 +74,7 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 			return res, err
 		}
 		if cfg.Progress != nil {
-			cfg.Progress(j)
+			cfg.Progress(j, k)
 		}
 		i := s.next(rng)
 		c := cfg.Space.At(i)

@@ -61,19 +61,19 @@ Tuning is counted by the rdp accountant only.`,
 
 // accountResult is what account prints; --json writes it as is.
 type accountResult struct {
-	Epsilon         float64 `json:"epsilon"`
-	Delta           float64 `json:"delta"`
-	Accountant      string  `json:"accountant"`
-	NoiseMultiplier float64 `json:"noise_multiplier"`
-	SamplingRate    float64 `json:"sampling_rate"`
-	Steps           int     `json:"steps"`
-	Order           float64 `json:"order,omitempty"`
-	Approximate     bool    `json:"approximate,omitempty"`
-	Solved          string  `json:"solved_for"` // "epsilon", "noise_multiplier" or "steps"
-	Tuning          *tuning `json:"tuning,omitempty"`
+	Epsilon         float64       `json:"epsilon"`
+	Delta           float64       `json:"delta"`
+	Accountant      string        `json:"accountant"`
+	NoiseMultiplier float64       `json:"noise_multiplier"`
+	SamplingRate    float64       `json:"sampling_rate"`
+	Steps           int           `json:"steps"`
+	Order           float64       `json:"order,omitempty"`
+	Approximate     bool          `json:"approximate,omitempty"`
+	Solved          string        `json:"solved_for"` // "epsilon", "noise_multiplier" or "steps"
+	Tuning          *tuningResult `json:"tuning,omitempty"`
 }
 
-type tuning struct {
+type tuningResult struct {
 	Repetitions accounting.Repetitions `json:"repetitions"`
 	MeanRuns    float64                `json:"mean_runs"`
 	MaxRatio    float64                `json:"max_ratio,omitempty"`
@@ -248,7 +248,7 @@ func runAccount(cmd *cobra.Command, f accountFlags) error {
 		if err != nil {
 			return err
 		}
-		res.Tuning = &tuning{Repetitions: *p.rep, MeanRuns: p.rep.Mean(), MaxRatio: p.maxRatio, MinRatio: p.minRatio, BaseEpsilon: b.Epsilon}
+		res.Tuning = &tuningResult{Repetitions: *p.rep, MeanRuns: p.rep.Mean(), MaxRatio: p.maxRatio, MinRatio: p.minRatio, BaseEpsilon: b.Epsilon}
 	}
 	out := cmd.OutOrStdout()
 	if f.json {

@@ -19,7 +19,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Reproducible measurements",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchPerSampleCmd())
+	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd())
 	return cmd
 }
 

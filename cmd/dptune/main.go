@@ -37,7 +37,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newTrainCmd(), newEvalCmd(), newAccountCmd(), newBenchCmd())
+	root.AddCommand(newTrainCmd(), newEvalCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd())
 	return root
 }
 

@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/tuning"
+)
+
+// TunerSimConfig is DP-HyPO's semi-real simulation (Section 4.2.1, Table 1):
+// the GP and uniform tuners run many times on cached landscapes, each
+// visit of a candidate scoring its landscape mean plus N(0, ScoreNoise²),
+// and the selected candidate counting with its landscape mean ("actual
+// accuracy"). Each method has its own landscape because it trains with its
+// own noise multiplier under the same total budget.
+type TunerSimConfig struct {
+	GP, Uniform Landscape
+	Gammas      []float64 // geometric parameters γ of the number of runs
+	Repeats     int       // tuning runs per cell (the paper: 200)
+	ScoreNoise  float64   // the paper: 0.1
+	GPOptions   tuning.GPOptions
+	Seed        uint64
+	Progress    func(done, total int)
+}
+
+// TunerSimCell is one γ's result: mean actual accuracy of the selected
+// candidate over the repeats, with its standard error.
+type TunerSimCell struct {
+	Gamma           float64 `json:"gamma"`
+	MeanRuns        float64 `json:"mean_runs"`
+	GPAccuracy      float64 `json:"gp_accuracy"`
+	GPStdErr        float64 `json:"gp_stderr"`
+	UniformAccuracy float64 `json:"uniform_accuracy"`
+	UniformStdErr   float64 `json:"uniform_stderr"`
+}
+
+// landscapeTrainer scores a candidate from a landscape.
+type landscapeTrainer struct {
+	l     Landscape
+	noise float64
+}
+
+// Event: the simulation releases nothing real; no cost is counted.
+func (landscapeTrainer) Event() accounting.Event { return accounting.Composed{} }
+
+func (t landscapeTrainer) Train(_ context.Context, c tuning.Candidate, seed *uint64) (tuning.Run, error) {
+	return tuning.Run{Score: t.l.Mean[c.Index] + t.noise*randsrc.New(seed, "score").NormFloat64()}, nil
+}
+
+// SimulateTuners runs the simulation; it stops with ctx's error if
+// cancelled.
+func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, error) {
+	if cfg.GP.Space.Size() != cfg.Uniform.Space.Size() || cfg.GP.Space.Size() == 0 {
+		return nil, fmt.Errorf("bench: the landscapes differ in size")
+	}
+	var out []TunerSimCell
+	total, done := 2*len(cfg.Gammas)*cfg.Repeats, 0
+	for gi, g := range cfg.Gammas {
+		rep := accounting.TNBRepetitions(1, g)
+		if err := rep.Check(); err != nil {
+			return nil, err
+		}
+		cell := TunerSimCell{Gamma: g, MeanRuns: rep.Mean()}
+		for m, l := range []Landscape{cfg.GP, cfg.Uniform} {
+			var sum, sum2 float64
+			for r := 0; r < cfg.Repeats; r++ {
+				if err := ctx.Err(); err != nil {
+					return out, err
+				}
+				seed := cfg.Seed + uint64(1_000_003*gi+r)
+				tc := tuning.Config{Space: l.Space, Trainer: landscapeTrainer{l, cfg.ScoreNoise}, Repetitions: rep, Seed: &seed}
+				var res tuning.Result
+				var err error
+				if m == 0 {
+					res, err = tuning.GPTune(ctx, tc, cfg.GPOptions)
+				} else {
+					res, err = tuning.RandomStop(ctx, tc)
+				}
+				if err != nil {
+					return out, err
+				}
+				a := l.Mean[res.Selected.Index]
+				sum += a
+				sum2 += a * a
+				done++
+				if cfg.Progress != nil {
+					cfg.Progress(done, total)
+				}
+			}
+			n := float64(cfg.Repeats)
+			mean := sum / n
+			se := math.Sqrt(math.Max(0, sum2/n-mean*mean) / n)
+			if m == 0 {
+				cell.GPAccuracy, cell.GPStdErr = mean, se
+			} else {
+				cell.UniformAccuracy, cell.UniformStdErr = mean, se
+			}
+		}
+		out = append(out, cell)
+	}
+	return out, nil
+}

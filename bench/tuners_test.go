@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/dptune/dptune/tuning"
+)
+
+func syntheticLandscape(shift float64) Landscape {
+	s := tuning.Space{Name: "syn", Dims: []tuning.Dim{
+		{Name: tuning.LearningRate, Values: tuning.LogGrid(0.01, 2, 8), Log: true},
+		{Name: tuning.ClipNorm, Values: tuning.LinearGrid(0.5, 0.5, 5)}}}
+	l := Landscape{Space: s, Mean: make([]float64, s.Size()), SD: make([]float64, s.Size()), N: make([]int, s.Size())}
+	for i := range l.Mean {
+		x := s.Coords(i)
+		l.Mean[i] = 0.95 - shift - 0.8*((x[0]-0.7)*(x[0]-0.7)+(x[1]-0.5)*(x[1]-0.5))
+	}
+	return l
+}
+
+// The simulation's accuracies lie within the landscape's range, approach its
+// best with many runs, and fall as the mean number of runs falls; the plot
+// is written.
+func TestSimulateTuners(t *testing.T) {
+	gp, un := syntheticLandscape(0.002), syntheticLandscape(0)
+	cells, err := SimulateTuners(context.Background(), TunerSimConfig{GP: gp, Uniform: un, Gammas: []float64{0.01, 0.5},
+		Repeats: 40, ScoreNoise: 0.005, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bestU, bestG := un.Mean[0], gp.Mean[0]
+	for i := range un.Mean {
+		bestU, bestG = math.Max(bestU, un.Mean[i]), math.Max(bestG, gp.Mean[i])
+	}
+	many, few := cells[0], cells[1]
+	if many.UniformAccuracy < bestU-0.03 || many.GPAccuracy < bestG-0.03 || many.UniformAccuracy > bestU || many.GPAccuracy > bestG {
+		t.Errorf("100 runs: %+v (best %v, %v)", many, bestU, bestG)
+	}
+	if few.UniformAccuracy >= many.UniformAccuracy || few.GPAccuracy >= many.GPAccuracy {
+		t.Errorf("2 runs %+v not below 100 runs %+v", few, many)
+	}
+	if err := PlotTuners(cells, filepath.Join(t.TempDir(), "t.png")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A landscape's runs go to the cache as they finish, and a second build
+// reuses them instead of training again.
+func TestLandscapeCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "l.csv")
+	rows := []cacheRow{{0.7, 1, 0, 0.1, 0.5, 0.9}, {0.7, 1, 1, 0.1, 0.5, 0.8}}
+	for _, r := range rows {
+		if err := appendCache(path, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := readCache(path)
+	if err != nil || len(got) != 2 || got[1] != rows[1] {
+		t.Fatalf("%v %v", got, err)
+	}
+	space := tuning.Space{Name: "one", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1}}, {Name: tuning.ClipNorm, Values: []float64{0.5}}}}
+	// Train and Test are nil: a build that tried to train would fail.
+	l, err := BuildLandscape(context.Background(), LandscapeConfig{Space: space, NoiseMultiplier: 0.7, Epochs: 1, Seeds: 2, Cache: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.N[0] != 2 || math.Abs(l.Mean[0]-0.85) > 1e-12 {
+		t.Errorf("%+v", l)
+	}
+	os.WriteFile(path, []byte("noise_multiplier,epochs\n1,x\n"), 0o644)
+	if _, err := readCache(path); err == nil {
+		t.Error("corrupt cache accepted")
+	}
+}

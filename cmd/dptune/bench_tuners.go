@@ -1,0 +1,214 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/tuning"
+)
+
+type benchTunersFlags struct {
+	dataset, dataDir, space, cache, out  string
+	epsilon, delta, refGamma, scoreNoise float64
+	gammas                               []float64
+	lrStride, clipStride, epochs, seeds  int
+	batchSize, repeats                   int
+	seed                                 uint64
+}
+
+func newBenchTunersCmd() *cobra.Command {
+	var f benchTunersFlags
+	cmd := &cobra.Command{
+		Use:   "tuners",
+		Short: "DP-HyPO's semi-real simulation: GP vs uniform tuning on landscapes of real DP-SGD runs (Table 1)",
+		Long: `tuners reproduces DP-HyPO's MNIST simulation (Wang et al. 2023, Section 4.2.1,
+Appendix E.1, Table 1) on real data. It first builds two landscapes — the test
+accuracy of real DP-SGD runs at each point of a subgrid of the search space,
+one at the GP tuner's noise multiplier and one at the uniform tuner's, both
+calibrated for the same total ε with geometric runs of mean 1/--ref-gamma —
+cached in a CSV file that later runs reuse. Then, for each geometric γ, it
+runs both tuners --repeats times on the landscapes (each visit scores the
+landscape mean plus N(0, --score-noise²)) and prints the mean accuracy of the
+selected candidate, as the paper's Table 1, with a plot.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchTuners(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module)")
+	fl.StringVar(&f.space, "space", "", "search space (default: the dataset's DP-HyPO grid)")
+	fl.IntVar(&f.lrStride, "lr-stride", 2, "keep every n-th learning rate of the space")
+	fl.IntVar(&f.clipStride, "clip-stride", 4, "keep every n-th clipping norm of the space")
+	fl.IntVar(&f.epochs, "epochs", 1, "epochs of each landscape run")
+	fl.IntVar(&f.seeds, "seeds", 2, "landscape runs per grid point")
+	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size")
+	fl.Float64Var(&f.epsilon, "epsilon", 15, "total ε of each tuning (the paper's MNIST simulation: 15)")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "δ")
+	fl.Float64Var(&f.refGamma, "ref-gamma", 0.01, "geometric γ at which each method's noise multiplier is calibrated")
+	fl.Float64SliceVar(&f.gammas, "gammas", []float64{0.001, 0.002, 0.003, 0.005, 0.01, 0.02, 0.025, 0.03}, "geometric γ of the number of runs")
+	fl.IntVar(&f.repeats, "repeats", 200, "tunings per cell")
+	fl.Float64Var(&f.scoreNoise, "score-noise", 0.1, "standard deviation of each visit's score around the landscape mean")
+	fl.StringVar(&f.cache, "cache", "", "landscape CSV cache (default: DIR/landscape-DATASET.csv)")
+	fl.StringVar(&f.out, "out", "out/bench-tuners", "directory for the table (CSV, JSON) and plot (PNG)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the simulation")
+	return cmd
+}
+
+func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
+	ds, err := lookupDataset(f.dataset)
+	if err != nil {
+		return err
+	}
+	switch {
+	case f.lrStride < 1 || f.clipStride < 1:
+		return usagef("--lr-stride and --clip-stride must be at least 1")
+	case f.epochs < 1 || f.seeds < 1 || f.repeats < 1:
+		return usagef("--epochs, --seeds and --repeats must be at least 1")
+	case f.batchSize < 1 || f.batchSize > ds.trainN:
+		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, ds.trainN)
+	case !(f.scoreNoise >= 0):
+		return usagef("--score-noise %v is negative", f.scoreNoise)
+	case len(f.gammas) == 0:
+		return usagef("--gammas needs at least one γ")
+	}
+	for _, g := range append([]float64{f.refGamma}, f.gammas...) {
+		if !(g > 0 && g < 1) {
+			return usagef("γ = %v is outside (0, 1)", g)
+		}
+	}
+	if err := accounting.CheckEpsilon(f.epsilon); err != nil {
+		return usagef("--epsilon: %v", err)
+	}
+	if err := accounting.CheckDelta(f.delta); err != nil {
+		return usagef("--delta: %v", err)
+	}
+	name := f.space
+	if name == "" {
+		name = map[string]string{"mnist": "mnist-dphypo", "cifar10": "cifar10-dphypo"}[f.dataset]
+	}
+	full, err := tuning.LoadSpace(name)
+	if err != nil {
+		return usageError{err}
+	}
+	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
+	// Each method's noise, for the same total budget at the reference γ.
+	q := float64(f.batchSize) / float64(ds.trainN)
+	steps := dpsgd.StepsForEpochs(f.epochs, q)
+	base := func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }
+	ref := accounting.TNBRepetitions(1, f.refGamma)
+	sigmaU, err := tuning.CalibrateBase(base, ref, nil, f.epsilon, f.delta)
+	if err != nil {
+		return usageError{err}
+	}
+	gpOpt := tuning.GPOptions{}
+	sigmaGP, err := tuning.CalibrateBase(base, ref, &gpOpt, f.epsilon, f.delta)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+	if f.cache == "" {
+		f.cache = filepath.Join(f.out, "landscape-"+f.dataset+".csv")
+	}
+	train, test, err := loadDataset(f.dataset, ds, f.dataDir)
+	if err != nil {
+		return err
+	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "landscapes: %d candidates × %d seeds × %d epoch(s), σ = %.4f (GP) and %.4f (uniform), cache %s\n",
+		space.Size(), f.seeds, f.epochs, sigmaGP, sigmaU, f.cache)
+	ctx := cmd.Context()
+	var ls [2]bench.Landscape
+	for k, sigma := range []float64{sigmaGP, sigmaU} {
+		label := []string{"GP landscape", "uniform landscape"}[k]
+		ls[k], err = bench.BuildLandscape(ctx, bench.LandscapeConfig{Arch: ds.arch, Train: train, Test: test, Space: space,
+			NoiseMultiplier: sigma, SamplingRate: q, Epochs: f.epochs, Seeds: f.seeds, Cache: f.cache,
+			Progress: func(done, total int) { fmt.Fprintf(w, "\r%s: %d/%d runs", label, done, total) }})
+		fmt.Fprintln(w)
+		if err != nil {
+			return err
+		}
+	}
+	cells, err := bench.SimulateTuners(ctx, bench.TunerSimConfig{GP: ls[0], Uniform: ls[1], Gammas: f.gammas, Repeats: f.repeats,
+		ScoreNoise: f.scoreNoise, Seed: f.seed,
+		Progress: func(done, total int) {
+			if done%100 == 0 || done == total {
+				fmt.Fprintf(w, "\rsimulation: %d/%d tunings", done, total)
+			}
+		}})
+	fmt.Fprintln(w)
+	if err != nil {
+		return err
+	}
+	printTunerTable(cmd.OutOrStdout(), cells, ls, f)
+	if err := writeTunerTable(f.out, cells, ls, f, sigmaGP, sigmaU); err != nil {
+		return err
+	}
+	return bench.PlotTuners(cells, filepath.Join(f.out, "tuners.png"))
+}
+
+func best(l bench.Landscape) float64 {
+	b := math.Inf(-1)
+	for _, m := range l.Mean {
+		b = math.Max(b, m)
+	}
+	return b
+}
+
+func printTunerTable(out io.Writer, cells []bench.TunerSimCell, ls [2]bench.Landscape, f benchTunersFlags) {
+	fmt.Fprintf(out, "DP-HyPO Table 1 on real landscapes (%s, %d candidates, ε = %g, %d tunings per cell; best landscape mean: GP %.3f, uniform %.3f)\n\n",
+		f.dataset, ls[0].Space.Size(), f.epsilon, f.repeats, best(ls[0]), best(ls[1]))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, v func(bench.TunerSimCell) string) {
+		fmt.Fprint(tw, name)
+		for _, c := range cells {
+			fmt.Fprint(tw, "\t"+v(c))
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	row("Geometric(γ)", func(c bench.TunerSimCell) string { return strconv.FormatFloat(c.Gamma, 'g', -1, 64) })
+	row("GP", func(c bench.TunerSimCell) string { return fmt.Sprintf("%.3f", c.GPAccuracy) })
+	row("Uniform", func(c bench.TunerSimCell) string { return fmt.Sprintf("%.3f", c.UniformAccuracy) })
+	row("GP − Uniform", func(c bench.TunerSimCell) string { return fmt.Sprintf("%+.3f", c.GPAccuracy-c.UniformAccuracy) })
+	row("± (2 s.e.)", func(c bench.TunerSimCell) string {
+		return fmt.Sprintf("%.3f", 2*math.Hypot(c.GPStdErr, c.UniformStdErr))
+	})
+	tw.Flush()
+}
+
+func writeTunerTable(dir string, cells []bench.TunerSimCell, ls [2]bench.Landscape, f benchTunersFlags, sigmaGP, sigmaU float64) error {
+	var b strings.Builder
+	cw := csv.NewWriter(&b)
+	cw.Write([]string{"gamma", "mean_runs", "gp_accuracy", "gp_stderr", "uniform_accuracy", "uniform_stderr"})
+	for _, c := range cells {
+		cw.Write([]string{strconv.FormatFloat(c.Gamma, 'g', -1, 64), strconv.FormatFloat(c.MeanRuns, 'g', 6, 64),
+			strconv.FormatFloat(c.GPAccuracy, 'f', 5, 64), strconv.FormatFloat(c.GPStdErr, 'f', 5, 64),
+			strconv.FormatFloat(c.UniformAccuracy, 'f', 5, 64), strconv.FormatFloat(c.UniformStdErr, 'f', 5, 64)})
+	}
+	cw.Flush()
+	if err := os.WriteFile(filepath.Join(dir, "tuners.csv"), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(map[string]any{"dataset": f.dataset, "epsilon": f.epsilon, "delta": f.delta,
+		"gp_noise_multiplier": sigmaGP, "uniform_noise_multiplier": sigmaU, "candidates": ls[0].Space.Size(),
+		"landscape_epochs": f.epochs, "landscape_seeds": f.seeds, "repeats": f.repeats, "score_noise": f.scoreNoise,
+		"cells": cells}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tuners.json"), append(js, '\n'), 0o644)
+}

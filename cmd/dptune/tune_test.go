@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+)
+
+// An empty search space is refused before any training.
+func TestTuneEmptySpaceExit2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.json")
+	os.WriteFile(path, []byte(`{"name": "empty", "dims": []}`), 0o644)
+	if code, out := run(t, "tune", "--space", path); code != 2 || !strings.Contains(out, "no dimensions") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	os.WriteFile(path, []byte(`{"name": "e", "dims": [{"name": "learning_rate", "values": []}]}`), 0o644)
+	if code, out := run(t, "tune", "--space", path); code != 2 || !strings.Contains(out, "no values") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+}
+
+// A short GP tuning on real MNIST over a 2×2 space: the report has the
+// documented keys and no number of runs, its ε is Theorem 1's for the
+// pipeline and meets the budget, and the released model is evaluated.
+func TestTuneEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains")
+	}
+	dir := t.TempDir()
+	space := filepath.Join(dir, "space.json")
+	os.WriteFile(space, []byte(`{"name": "small", "dims": [
+		{"name": "learning_rate", "values": [0.5, 1], "log": true},
+		{"name": "clip_norm", "min": 0.5, "max": 1, "count": 2}]}`), 0o644)
+	out := filepath.Join(dir, "t")
+	code, text := run(t, "tune", "--tuner", "gp", "--space", space, "--epochs", "1", "--mean-runs", "2",
+		"--epsilon", "8", "--seed", "3", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, text)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"tuner", "selected", "test_accuracy", "epsilon", "delta", "base_noise_multiplier", "ledger"} {
+		if _, ok := rep[k]; !ok {
+			t.Errorf("report.json lacks %q", k)
+		}
+	}
+	for _, k := range []string{"k", "K", "runs", "diagnostics"} {
+		if _, ok := rep[k]; ok {
+			t.Errorf("report.json has %q", k)
+		}
+	}
+	var ledger accounting.Ledger
+	lb, _ := json.Marshal(rep["ledger"])
+	if err := json.Unmarshal(lb, &ledger); err != nil {
+		t.Fatal(err)
+	}
+	g, err := ledger.Spent(accounting.RDP{}, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eps := rep["epsilon"].(float64); eps != g.Epsilon || eps > 8 || eps < 7.99 {
+		t.Errorf("reported ε %v, ledger %v", eps, g.Epsilon)
+	}
+	if _, ok := ledger.Entries[0].Event.(accounting.AdaptiveRepeatAndSelect); !ok || len(ledger.Entries) != 1 {
+		t.Errorf("ledger %+v", ledger)
+	}
+	if acc := rep["test_accuracy"].(float64); acc < 0.5 {
+		t.Errorf("released model's test accuracy %v", acc)
+	}
+}
