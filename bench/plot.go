@@ -81,12 +81,17 @@ func PlotPerSample(rep PerSampleReport, path string) error {
 	tput.Legend.Top = false
 	tput.Add(plotter.NewGrid())
 
+	return savePair(bars, tput, path)
+}
+
+// savePair draws two plots side by side into a PNG at path.
+func savePair(left, right *plot.Plot, path string) error {
 	img := vgimg.NewWith(vgimg.UseWH(vg.Points(900), vg.Points(380)), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
-	canvases := plot.Align([][]*plot.Plot{{bars, tput}}, tiles, dc)
-	bars.Draw(canvases[0][0])
-	tput.Draw(canvases[0][1])
+	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
+	left.Draw(canvases[0][0])
+	right.Draw(canvases[0][1])
 	f, err := os.Create(path)
 	if err != nil {
 		return err

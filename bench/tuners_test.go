@@ -76,3 +76,21 @@ func TestLandscapeCache(t *testing.T) {
 		t.Error("corrupt cache accepted")
 	}
 }
+
+// The doubling figures are written, and the fitted constant of T ≈ c·log n
+// lies in the range the paper reports (between 1 and 5).
+func TestDoublingFigures(t *testing.T) {
+	dir := t.TempDir()
+	c2, _, err := DoublingFigures(dir, 3, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"figure1.png", "figure1.csv", "figure3.png", "figure3.csv", "figure4.png", "figure4.csv"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if c2 < 1 || c2 > 5 {
+		t.Errorf("T ≈ %.2f·log₂ n", c2)
+	}
+}

@@ -21,8 +21,10 @@ type Config struct {
 	// Seed makes the run reproducible: Poisson sampling and noise come from
 	// ChaCha8 streams derived from it. Nil: both are keyed from crypto/rand.
 	Seed *uint64
-	// NonPrivate trains with plain SGD: Poisson-sampled batches, no clipping,
-	// no noise (NoiseMultiplier and ClipNorm must be 0). The event is NonPrivate.
+	// NonPrivate trains without noise (NoiseMultiplier must be 0): plain SGD
+	// on Poisson-sampled batches, or, with ClipNorm > 0, per-example clipping
+	// without noise (as the doubling tuner's partition runs use, so that the
+	// clipping norm still matters). The event is NonPrivate.
 	NonPrivate bool
 }
 
@@ -46,8 +48,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("momentum %v is outside [0, 1)", c.Momentum)
 	}
 	if c.NonPrivate {
-		if c.NoiseMultiplier != 0 || c.ClipNorm != 0 {
-			return fmt.Errorf("non-private training takes no noise multiplier or clipping norm")
+		if c.NoiseMultiplier != 0 {
+			return fmt.Errorf("non-private training takes no noise multiplier")
+		}
+		if !(c.ClipNorm >= 0) || math.IsInf(c.ClipNorm, 1) {
+			return fmt.Errorf("clipping norm %v must be 0 (none) or positive and finite", c.ClipNorm)
 		}
 		return nil
 	}

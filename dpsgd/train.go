@@ -65,7 +65,10 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	noise := randsrc.New(cfg.Seed, "noise")
 	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm
 	if cfg.NonPrivate {
-		clip, std = math.Inf(1), 0
+		std = 0
+		if clip == 0 {
+			clip = math.Inf(1)
+		}
 	}
 	sum := make([]float32, len(net.Params))
 	velocity := make([]float32, len(net.Params))
@@ -78,7 +81,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			res.MeanBatchSize = batches / float64(res.Steps)
 		}
 		if cfg.NonPrivate {
-			res.Event = accounting.NonPrivate{Reason: "non-private SGD: no clipping, no noise"}
+			res.Event = accounting.NonPrivate{Reason: "non-private SGD: no noise"}
 		} else {
 			res.Event = accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, res.Steps)
 		}

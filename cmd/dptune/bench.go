@@ -19,7 +19,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Reproducible measurements",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd())
+	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd(), newBenchDoublingCmd())
 	return cmd
 }
 
@@ -141,4 +141,29 @@ func printPerSample(out io.Writer, rep bench.PerSampleReport) {
 	}
 	tw.Flush()
 	fmt.Fprintf(out, "\npeak resident memory %.0f MB\n", rep.PeakRSSMB)
+}
+
+func newBenchDoublingCmd() *cobra.Command {
+	var out string
+	var seeds, reps int
+	cmd := &cobra.Command{
+		Use:   "doubling",
+		Short: "Ding et al.'s doubling-tuner simulations: Figures 1, 3 and 4 as PNG and CSV",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if seeds < 1 || reps < 1 {
+				return usagef("--seeds and --reps must be at least 1")
+			}
+			c2, ce, err := bench.DoublingFigures(out, seeds, reps)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "figures 1, 3, 4 (PNG and CSV) in %s; iterations T ≈ %.2f·log₂ n = %.2f·ln n (Figure 4; the paper finds c ≈ 3)\n", out, c2, ce)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "out/bench-doubling", "directory for the figures")
+	cmd.Flags().IntVar(&seeds, "seeds", 20, "trajectories in Figure 1")
+	cmd.Flags().IntVar(&reps, "reps", 10, "repetitions per n in Figure 4")
+	return cmd
 }

@@ -28,6 +28,7 @@ type tuneFlags struct {
 	maxRatio, minRatio, tau, beta                                          float64
 	epochs, batchSize, valSize                                             int
 	seed                                                                   uint64
+	doubling                                                               doublingFlags
 }
 
 func newTuneCmd() *cobra.Command {
@@ -43,6 +44,9 @@ the ledger — never the number of runs or the other runs' scores.
               (Liu & Talwar 2019; Papernot & Steinke 2022)
   gp          DP-HyPO (Wang et al. 2023): candidates from a Gaussian-process
               UCB softmax kept within [c, C] × the uniform prior; K ~ TNB
+  doubling    Ding et al.: every candidate trained on k disjoint parts, a
+              capped doubling AboveThreshold search, one final DP-SGD run;
+              --epsilon is the final run's, the search adds T_max·ϵ
 
 --epsilon and --delta are the total budget of tuning and release together:
 each run's noise multiplier is calibrated so the whole pipeline meets them.`,
@@ -50,7 +54,7 @@ each run's noise multiplier is calibrated so the whole pipeline meets them.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop or gp")
+	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop, gp or doubling")
 	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module)")
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε of tuning and release")
@@ -72,6 +76,7 @@ each run's noise multiplier is calibrated so the whole pipeline meets them.`,
 	fl.Uint64Var(&f.seed, "seed", 0, "makes the tuning reproducible (default: crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
 	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
+	addDoublingFlags(fl, &f.doubling)
 	return cmd
 }
 
@@ -108,6 +113,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	ds, err := lookupDataset(f.dataset)
 	if err != nil {
 		return err
+	}
+	if f.tuner == "doubling" {
+		return runDoubling(cmd, f, ds, start)
 	}
 	plan, err := f.plan(cmd, ds)
 	if err != nil {
@@ -190,7 +198,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 	}
 	rep.WallSeconds = time.Since(start).Seconds()
-	if err := saveTune(f.out, res.Model, rep); err != nil {
+	var hyper map[string]any
+	if rep.Selected != nil {
+		hyper = map[string]any{"selected": rep.Selected, "noise_multiplier": rep.BaseNoiseMultiplier,
+			"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "tuner": rep.Tuner}
+	}
+	if err := saveRelease(f.out, res.Model, hyper, rep.Ledger, rep); err != nil {
 		return err
 	}
 	if f.diagnostics != "" {
@@ -220,7 +233,12 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	var p tunePlan
 	ch := cmd.Flags().Changed
 	if f.tuner != "randomstop" && f.tuner != "gp" {
-		return p, usagef("unknown --tuner %q (want randomstop or gp)", f.tuner)
+		return p, usagef("unknown --tuner %q (want randomstop, gp or doubling)", f.tuner)
+	}
+	for _, n := range doublingFlagNames {
+		if ch(n) {
+			return p, usagef("--%s is a --tuner doubling option", n)
+		}
 	}
 	if err := accounting.CheckEpsilon(f.epsilon); err != nil {
 		return p, usagef("--epsilon: %v", err)
@@ -306,25 +324,26 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	return p, nil
 }
 
-func saveTune(dir string, net *model.Net, rep tuneReport) error {
+// saveRelease writes the released model (if any) with its hyperparameters
+// and ledger, and report.json, to dir.
+func saveRelease(dir string, net *model.Net, hyper map[string]any, ledger accounting.Ledger, report any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if net != nil && rep.Selected != nil {
-		hyper, err := json.Marshal(map[string]any{"selected": rep.Selected, "noise_multiplier": rep.BaseNoiseMultiplier,
-			"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "tuner": rep.Tuner})
+	if net != nil && hyper != nil {
+		h, err := json.Marshal(hyper)
 		if err != nil {
 			return err
 		}
-		ledger, err := json.Marshal(rep.Ledger)
+		l, err := json.Marshal(ledger)
 		if err != nil {
 			return err
 		}
-		if err := net.Save(dir, model.Metadata{Hyperparameters: hyper, Ledger: ledger}); err != nil {
+		if err := net.Save(dir, model.Metadata{Hyperparameters: h, Ledger: l}); err != nil {
 			return err
 		}
 	}
-	js, err := json.MarshalIndent(rep, "", "  ")
+	js, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/tuning"
+)
+
+// DoublingFigures reproduces the simulations of Ding et al.'s doubling
+// tuner (the earlier version's setup: utilities of |S| candidates uniform on
+// (0, 1)) and writes each figure as PNG and its data as CSV into dir:
+//
+//   - figure1: the (u, step) trajectories of seeds runs, |S| = 100, k = 10,
+//     ϵ = 0.1, g = 0.01;
+//   - figure4: iterations T against n = (u* − u₀)/g, reps repetitions per n
+//     (mean ± sd), at kϵ = 10 and kϵ = 1000 (nearly noiseless), with c·log₂ n
+//     for c = 1, 3, 5; it returns the least-squares c of the kϵ = 1000
+//     curve for log₂ and ln;
+//   - figure3: fidelity α_t = u_{s*}/u* over iterations for kϵ ∈ {0.5, 5,
+//     10} (and 100, to show where it converges), 8 seeds each.
+//
+// The searches run uncapped (cap 10⁴) to show the realised T.
+func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, 0, err
+	}
+	uniform := func(seed uint64, n int, top float64) []float64 {
+		rng := randsrc.Seeded(seed, "utilities")
+		u := make([]float64, n)
+		for i := range u {
+			u[i] = rng.Float64() * top
+		}
+		return u
+	}
+	// Figure 1.
+	var rows [][]string
+	p1 := plot.New()
+	p1.Title.Text = "Doubling search: utility u over iterations (|S| = 100, k = 10, ϵ = 0.1, g = 0.01)"
+	p1.X.Label.Text = "iteration"
+	p1.Y.Label.Text = "u"
+	p1b := plot.New()
+	p1b.Title.Text = "step over iterations"
+	p1b.X.Label.Text = "iteration"
+	p1b.Y.Label.Text = "step"
+	for s := 0; s < seeds; s++ {
+		u := uniform(uint64(s), 100, 1)
+		var pts, stp plotter.XYs
+		pts = append(pts, plotter.XY{X: 0, Y: 0})
+		stp = append(stp, plotter.XY{X: 0, Y: 1})
+		_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: 0.1, Granularity: 0.01, MaxIterations: 10000},
+			randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
+				pts = append(pts, plotter.XY{X: float64(it.T), Y: it.U})
+				stp = append(stp, plotter.XY{X: float64(it.T), Y: float64(it.Step)})
+				rows = append(rows, []string{strconv.Itoa(s), strconv.Itoa(it.T), fmtF(it.U), strconv.Itoa(it.Step), strconv.Itoa(it.Accepted)})
+			})
+		if err != nil {
+			return 0, 0, err
+		}
+		l, _ := plotter.NewLine(pts)
+		l.Color = plotutil.Color(s)
+		p1.Add(l)
+		l2, _ := plotter.NewLine(stp)
+		l2.Color = plotutil.Color(s)
+		p1b.Add(l2)
+	}
+	if err := writeCSV(filepath.Join(dir, "figure1.csv"), []string{"seed", "iteration", "u", "step", "accepted"}, rows); err != nil {
+		return 0, 0, err
+	}
+	if err := savePair(p1, p1b, filepath.Join(dir, "figure1.png")); err != nil {
+		return 0, 0, err
+	}
+
+	// Figure 4: vary n through g, with u* = 0.9 the largest utility, at a
+	// moderate and a negligible noise level.
+	rows = nil
+	p4 := plot.New()
+	p4.X.Label.Text = "n = (u* − u₀)/g"
+	p4.Y.Label.Text = "T"
+	p4.X.Scale = plot.LogScale{}
+	p4.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	ns := []int{4, 8, 16, 32, 64, 128, 256, 512, 1024}
+	for ci, ke := range []float64{10, 1000} {
+		var mean, lo, hi plotter.XYs
+		var sxy2, sxx2, sxye, sxxe float64
+		for _, n := range ns {
+			g := 0.9 / float64(n)
+			var ts []float64
+			for r := 0; r < reps; r++ {
+				u := uniform(uint64(1000+r), 100, 0.9)
+				u[0] = 0.9
+				_, T, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: g, MaxIterations: 10000},
+					randsrc.Seeded(uint64(r), "noise"), false, nil)
+				if err != nil {
+					return 0, 0, err
+				}
+				ts = append(ts, float64(T))
+			}
+			m, sd := meanSD(ts)
+			x := float64(n)
+			mean = append(mean, plotter.XY{X: x, Y: m})
+			lo = append(lo, plotter.XY{X: x, Y: m - sd})
+			hi = append(hi, plotter.XY{X: x, Y: m + sd})
+			rows = append(rows, []string{fmtF(ke), strconv.Itoa(n), fmtF(g), fmtF(m), fmtF(sd)})
+			l2, le := math.Log2(x), math.Log(x)
+			sxy2, sxx2 = sxy2+m*l2, sxx2+l2*l2
+			sxye, sxxe = sxye+m*le, sxxe+le*le
+		}
+		fitLog2, fitLn = sxy2/sxx2, sxye/sxxe // the last, near-noiseless, level is reported
+		l, sc, _ := plotter.NewLinePoints(mean)
+		l.Color, sc.Color = plotutil.Color(ci), plotutil.Color(ci)
+		p4.Add(l, sc)
+		p4.Legend.Add(fmt.Sprintf("kϵ = %g: mean T (%.2f·log₂ n)", ke, fitLog2), l, sc)
+		for _, band := range []plotter.XYs{lo, hi} {
+			b, _ := plotter.NewLine(band)
+			b.Color = plotutil.Color(ci)
+			b.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+			p4.Add(b)
+		}
+	}
+	p4.Title.Text = fmt.Sprintf("Iterations T against n (%d repetitions, mean ± sd)", reps)
+	for k, c := range []float64{1, 3, 5} {
+		var pts plotter.XYs
+		for _, n := range ns {
+			pts = append(pts, plotter.XY{X: float64(n), Y: c * math.Log2(float64(n))})
+		}
+		cl, _ := plotter.NewLine(pts)
+		cl.Color = plotutil.Color(k + 2)
+		cl.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p4.Add(cl)
+		p4.Legend.Add(fmt.Sprintf("%g·log₂ n", c), cl)
+	}
+	p4.Legend.Top, p4.Legend.Left = true, true
+	if err := writeCSV(filepath.Join(dir, "figure4.csv"), []string{"k_epsilon", "n", "g", "mean_T", "sd_T"}, rows); err != nil {
+		return 0, 0, err
+	}
+	if err := p4.Save(vg.Points(560), vg.Points(380), filepath.Join(dir, "figure4.png")); err != nil {
+		return 0, 0, err
+	}
+
+	// Figure 3: fidelity.
+	rows = nil
+	p3 := plot.New()
+	p3.Title.Text = "Fidelity α_t = u_s*/u* over iterations (|S| = 100, g = 0.01)"
+	p3.X.Label.Text = "iteration"
+	p3.Y.Label.Text = "α_t"
+	for ci, ke := range []float64{0.5, 5, 10, 100} {
+		var final float64
+		var first *plotter.Line
+		for s := 0; s < 8; s++ {
+			u := uniform(uint64(100+s), 100, 1)
+			ustar := 0.0
+			for _, v := range u {
+				ustar = math.Max(ustar, v)
+			}
+			var pts plotter.XYs
+			sel := -1
+			_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: 0.01, MaxIterations: 10000},
+				randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
+					if it.Accepted >= 0 {
+						sel = it.Accepted
+					}
+					a := 0.0
+					if sel >= 0 {
+						a = u[sel] / ustar
+					}
+					pts = append(pts, plotter.XY{X: float64(it.T), Y: a})
+					rows = append(rows, []string{fmtF(ke), strconv.Itoa(s), strconv.Itoa(it.T), fmtF(a)})
+				})
+			if err != nil {
+				return 0, 0, err
+			}
+			l, _ := plotter.NewLine(pts)
+			l.Color = plotutil.Color(ci)
+			p3.Add(l)
+			if s == 0 {
+				first = l
+			}
+			if len(pts) > 0 {
+				final += pts[len(pts)-1].Y / 8
+			}
+		}
+		p3.Legend.Add(fmt.Sprintf("kϵ = %g (mean final α %.2f)", ke, final), first)
+	}
+	p3.Legend.Top = false
+	if err := writeCSV(filepath.Join(dir, "figure3.csv"), []string{"k_epsilon", "seed", "iteration", "fidelity"}, rows); err != nil {
+		return 0, 0, err
+	}
+	return fitLog2, fitLn, p3.Save(vg.Points(560), vg.Points(380), filepath.Join(dir, "figure3.png"))
+}
+
+func fmtF(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func meanSD(x []float64) (float64, float64) {
+	var m, v float64
+	for _, a := range x {
+		m += a / float64(len(x))
+	}
+	for _, a := range x {
+		v += (a - m) * (a - m)
+	}
+	if len(x) > 1 {
+		v /= float64(len(x) - 1)
+	}
+	return m, math.Sqrt(v)
+}
+
+func writeCSV(path string, header []string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write(header)
+	w.WriteAll(rows)
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,87 @@
+package tuning
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+)
+
+// DoublingTuner is Ding et al.'s constant-overhead tuner (Algorithm 1) with
+// an unconditional guarantee: utilities by subsample and aggregate (Scorer),
+// the capped doubling search (DoublingSearch), then one DP-SGD run of the
+// selected candidate on the whole training set.
+type DoublingTuner struct {
+	Space  Space
+	Scorer *PartitionScorer
+	Search DoublingConfig
+	// Final is the final DP-SGD run without its candidate's learning rate
+	// and clipping norm, which the search fills in.
+	Final dpsgd.Config
+	Train *data.Dataset
+	Arch  model.Arch
+	Seed  *uint64
+}
+
+// DoublingResult adds the search's realised iterations (curator-side: the
+// guarantee counts the cap, so T is not secret, but it is data-dependent and
+// the report shows it only labelled as such).
+type DoublingResult struct {
+	Result
+	Iterations int         // realised T
+	Trace      []Iteration // every iteration (u, step, accepted)
+	Fallback   bool        // no candidate passed: the first candidate was used
+}
+
+// Run scores, searches and trains. The ledger has three entries: the
+// partition runs (only when they are DP-SGD runs; non-private part runs are
+// covered by the search's Laplace noise, Lemma 2), the search
+// (accounting.AboveThreshold at the cap) and the final run.
+func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
+	var res DoublingResult
+	if err := d.Search.Check(); err != nil {
+		return res, err
+	}
+	if err := d.Space.Check(); err != nil {
+		return res, err
+	}
+	if d.Search.Partitions != len(d.Scorer.Parts) {
+		return res, fmt.Errorf("tuning: search expects %d partitions, scorer has %d", d.Search.Partitions, len(d.Scorer.Parts))
+	}
+	if d.Scorer.Private {
+		p := d.Scorer.Parts[0]
+		q := min(1, float64(d.Scorer.BatchSize)/float64(p.N))
+		res.Ledger.Add(fmt.Sprintf("partition runs: DP-SGD on each of %d disjoint parts, %d candidates each", len(d.Scorer.Parts), d.Space.Size()),
+			accounting.SelfComposed{Event: accounting.DPSGD(d.Scorer.NoiseMultiplier, q, dpsgd.StepsForEpochs(d.Scorer.Epochs, q)), Count: d.Space.Size()})
+	}
+	res.Ledger.Add(fmt.Sprintf("doubling search: at most %d AboveThreshold iterations, ϵ = %g each", d.Search.MaxIterations, d.Search.Epsilon0),
+		accounting.AboveThreshold{Epsilon: d.Search.IterationEpsilon(), MaxIterations: d.Search.MaxIterations})
+	u, _, err := d.Scorer.Scores(ctx, d.Space)
+	if err != nil {
+		return res, err
+	}
+	sel, T, err := DoublingSearch(u, d.Search, randsrc.New(d.Seed, "doubling search"), false, func(it Iteration) { res.Trace = append(res.Trace, it) })
+	if err != nil {
+		return res, err
+	}
+	res.Iterations = T
+	if sel < 0 {
+		sel, res.Fallback = 0, true
+	}
+	c := d.Space.At(sel)
+	res.Selected = &c
+	cfg := d.Final
+	cfg.LearningRate, cfg.ClipNorm, cfg.Seed = c.Values[LearningRate], c.Values[ClipNorm], d.Seed
+	net, err := model.New(d.Arch, randsrc.New(d.Seed, "final init"))
+	if err != nil {
+		return res, err
+	}
+	final, err := dpsgd.Train(ctx, net, d.Train, cfg, nil, nil)
+	res.Ledger.Add("final DP-SGD run with the selected candidate", final.Event)
+	res.Model = net
+	return res, err
+}

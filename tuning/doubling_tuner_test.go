@@ -1,0 +1,81 @@
+package tuning
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+)
+
+func tinyMNIST(n int, seed uint64) *data.Dataset {
+	rng := randsrc.Seeded(seed, "tiny")
+	d := &data.Dataset{Name: "tiny", X: make([]float32, n*784), Y: make([]uint8, n), N: n, C: 1, H: 28, W: 28, Classes: 10}
+	for i := range d.Y {
+		d.Y[i] = uint8(rng.IntN(10))
+		for j := 0; j < 784; j++ {
+			// The label shows in the image, so that training can learn it.
+			d.X[i*784+j] = float32(rng.NormFloat64() * 0.3)
+			if j%10 == int(d.Y[i]) {
+				d.X[i*784+j]++
+			}
+		}
+	}
+	return d
+}
+
+// The doubling tuner's ledger counts the search at its cap and the final
+// run; its partition scores resume from the cache without retraining.
+func TestDoublingTunerLedgerAndResume(t *testing.T) {
+	train, val := tinyMNIST(600, 1), tinyMNIST(100, 2)
+	parts, err := data.Partition(train, 2, randsrc.Seeded(3, "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	space := Space{Name: "two", Dims: []Dim{{Name: LearningRate, Values: []float64{0.1, 0.5}}, {Name: ClipNorm, Values: []float64{1}}}}
+	cache := filepath.Join(t.TempDir(), "scores.csv")
+	runs := 0
+	scorer := &PartitionScorer{Arch: model.MNIST, Parts: parts, Val: val, Epochs: 1, BatchSize: 64, Seed: 5, Cache: cache,
+		Progress: func(int, int) { runs++ }}
+	seed := uint64(9)
+	q := 64.0 / 600
+	tuner := &DoublingTuner{Space: space, Scorer: scorer, Train: train, Arch: model.MNIST, Seed: &seed,
+		Search: DoublingConfig{Partitions: 2, Epsilon0: 0.5, Granularity: 0.05, MaxIterations: 7},
+		Final:  dpsgd.Config{NoiseMultiplier: 1, SamplingRate: q, Steps: 5}}
+	res, err := tuner.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs != 4 || res.Selected == nil || res.Iterations > 7 {
+		t.Fatalf("%d part runs, selected %v, T = %d", runs, res.Selected, res.Iterations)
+	}
+	if len(res.Ledger.Entries) != 2 {
+		t.Fatalf("ledger %+v", res.Ledger)
+	}
+	at, ok := res.Ledger.Entries[0].Event.(accounting.AboveThreshold)
+	if !ok || at.MaxIterations != 7 || at.Epsilon < 0.5 || at.Epsilon > 0.5*(1+1e-9) {
+		t.Errorf("search event %+v", res.Ledger.Entries[0].Event)
+	}
+	want, _ := accounting.RDP{}.Epsilon(accounting.Composed{Events: []accounting.Event{
+		accounting.SelfComposed{Event: accounting.EpsilonDelta{Epsilon: at.Epsilon}, Count: 7}, accounting.DPSGD(1, q, 5)}}, 1e-5)
+	got, _ := res.Ledger.Spent(accounting.RDP{}, 1e-5)
+	if got.Epsilon != want.Epsilon {
+		t.Errorf("ledger ε %v, cap and final run %v", got.Epsilon, want.Epsilon)
+	}
+	// A rerun reads every part score from the cache.
+	runs = 0
+	u1, _, err := scorer.Scores(context.Background(), space)
+	if err != nil || runs != 0 || len(u1) != 2 {
+		t.Fatalf("rerun trained %d times: %v", runs, err)
+	}
+	// Another configuration refuses the cache instead of mixing scores.
+	other := *scorer
+	other.Epochs = 2
+	if _, _, err := other.Scores(context.Background(), space); err == nil {
+		t.Error("cache of other settings accepted")
+	}
+}
