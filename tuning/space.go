@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -38,11 +39,12 @@ func LogGrid(lo, factor float64, n int) []float64 {
 	return v
 }
 
-// LinearGrid returns n values from lo in steps of step.
+// LinearGrid returns n values from lo in steps of step, rounded to 12
+// significant digits (so 0.3·9 is 2.7, not 2.6999999999999997).
 func LinearGrid(lo, step float64, n int) []float64 {
 	v := make([]float64, n)
 	for i := range v {
-		v[i] = lo + step*float64(i)
+		v[i], _ = strconv.ParseFloat(strconv.FormatFloat(lo+step*float64(i), 'g', 12, 64), 64)
 	}
 	return v
 }
