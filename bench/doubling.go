@@ -22,7 +22,7 @@ import (
 // (0, 1)) and writes each figure as PNG and its data as CSV into dir:
 //
 //   - figure1: the (u, step) trajectories of seeds runs, |S| = 100, k = 10,
-//     ϵ = 0.1, g = 0.01;
+//     g = 0.01, at the paper's ϵ = 0.1 (kϵ = 1) and at kϵ = 100;
 //   - figure4: iterations T against n = (u* − u₀)/g, reps repetitions per n
 //     (mean ± sd), at kϵ = 10 and kϵ = 1000 (nearly noiseless), with c·log₂ n
 //     for c = 1, 3, 5; it returns the least-squares c of the kϵ = 1000
@@ -43,41 +43,36 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 		}
 		return u
 	}
-	// Figure 1.
+	// Figure 1: (u, step) after each iteration, the paper's stated setup
+	// (kϵ = 1) and a nearly noiseless one (kϵ = 100).
 	var rows [][]string
-	p1 := plot.New()
-	p1.Title.Text = "Doubling search: utility u over iterations (|S| = 100, k = 10, ϵ = 0.1, g = 0.01)"
-	p1.X.Label.Text = "iteration"
-	p1.Y.Label.Text = "u"
-	p1b := plot.New()
-	p1b.Title.Text = "step over iterations"
-	p1b.X.Label.Text = "iteration"
-	p1b.Y.Label.Text = "step"
-	for s := 0; s < seeds; s++ {
-		u := uniform(uint64(s), 100, 1)
-		var pts, stp plotter.XYs
-		pts = append(pts, plotter.XY{X: 0, Y: 0})
-		stp = append(stp, plotter.XY{X: 0, Y: 1})
-		_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: 0.1, Granularity: 0.01, MaxIterations: 10000},
-			randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
-				pts = append(pts, plotter.XY{X: float64(it.T), Y: it.U})
-				stp = append(stp, plotter.XY{X: float64(it.T), Y: float64(it.Step)})
-				rows = append(rows, []string{strconv.Itoa(s), strconv.Itoa(it.T), fmtF(it.U), strconv.Itoa(it.Step), strconv.Itoa(it.Accepted)})
-			})
-		if err != nil {
-			return 0, 0, err
+	var panels [2]*plot.Plot
+	for pi, ke := range []float64{1, 100} {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("(u, step) trajectories, |S| = 100, k = 10, kϵ = %g, g = 0.01", ke)
+		p.X.Label.Text = "u"
+		p.Y.Label.Text = "step"
+		for s := 0; s < seeds; s++ {
+			u := uniform(uint64(s), 100, 1)
+			pts := plotter.XYs{{X: 0, Y: 1}}
+			_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: 0.01, MaxIterations: 10000},
+				randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
+					pts = append(pts, plotter.XY{X: it.U, Y: float64(it.Step)})
+					rows = append(rows, []string{fmtF(ke), strconv.Itoa(s), strconv.Itoa(it.T), fmtF(it.U), strconv.Itoa(it.Step), strconv.Itoa(it.Accepted)})
+				})
+			if err != nil {
+				return 0, 0, err
+			}
+			l, sc, _ := plotter.NewLinePoints(pts)
+			l.Color, sc.Color = plotutil.Color(s), plotutil.Color(s)
+			p.Add(l, sc)
 		}
-		l, _ := plotter.NewLine(pts)
-		l.Color = plotutil.Color(s)
-		p1.Add(l)
-		l2, _ := plotter.NewLine(stp)
-		l2.Color = plotutil.Color(s)
-		p1b.Add(l2)
+		panels[pi] = p
 	}
-	if err := writeCSV(filepath.Join(dir, "figure1.csv"), []string{"seed", "iteration", "u", "step", "accepted"}, rows); err != nil {
+	if err := writeCSV(filepath.Join(dir, "figure1.csv"), []string{"k_epsilon", "seed", "iteration", "u", "step", "accepted"}, rows); err != nil {
 		return 0, 0, err
 	}
-	if err := savePair(p1, p1b, filepath.Join(dir, "figure1.png")); err != nil {
+	if err := savePair(panels[0], panels[1], filepath.Join(dir, "figure1.png")); err != nil {
 		return 0, 0, err
 	}
 
