@@ -1,8 +1,12 @@
 // Command dptune trains differentially private image classifiers with
-// DP-SGD and reports the privacy they spent.
+// DP-SGD, tunes their hyperparameters privately, and reports one privacy
+// budget for the whole pipeline.
 //
-//	dptune train --dataset mnist --epsilon 3 --delta 1e-5 --out out/mnist
-//	dptune eval  --model out/mnist --dataset mnist
+//	dptune train   --dataset mnist --epsilon 3 --delta 1e-5 --out out/mnist
+//	dptune eval    --model out/mnist --dataset mnist
+//	dptune tune    --tuner randomstop|gp|doubling --epsilon 8 --out out/tune
+//	dptune account --noise-multiplier 1.1 --sampling-rate 0.0042667 --steps 14063
+//	dptune bench   persample|tuners|doubling
 //
 // Exit status: 0 on success, 1 when the work failed (unreadable data, a
 // failed write), 2 for an impossible request (bad flag, ε ≤ 0, δ ∉ (0, 1),
@@ -32,7 +36,7 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dptune",
-		Short:         "Differentially private training (DP-SGD) with honest privacy accounting",
+		Short:         "Differentially private training (DP-SGD) and tuning with honest privacy accounting",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
