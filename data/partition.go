@@ -8,8 +8,13 @@ import (
 // Partition splits d into k disjoint parts that together hold every example
 // once, with sizes differing by at most one (the first N mod k parts get one
 // more), after a permutation drawn from rng. Parts are copies named
-// "NAME/part-i". Subsample-and-aggregate (Nissim, Raskhodnikova, Smith 2007)
-// needs the parts disjoint: one example then affects one part only.
+// "NAME/part-i".
+//
+// Under replace-one adjacency one example affects one part only, as
+// subsample-and-aggregate (Nissim, Raskhodnikova, Smith 2007) needs. Under
+// add/remove adjacency it does not: an added example shifts the permutation
+// and the balanced sizes, so examples move between parts. DP analyses under
+// add/remove (dptune's) use KeyedSplit instead.
 func Partition(d *Dataset, k int, rng *rand.Rand) ([]*Dataset, error) {
 	if k < 1 || k > d.N {
 		return nil, fmt.Errorf("partition %s: %d parts of %d examples", d.Name, k, d.N)

@@ -53,8 +53,13 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 		return res, fmt.Errorf("tuning: search expects %d partitions, scorer has %d", d.Search.Partitions, len(d.Scorer.Parts))
 	}
 	if d.Scorer.Private {
-		p := d.Scorer.Parts[0]
-		q := min(1, float64(d.Scorer.BatchSize)/float64(p.N))
+		// Every part run uses its part's sampling rate; the smallest part has
+		// the largest rate, which bounds them all.
+		smallest := d.Scorer.Parts[0].N
+		for _, p := range d.Scorer.Parts {
+			smallest = min(smallest, p.N)
+		}
+		q := min(1, float64(d.Scorer.BatchSize)/float64(smallest))
 		res.Ledger.Add(fmt.Sprintf("partition runs: DP-SGD on each of %d disjoint parts, %d candidates each", len(d.Scorer.Parts), d.Space.Size()),
 			accounting.SelfComposed{Event: accounting.DPSGD(d.Scorer.NoiseMultiplier, q, dpsgd.StepsForEpochs(d.Scorer.Epochs, q)), Count: d.Space.Size()})
 	}

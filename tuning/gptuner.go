@@ -3,6 +3,7 @@ package tuning
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/dptune/dptune/dpsgd/accounting"
@@ -39,8 +40,8 @@ func (o GPOptions) Check() error {
 	if !(o.MinRatio > 0 && o.MinRatio <= 1 && o.MaxRatio >= 1 && o.MaxRatio < 1e300) {
 		return fmt.Errorf("tuning: DP-HyPO needs 0 < c ≤ 1 ≤ C, have c = %v, C = %v", o.MinRatio, o.MaxRatio)
 	}
-	if !(o.Tau >= 0) || !(o.Beta > 0) {
-		return fmt.Errorf("tuning: DP-HyPO needs τ ≥ 0 and β > 0, have τ = %v, β = %v", o.Tau, o.Beta)
+	if !(o.Tau >= 0 && o.Tau < 1e6) || !(o.Beta > 0 && o.Beta < 1e6) {
+		return fmt.Errorf("tuning: DP-HyPO needs finite τ ≥ 0 and β > 0 (below 10⁶), have τ = %v, β = %v", o.Tau, o.Beta)
 	}
 	return nil
 }
@@ -72,7 +73,24 @@ func (g *gpSampler) observe(i int, score float64) {
 	for k := range ucb {
 		ucb[k] = mean[k] + g.opt.Tau*sd[k]
 	}
-	g.dens = Project(softmax(ucb, g.opt.Beta), g.opt.MinRatio, g.opt.MaxRatio)
+	if d := Project(softmax(ucb, g.opt.Beta), g.opt.MinRatio, g.opt.MaxRatio); finite(d) {
+		g.dens = d
+	} else {
+		// A non-finite posterior (cannot happen with finite scores) falls
+		// back to the uniform prior, which is inside S_{C,c}.
+		for i := range g.dens {
+			g.dens[i] = 1 / float64(len(g.dens))
+		}
+	}
+}
+
+func finite(v []float64) bool {
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return v != nil
 }
 
 // drawFrom draws an index with probability proportional to w.

@@ -40,7 +40,13 @@ type PartitionScorer struct {
 	Private         bool
 	NoiseMultiplier float64 // when Private
 	Seed            uint64
-	Cache           string // "" for none
+	// SplitID identifies the partition (e.g. a digest of its key); a cache
+	// written for another partition is refused.
+	SplitID string
+	// Cache is a file of finished (candidate, part) scores: NOT PRIVATE
+	// (every candidate's per-part accuracy), written with mode 0600 for the
+	// curator; "" for none.
+	Cache string
 	// Progress, if not nil, is called after each run with runs done and
 	// runs in all (from any goroutine, one call at a time).
 	Progress func(done, total int)
@@ -54,8 +60,12 @@ func (p *PartitionScorer) fingerprint(s Space) string {
 			vals = append(vals, strconv.FormatFloat(v, 'g', -1, 64))
 		}
 	}
-	return fmt.Sprintf("# dptune partition scores: arch=%s parts=%d sizes=%d val=%d epochs=%d batch=%d momentum=%g private=%v sigma=%g seed=%d space=%s",
-		p.Arch.Name, len(p.Parts), p.Parts[0].N, p.Val.N, p.Epochs, p.BatchSize, p.Momentum, p.Private, p.NoiseMultiplier, p.Seed, strings.Join(vals, ","))
+	sizes := make([]string, len(p.Parts))
+	for i, part := range p.Parts {
+		sizes[i] = strconv.Itoa(part.N)
+	}
+	return fmt.Sprintf("# NOT PRIVATE, curator only: dptune partition scores: arch=%s split=%s sizes=%s val=%d epochs=%d batch=%d momentum=%g private=%v sigma=%g seed=%d space=%s",
+		p.Arch.Name, p.SplitID, strings.Join(sizes, ","), p.Val.N, p.Epochs, p.BatchSize, p.Momentum, p.Private, p.NoiseMultiplier, p.Seed, strings.Join(vals, ","))
 }
 
 // Scores returns u_s for every candidate of s (index order), and the
@@ -145,7 +155,7 @@ feed:
 // diverged run scores 0.
 func (p *PartitionScorer) train(ctx context.Context, c Candidate, j int) (float64, error) {
 	part := p.Parts[j]
-	seed := p.Seed ^ uint64(c.Index*1_000_003+j)
+	seed := p.Seed ^ uint64(c.Index*1_000_003+j)*0x9e3779b97f4a7c15
 	net, err := model.New(p.Arch, randsrc.Seeded(seed, "init"))
 	if err != nil {
 		return 0, err
@@ -187,7 +197,7 @@ func (p *PartitionScorer) readCache(fp string, per [][]float64, have [][]bool) e
 		text := sc.Text()
 		if line == 1 {
 			if text != fp {
-				return fmt.Errorf("tuning: %s holds scores of other settings (its first line is %.80q…); remove it or name another cache", p.Cache, text)
+				return fmt.Errorf("tuning: %s holds scores of another partition or other settings; a rerun resumes only with the same --seed and settings (else remove the file or name another cache)", p.Cache)
 			}
 			continue
 		}
@@ -206,7 +216,7 @@ func (p *PartitionScorer) appendCache(fp string, i, j int, acc float64) error {
 		return nil
 	}
 	_, statErr := os.Stat(p.Cache)
-	f, err := os.OpenFile(p.Cache, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p.Cache, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,7 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 		}
 		r, err := cfg.Trainer.Train(ctx, c, seed)
 		if err != nil {
-			return res, fmt.Errorf("tuning: run of %v: %w", c.Values, err)
+			return res, fmt.Errorf("tuning: a training run failed: %w", err)
 		}
 		s.observe(i, r.Score)
 		if cfg.Diagnostics {

@@ -89,7 +89,7 @@ type report struct {
 	Epochs          float64           `json:"epochs"`
 	LearningRate    float64           `json:"learning_rate"`
 	Momentum        float64           `json:"momentum"`
-	Seed            *uint64           `json:"seed"`
+	Seeded          bool              `json:"seeded"` // the seed itself is never written: it would undo the guarantee
 	TestAccuracy    *float64          `json:"test_accuracy"`
 	TestLoss        *float64          `json:"test_loss"`
 	WallSeconds     float64           `json:"wall_seconds"`
@@ -206,7 +206,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	rep := report{Dataset: f.dataset, Private: !f.nonPrivate, Delta: f.delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: q, BatchSize: f.batchSize,
 		MeanBatchSize: res.MeanBatchSize, Steps: res.Steps, PlannedSteps: steps,
-		Epochs: float64(res.Steps) / float64(steps/f.epochs), LearningRate: f.lr, Momentum: f.momentum, Seed: cfg.Seed,
+		Epochs: float64(res.Steps) / float64(steps/f.epochs), LearningRate: f.lr, Momentum: f.momentum, Seeded: cfg.Seed != nil,
 		Interrupted: interrupted, Ledger: ledger}
 	if !f.nonPrivate {
 		g, err := ledger.Spent(acc, f.delta)

@@ -102,9 +102,9 @@ type tuneReport struct {
 	BatchSize           int                    `json:"batch_size"`
 	SamplingRate        float64                `json:"sampling_rate"`
 	Steps               int                    `json:"steps_per_run"`
-	Seed                *uint64                `json:"seed"`
-	WallSeconds         float64                `json:"wall_seconds"`
+	Seeded              bool                   `json:"seeded"` // the seed itself is never written: it would undo the guarantee
 	Interrupted         bool                   `json:"interrupted"`
+	Failed              string                 `json:"failed,omitempty"`
 	Ledger              accounting.Ledger      `json:"ledger"`
 }
 
@@ -136,12 +136,24 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if cmd.Flags().Changed("seed") {
 		seed = &f.seed
 	}
-	fit, val, err := data.Split(train, f.valSize, randsrc.New(seed, "validation split"))
+	fit, val, err := keyedValidationSplit(train, f.valSize, seed)
 	if err != nil {
 		return usageError{err}
 	}
 	trainer := plan.trainer
 	trainer.Data, trainer.Val = fit, val
+	trainer.SamplingRate = float64(f.batchSize) / float64(fit.N)
+	trainer.Steps = dpsgd.StepsForEpochs(f.epochs, trainer.SamplingRate)
+	// Recalibrate with the split's actual sizes (the plan used nominal ones).
+	var gpOpt *tuning.GPOptions
+	if f.tuner == "gp" {
+		gpOpt = &plan.gp
+	}
+	if plan.sigma, err = tuning.CalibrateBase(trainer.EventFor, plan.rep, gpOpt, f.epsilon, f.delta); err != nil {
+		return usagef("ε = %g at δ = %g is too small for this tuning: %v", f.epsilon, f.delta, err)
+	}
+	trainer.NoiseMultiplier = plan.sigma
+	warnSeeded(w, seed)
 
 	// The bar shows the number of runs K: it is for the curator's eyes, on
 	// the terminal, and never in the report.
@@ -170,14 +182,19 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		fmt.Fprintln(w)
 	}
 	interrupted := errors.Is(tuneErr, context.Canceled)
-	if tuneErr != nil && !interrupted {
-		return tuneErr
-	}
 
 	rep := tuneReport{Tuner: f.tuner, Dataset: f.dataset, Space: plan.space.Name, Validation: f.validation,
 		Delta: f.delta, Accountant: "rdp", BaseNoiseMultiplier: plan.sigma, Repetitions: plan.rep, MeanRuns: plan.rep.Mean(),
-		Epochs: f.epochs, BatchSize: f.batchSize, SamplingRate: trainer.SamplingRate, Steps: trainer.Steps, Seed: seed,
+		Epochs: f.epochs, BatchSize: f.batchSize, SamplingRate: trainer.SamplingRate, Steps: trainer.Steps, Seeded: seed != nil,
 		Interrupted: interrupted, Ledger: res.Ledger}
+	if tuneErr != nil && !interrupted {
+		// The runs so far touched the data: the ledger is written anyway.
+		rep.Failed = tuneErr.Error()
+		if err := saveRelease(f.out, "failed-report.json", nil, nil, rep.Ledger, rep); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", tuneErr, f.out)
+	}
 	if g, err := res.Ledger.Spent(accounting.RDP{}, f.delta); err == nil {
 		rep.Epsilon = g.Epsilon
 	} else {
@@ -186,7 +203,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if b, err := (accounting.RDP{}).Epsilon(trainer.Event(), f.delta); err == nil {
 		rep.BaseEpsilon, rep.TuningOverhead = b.Epsilon, rep.Epsilon-b.Epsilon
 	}
-	if !interrupted && res.Selected != nil {
+	if !interrupted && res.Selected != nil && res.Model != nil {
 		rep.Selected = res.Selected.Values
 		rep.ValidationScore = &res.Score
 		m, err := dpsgd.Evaluate(ctx, res.Model, test.X, test.Y)
@@ -197,13 +214,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			rep.TestAccuracy = &m.Accuracy
 		}
 	}
-	rep.WallSeconds = time.Since(start).Seconds()
 	var hyper map[string]any
 	if rep.Selected != nil {
 		hyper = map[string]any{"selected": rep.Selected, "noise_multiplier": rep.BaseNoiseMultiplier,
 			"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "tuner": rep.Tuner}
 	}
-	if err := saveRelease(f.out, res.Model, hyper, rep.Ledger, rep); err != nil {
+	if err := saveRelease(f.out, "report.json", res.Model, hyper, rep.Ledger, rep); err != nil {
 		return err
 	}
 	if f.diagnostics != "" {
@@ -212,6 +228,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 	}
 	printTune(cmd.OutOrStdout(), rep)
+	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
 	if interrupted {
 		return fmt.Errorf("interrupted: nothing released; the ledger in %s still counts the whole tuning budget: %w", f.out, context.Canceled)
 	}
@@ -258,8 +275,8 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	switch {
 	case f.epochs < 1:
 		return p, usagef("--epochs %d must be at least 1", f.epochs)
-	case f.valSize < 1 || f.valSize >= ds.trainN:
-		return p, usagef("--val-size %d is outside [1, %d)", f.valSize, ds.trainN)
+	case f.valSize < 100 || f.valSize >= ds.trainN/2:
+		return p, usagef("--val-size %d is outside [100, %d)", f.valSize, ds.trainN/2)
 	case f.batchSize < 1 || f.batchSize > ds.trainN-f.valSize:
 		return p, usagef("--batch-size %d is outside [1, %d]", f.batchSize, ds.trainN-f.valSize)
 	case !(f.momentum >= 0 && f.momentum < 1):
@@ -325,8 +342,10 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 }
 
 // saveRelease writes the released model (if any) with its hyperparameters
-// and ledger, and report.json, to dir.
-func saveRelease(dir string, net *model.Net, hyper map[string]any, ledger accounting.Ledger, report any) error {
+// and ledger, and the report as file (report.json, or failed-report.json
+// for a run that released nothing, so an earlier release is not clobbered),
+// to dir.
+func saveRelease(dir, file string, net *model.Net, hyper map[string]any, ledger accounting.Ledger, report any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -347,7 +366,7 @@ func saveRelease(dir string, net *model.Net, hyper map[string]any, ledger accoun
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, file), append(js, '\n'), 0o644)
 }
 
 func writeDiagnostics(path string, runs []tuning.RunRecord) error {
@@ -374,5 +393,25 @@ func printTune(w io.Writer, r tuneReport) {
 	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g in total (rdp): one run alone ε = %.4f, tuning overhead %.4f\n",
 		r.Epsilon, r.Delta, r.BaseEpsilon, r.TuningOverhead)
 	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps)
-	fmt.Fprintf(w, "wall time      %.1f s\n", r.WallSeconds)
+}
+
+// keyedValidationSplit holds out about nVal examples of train for scoring,
+// by a keyed hash of each example (data.KeyedSplit), so that adding or
+// removing one example changes either the training split or the validation
+// split, never both. The key comes from the seed's stream or crypto/rand.
+func keyedValidationSplit(train *data.Dataset, nVal int, seed *uint64) (fit, val *data.Dataset, err error) {
+	v := float64(nVal) / float64(train.N)
+	parts, err := data.KeyedSplit(train, []float64{1 - v, v}, randsrc.New(seed, "validation split").Uint64())
+	if err != nil {
+		return nil, nil, err
+	}
+	return parts[0], parts[1], nil
+}
+
+// warnSeeded tells the user that a seeded run's noise can be recomputed from
+// the seed.
+func warnSeeded(w io.Writer, seed *uint64) {
+	if seed != nil {
+		fmt.Fprintln(w, "note: --seed makes every draw (runs, noise, splits) recomputable from the seed; the guarantee holds only while the seed stays secret. It is not written to any report.")
+	}
 }

@@ -70,9 +70,9 @@ type doublingReport struct {
 	PrivatePartitions  bool              `json:"private_partitions"`
 	Epochs             int               `json:"final_epochs"`
 	PartEpochs         int               `json:"part_epochs"`
-	Seed               *uint64           `json:"seed"`
-	WallSeconds        float64           `json:"wall_seconds"`
+	Seeded             bool              `json:"seeded"` // the seed itself is never written
 	Interrupted        bool              `json:"interrupted"`
+	Failed             string            `json:"failed,omitempty"`
 	Ledger             accounting.Ledger `json:"ledger"`
 }
 
@@ -108,8 +108,8 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	switch {
 	case f.epochs < 1 || d.partEpochs < 1:
 		return usagef("--epochs and --part-epochs must be at least 1")
-	case f.valSize < 1 || f.valSize >= ds.trainN:
-		return usagef("--val-size %d is outside [1, %d)", f.valSize, ds.trainN)
+	case f.valSize < 100 || f.valSize >= ds.trainN/2:
+		return usagef("--val-size %d is outside [100, %d)", f.valSize, ds.trainN/2)
 	case d.partitions > (ds.trainN-f.valSize)/f.batchSize:
 		return usagef("--partitions %d leaves fewer than --batch-size examples per part", d.partitions)
 	case d.private && (!(d.partitionNoise > 0) || math.IsInf(d.partitionNoise, 1)):
@@ -137,32 +137,41 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	if ch("seed") {
 		seed = &f.seed
 	}
-	fit, val, err := data.Split(train, f.valSize, randsrc.New(seed, "validation split"))
+	// Keyed splits: adding or removing one example changes one part (or the
+	// validation set) only, as Lemma 2 needs under add/remove adjacency.
+	fit, val, err := keyedValidationSplit(train, f.valSize, seed)
 	if err != nil {
 		return usageError{err}
 	}
-	parts, err := data.Partition(fit, d.partitions, randsrc.New(seed, "partition"))
+	if val.N < d.partitions {
+		return usagef("the validation split has %d examples, fewer than the %d partitions: its sensitivity 1/n_val would exceed 1/k", val.N, d.partitions)
+	}
+	partKey := randsrc.New(seed, "partition").Uint64()
+	fracs := make([]float64, d.partitions)
+	for i := range fracs {
+		fracs[i] = 1
+	}
+	parts, err := data.KeyedSplit(fit, fracs, partKey)
 	if err != nil {
 		return usageError{err}
 	}
 	if d.cache == "" {
-		d.cache = filepath.Join(f.out, "partition-scores.csv")
+		d.cache = filepath.Join(f.out+"-curator", "partition-scores.csv")
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(d.cache), 0o700); err != nil {
 		return err
 	}
+	warnSeeded(w, seed)
 	fmt.Fprintf(w, "doubling tuner on %s: %d candidates × %d parts of %d examples (%s part runs, %d epochs), cap %d iterations at ϵ = %g; final run σ = %.4f for ε = %g\n",
 		f.dataset, space.Size(), d.partitions, parts[0].N, map[bool]string{false: "non-private", true: "DP-SGD"}[d.private], d.partEpochs, d.maxIterations, d.epsilon0, sigma, f.epsilon)
 	bar := progressbar.NewOptions(space.Size()*d.partitions, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("part runs"),
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
 		progressbar.OptionThrottle(time.Second), progressbar.OptionShowElapsedTimeOnFinish())
-	var partSeed uint64
-	if seed != nil {
-		partSeed = *seed
-	}
+	partSeed := randsrc.New(seed, "part runs").Uint64() // fresh when unseeded
 	tuner := &tuning.DoublingTuner{Space: space, Search: search, Train: fit, Arch: ds.arch, Seed: seed,
 		Scorer: &tuning.PartitionScorer{Arch: ds.arch, Parts: parts, Val: val, Epochs: d.partEpochs, BatchSize: f.batchSize,
 			Momentum: f.momentum, Private: d.private, NoiseMultiplier: d.partitionNoise, Seed: partSeed, Cache: d.cache,
+			SplitID:  fmt.Sprintf("%016x", randsrc.Seeded(partKey, "split id").Uint64()),
 			Progress: func(done, _ int) { bar.Set(done) }},
 		Final: dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: q, Steps: steps, Momentum: f.momentum}}
 	ctx := cmd.Context()
@@ -170,13 +179,13 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	bar.Finish()
 	fmt.Fprintln(w)
 	interrupted := errors.Is(runErr, context.Canceled)
-	if runErr != nil && !interrupted {
-		return runErr
-	}
 	rep := doublingReport{Tuner: "doubling", Dataset: f.dataset, Space: space.Name, Candidates: space.Size(), Fallback: res.Fallback,
 		Delta: f.delta, Accountant: "rdp", BaseNoiseMultiplier: sigma, Partitions: d.partitions, Epsilon0: d.epsilon0,
 		Granularity: d.granularity, U0: d.u0, MaxIterations: d.maxIterations, RealisedIterations: res.Iterations,
-		PrivatePartitions: d.private, Epochs: f.epochs, PartEpochs: d.partEpochs, Seed: seed, Interrupted: interrupted, Ledger: res.Ledger}
+		PrivatePartitions: d.private, Epochs: f.epochs, PartEpochs: d.partEpochs, Seeded: seed != nil, Interrupted: interrupted, Ledger: res.Ledger}
+	if runErr != nil && !interrupted {
+		rep.Failed = runErr.Error()
+	}
 	g, err := res.Ledger.Spent(accounting.RDP{}, f.delta)
 	if err != nil {
 		return err
@@ -188,22 +197,29 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	rep.TuningOverhead = float64(d.maxIterations) * search.IterationEpsilon()
 	nn := (1 - d.u0) / d.granularity
 	rep.PaperWHPEpsilon = rep.FinalEpsilon + 3*math.Log2(math.Max(nn, 2))*d.epsilon0
-	if !interrupted && res.Selected != nil {
+	if !interrupted && runErr == nil && res.Selected != nil {
 		rep.Selected = res.Selected.Values
 		m, err := dpsgd.Evaluate(ctx, res.Model, test.X, test.Y)
 		if err == nil {
 			rep.TestAccuracy = &m.Accuracy
 		}
 	}
-	rep.WallSeconds = time.Since(start).Seconds()
 	var hyper map[string]any
 	if rep.Selected != nil {
 		hyper = map[string]any{"selected": rep.Selected, "noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "tuner": "doubling"}
 	}
-	if err := saveRelease(f.out, res.Model, hyper, res.Ledger, rep); err != nil {
+	file := "report.json"
+	if rep.Failed != "" {
+		file = "failed-report.json"
+	}
+	if err := saveRelease(f.out, file, res.Model, hyper, res.Ledger, rep); err != nil {
 		return err
 	}
 	printDoubling(cmd.OutOrStdout(), rep)
+	fmt.Fprintf(w, "wall time      %.1f s (curator-side, not in the report)\n", time.Since(start).Seconds())
+	if rep.Failed != "" {
+		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", runErr, f.out)
+	}
 	if interrupted {
 		return fmt.Errorf("interrupted; finished part runs are kept in %s for a rerun: %w", d.cache, context.Canceled)
 	}
@@ -225,5 +241,4 @@ func printDoubling(w io.Writer, r doublingReport) {
 		r.Epsilon, r.Delta, r.FinalEpsilon, r.MaxIterations, r.Epsilon0, r.TuningOverhead)
 	fmt.Fprintf(w, "iterations     %d realised of the cap %d; the paper's w.h.p. figure ε + 3·log₂(n)·ϵ = %.4f (not a guarantee)\n",
 		r.RealisedIterations, r.MaxIterations, r.PaperWHPEpsilon)
-	fmt.Fprintf(w, "wall time      %.1f s\n", r.WallSeconds)
 }

@@ -1,0 +1,71 @@
+package data
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// KeyedSplit assigns every example of d to one of len(fractions) parts by a
+// keyed hash of the example itself (its label and pixels) with key: part j
+// receives about fractions[j] of the examples. Because each example's part
+// depends only on the example and the key, adding or removing one example
+// changes exactly one part and nothing else — what a DP analysis under
+// add/remove adjacency needs of a split (e.g. Ding et al.'s Lemma 2, or a
+// validation split whose scores are released with noise of sensitivity
+// 1/n_val). A permutation split (Split, Partition) does not have this
+// property: one added example shifts which examples fall in which part. The
+// price is that part sizes are random (binomial) rather than fixed. The key
+// must stay secret, like any noise seed. Parts are copies named
+// "NAME/part-i".
+func KeyedSplit(d *Dataset, fractions []float64, key uint64) ([]*Dataset, error) {
+	if len(fractions) == 0 {
+		return nil, fmt.Errorf("keyed split %s: no parts", d.Name)
+	}
+	cum := make([]float64, len(fractions))
+	var total float64
+	for i, f := range fractions {
+		if !(f > 0) || math.IsInf(f, 1) {
+			return nil, fmt.Errorf("keyed split %s: fraction %v", d.Name, f)
+		}
+		total += f
+		cum[i] = total
+	}
+	idx := make([][]int, len(fractions))
+	size := d.ExampleSize()
+	buf := make([]byte, 8+1+4*size)
+	for i := 0; i < d.N; i++ {
+		binary.LittleEndian.PutUint64(buf, key)
+		buf[8] = d.Y[i]
+		for j, v := range d.X[i*size : (i+1)*size] {
+			binary.LittleEndian.PutUint32(buf[9+4*j:], math.Float32bits(v))
+		}
+		u := float64(hash64(buf)>>11) / (1 << 53) * total
+		j := 0
+		for j < len(cum)-1 && u >= cum[j] {
+			j++
+		}
+		idx[j] = append(idx[j], i)
+	}
+	parts := make([]*Dataset, len(fractions))
+	for j := range parts {
+		parts[j] = d.Subset(fmt.Sprintf("%s/part-%d", d.Name, j+1), idx[j])
+	}
+	return parts, nil
+}
+
+// hash64 is 64-bit FNV-1a followed by a SplitMix64 finaliser (FNV alone
+// mixes its last bytes poorly into the high bits).
+func hash64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	h ^= h >> 31
+	return h
+}
