@@ -24,6 +24,7 @@ run: build
 test: deps
 	$(GO) vet ./...
 	$(GO) test ./...
+	$(GO) test -tags purego ./internal/gemm ./dpsgd
 	$(MAKE) --no-print-directory fuzz
 
 fuzz:
