@@ -32,6 +32,8 @@ type nativeEngine struct {
 	w3T  []float32 // fc1 [F, O3]
 	w4T  []float32 // fc2 [O3, O4]
 
+	reduced []float32 // the workers' summed gradient in PyTorch's layouts
+
 	workers []*worker
 	jobs    []chan job
 	done    chan jobResult
@@ -128,6 +130,7 @@ func newNative(net *model.Net) (*nativeEngine, error) {
 	e.w3p = make([]float32, e.fc1.WeightSize())
 	e.w3T = make([]float32, e.fc1.WeightSize())
 	e.w4T = make([]float32, e.fc2.WeightSize())
+	e.reduced = make([]float32, net.NumParams())
 	return e, nil
 }
 
@@ -165,15 +168,7 @@ func (e *nativeEngine) prepare() {
 	permuteKernel(c2, p[c2.WeightOffset:c2.WeightOffset+c2.WeightSize()], e.w2p, false)
 	transpose(c2.Out, c2.FanIn(), e.w2p, e.w2pT)
 	// fc1's inputs are PyTorch's flatten of [C, H, W]; ours are [H, W, C].
-	hw, C := e.q2H*e.q2W, c2.Out
-	w3 := p[f1.WeightOffset : f1.WeightOffset+f1.WeightSize()]
-	for o := 0; o < f1.Out; o++ {
-		for c := 0; c < C; c++ {
-			for s := 0; s < hw; s++ {
-				e.w3p[o*e.feat+s*C+c] = w3[o*e.feat+c*hw+s]
-			}
-		}
-	}
+	permuteFeatures(f1.Out, c2.Out, e.q2H*e.q2W, p[f1.WeightOffset:f1.WeightOffset+f1.WeightSize()], e.w3p, false)
 	transpose(f1.Out, e.feat, e.w3p, e.w3T)
 	transpose(f2.Out, f2.In, p[f2.WeightOffset:f2.WeightOffset+f2.WeightSize()], e.w4T)
 }
@@ -202,38 +197,23 @@ func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm fl
 	for w := 1; w < nw; w++ {
 		loss += (<-e.done).loss
 	}
-	// Reduce the workers' sums into PyTorch's layouts.
+	// Reduce the workers' sums, then write them in PyTorch's layouts.
 	start := time.Now()
-	c2, f1 := e.conv2, e.fc1
-	for _, w := range e.workers {
+	acc := e.workers[0].acc
+	for _, w := range e.workers[1:] {
 		for k, v := range w.acc {
-			switch {
-			case k >= c2.WeightOffset && k < c2.WeightOffset+c2.WeightSize(),
-				k >= f1.WeightOffset && k < f1.WeightOffset+f1.WeightSize():
-				continue // permuted below
-			}
-			sum[k] += v
+			acc[k] += v
 		}
-		// conv2 weight [C2, k, k, C1] → [C2, C1, k, k].
-		k, C := c2.Kernel, c2.In
-		for o := 0; o < c2.Out; o++ {
-			for c := 0; c < C; c++ {
-				for ki := 0; ki < k; ki++ {
-					for kj := 0; kj < k; kj++ {
-						sum[c2.WeightOffset+((o*C+c)*k+ki)*k+kj] += w.acc[c2.WeightOffset+((o*k+ki)*k+kj)*C+c]
-					}
-				}
-			}
-		}
-		// fc1 weight [O3, (h, w, c)] → [O3, (c, h, w)].
-		hw, Cc := e.q2H*e.q2W, c2.Out
-		for o := 0; o < f1.Out; o++ {
-			for c := 0; c < Cc; c++ {
-				for s := 0; s < hw; s++ {
-					sum[f1.WeightOffset+o*e.feat+c*hw+s] += w.acc[f1.WeightOffset+o*e.feat+s*Cc+c]
-				}
-			}
-		}
+	}
+	c2, f1 := e.conv2, e.fc1
+	out := e.reduced
+	copy(out, acc)
+	c2w := func(v []float32) []float32 { return v[c2.WeightOffset : c2.WeightOffset+c2.WeightSize()] }
+	f1w := func(v []float32) []float32 { return v[f1.WeightOffset : f1.WeightOffset+f1.WeightSize()] }
+	permuteKernel(c2, c2w(acc), c2w(out), true)
+	permuteFeatures(f1.Out, c2.Out, e.q2H*e.q2W, f1w(acc), f1w(out), true)
+	for k, v := range out {
+		sum[k] += v
 	}
 	e.timings.Phase[PhaseClip] += time.Since(start)
 	// Engine phases: wall time averaged over workers.

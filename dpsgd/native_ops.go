@@ -141,6 +141,25 @@ func permuteKernel(l model.Layer, w, dst []float32, inverse bool) {
 	}
 }
 
+// permuteFeatures writes the rows×(C·hw) matrix w, whose columns are in
+// PyTorch's flatten order (c, h, w), as dst with columns in (h, w, c) order,
+// the order of the native engine's pooled activations; inverse reverses it.
+func permuteFeatures(rows, C, hw int, w, dst []float32, inverse bool) {
+	F := C * hw
+	for o := 0; o < rows; o++ {
+		for c := 0; c < C; c++ {
+			for s := 0; s < hw; s++ {
+				a, b := o*F+c*hw+s, o*F+s*C+c
+				if inverse {
+					dst[a] = w[b]
+				} else {
+					dst[b] = w[a]
+				}
+			}
+		}
+	}
+}
+
 // transpose writes the rows×cols matrix a as dst (cols×rows).
 func transpose(rows, cols int, a, dst []float32) {
 	for i := 0; i < rows; i++ {
