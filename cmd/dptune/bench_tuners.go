@@ -95,11 +95,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
-	name := f.space
-	if name == "" {
-		name = map[string]string{"mnist": "mnist-dphypo", "cifar10": "cifar10-dphypo"}[f.dataset]
-	}
-	full, err := tuning.LoadSpace(name)
+	full, err := loadSpace(f.space, f.dataset)
 	if err != nil {
 		return usageError{err}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
 )
 
 // datasetInfo is what the tool knows about a dataset before loading it.
@@ -44,4 +45,13 @@ func loadDataset(name string, d datasetInfo, dir string) (train, test *data.Data
 		return nil, nil, fmt.Errorf("loading %s: %w", name, err)
 	}
 	return train, test, nil
+}
+
+// loadSpace loads the search space called name (a builtin or a JSON file);
+// an empty name means the dataset's DP-HyPO grid.
+func loadSpace(name, dataset string) (tuning.Space, error) {
+	if name == "" {
+		name = map[string]string{"mnist": "mnist-dphypo", "cifar10": "cifar10-dphypo"}[dataset]
+	}
+	return tuning.LoadSpace(name)
 }

@@ -263,11 +263,7 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return p, usagef("--delta: %v", err)
 	}
-	name := f.space
-	if name == "" {
-		name = map[string]string{"mnist": "mnist-dphypo", "cifar10": "cifar10-dphypo"}[f.dataset]
-	}
-	space, err := tuning.LoadSpace(name)
+	space, err := loadSpace(f.space, f.dataset)
 	if err != nil {
 		return p, usageError{err}
 	}

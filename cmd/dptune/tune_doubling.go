@@ -90,11 +90,7 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
-	name := f.space
-	if name == "" {
-		name = map[string]string{"mnist": "mnist-dphypo", "cifar10": "cifar10-dphypo"}[f.dataset]
-	}
-	space, err := tuning.LoadSpace(name)
+	space, err := loadSpace(f.space, f.dataset)
 	if err != nil {
 		return usageError{err}
 	}
