@@ -41,7 +41,7 @@ func (Basic) Epsilon(e Event, delta float64) (Guarantee, error) {
 func pureEpsilon(e Event) (eps float64, ok bool, err error) {
 	eps, d, err := epsilonDelta(e)
 	if err != nil {
-		if isUnsupported(err) {
+		if errors.Is(err, ErrUnsupported) {
 			return 0, false, nil
 		}
 		return 0, false, err
@@ -49,7 +49,6 @@ func pureEpsilon(e Event) (eps float64, ok bool, err error) {
 	return eps, d == 0, nil
 }
 
-func isUnsupported(err error) bool { return errors.Is(err, ErrUnsupported) }
 
 // epsilonDelta is the (ε, δ) of e under basic composition.
 func epsilonDelta(e Event) (eps, delta float64, err error) {
