@@ -49,7 +49,6 @@ func pureEpsilon(e Event) (eps float64, ok bool, err error) {
 	return eps, d == 0, nil
 }
 
-
 // epsilonDelta is the (ε, δ) of e under basic composition.
 func epsilonDelta(e Event) (eps, delta float64, err error) {
 	switch v := e.(type) {
