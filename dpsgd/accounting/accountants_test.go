@@ -46,7 +46,7 @@ func TestEventsJSONRoundTrip(t *testing.T) {
 	l.Add("tuning", RepeatAndSelect{Event: DPSGD(1.1, 0.004, 100), Repetitions: rep})
 	l.Add("adaptive", AdaptiveRepeatAndSelect{Event: Laplace{Scale: 2, Sensitivity: 0.5}, Repetitions: rep, MaxRatio: 2, MinRatio: 0.75})
 	l.Add("poisson", RepeatAndSelect{Event: EpsilonDelta{Epsilon: 1, Delta: 1e-9}, Repetitions: PoissonRepetitions(10)})
-	l.Add("vote", Vote{NoiseMultiplier: 30, VotesPerClient: 3})
+	l.Add("vote", Vote{NoiseStddev: 30, VotesPerClient: 3})
 	l.Add("search", AboveThreshold{Epsilon: 0.1, MaxIterations: 40})
 	b, err := json.Marshal(l)
 	if err != nil {

@@ -15,11 +15,30 @@ type Event interface {
 }
 
 // Gaussian is the Gaussian mechanism: a query of L2 sensitivity Sensitivity
-// released with N(0, NoiseMultiplier²) noise per coordinate, both in the
-// query's units. DP-SGD uses Sensitivity 1 and measures the noise in units of
-// the clipping norm. Its privacy depends only on NoiseMultiplier/Sensitivity;
-// Sensitivity must be positive (a zero would claim the release is free).
+// (in the query's units) released with N(0, (NoiseMultiplier·Sensitivity)²)
+// noise per coordinate. NoiseMultiplier is σ/Δ, the noise standard
+// deviation in units of the sensitivity — the meaning the field gives it
+// (dp_accounting's GaussianDpEvent, Opacus, TF Privacy) — so the privacy
+// depends on NoiseMultiplier alone; Sensitivity records the query's scale
+// and must be positive. DP-SGD has Sensitivity 1: the clipping norm.
+//
+// Ledgers of version 1 stored the noise standard deviation in the query's
+// units under "noise_multiplier"; UnmarshalLedger converts them.
 type Gaussian struct {
+	NoiseMultiplier float64 `json:"noise_multiplier"`
+	Sensitivity     float64 `json:"sensitivity"`
+}
+
+// DiscreteGaussian is the discrete Gaussian mechanism: an integer query of
+// sensitivity Sensitivity (an integer, e.g. 1 for a count under add/remove
+// adjacency) released with noise from N_ℤ(0, (NoiseMultiplier·Sensitivity)²),
+// P[x] ∝ exp(−x²/(2σ²)) on the integers. Canonne, Kamath & Steinke 2020
+// ("The Discrete Gaussian for Differential Privacy", Theorem 4) show it is
+// ½(Δ/σ)²-concentrated DP, i.e. (α, α·Δ²/(2σ²))-RDP at every order — the
+// continuous Gaussian's RDP — so the RDP accountant counts it as such. Its
+// integer output has no low bits to leak (DESIGN.md's rule for releases
+// after noise). The PLD and GDP accountants do not count it.
+type DiscreteGaussian struct {
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	Sensitivity     float64 `json:"sensitivity"`
 }
@@ -81,13 +100,14 @@ type AdaptiveRepeatAndSelect struct {
 
 // Vote is DP-Hype's noisy vote vector: every client votes for
 // VotesPerClient candidates, and the sum of votes is released with total
-// noise N(0, NoiseMultiplier²) per candidate. Under replace-one-client
+// noise N(0, NoiseStddev²) per candidate, in votes. Under replace-one-client
 // adjacency the vote vector has L2 sensitivity √(2ℓ), so Vote is the
-// Gaussian mechanism with that sensitivity: (α, α·ℓ/σ²)-RDP (DESIGN.md's
-// reading of the DP-Hype paper).
+// Gaussian mechanism with that sensitivity and noise multiplier
+// NoiseStddev/√(2ℓ): (α, α·ℓ/σ²)-RDP (DESIGN.md's reading of the DP-Hype
+// paper). Ledgers of version 1 called NoiseStddev "noise_multiplier".
 type Vote struct {
-	NoiseMultiplier float64 `json:"noise_multiplier"`
-	VotesPerClient  int     `json:"votes_per_client"`
+	NoiseStddev    float64 `json:"noise_stddev"`
+	VotesPerClient int     `json:"votes_per_client"`
 }
 
 // AboveThreshold is the doubling tuner's search (Ding et al., Algorithm 1):
@@ -106,6 +126,7 @@ type NonPrivate struct {
 }
 
 func (Gaussian) Type() string                { return "gaussian" }
+func (DiscreteGaussian) Type() string        { return "discrete_gaussian" }
 func (Laplace) Type() string                 { return "laplace" }
 func (EpsilonDelta) Type() string            { return "epsilon_delta" }
 func (PoissonSampled) Type() string          { return "poisson_sampled" }
@@ -127,13 +148,22 @@ func DPSGD(noiseMultiplier, samplingRate float64, steps int) Event {
 	}
 }
 
-// gaussianRatio returns σ/Δ of a Gaussian event, or an error if either is
-// out of range.
+// ratio returns the noise multiplier σ/Δ of a Gaussian event, or an error if
+// it or the sensitivity is out of range.
 func (g Gaussian) ratio() (float64, error) {
 	if !(g.NoiseMultiplier >= 0) || !(g.Sensitivity > 0) || math.IsInf(g.Sensitivity, 1) {
-		return 0, fmt.Errorf("accounting: Gaussian with noise multiplier %v and sensitivity %v: need σ ≥ 0 and 0 < Δ < ∞", g.NoiseMultiplier, g.Sensitivity)
+		return 0, fmt.Errorf("accounting: Gaussian with noise multiplier %v and sensitivity %v: need σ/Δ ≥ 0 and 0 < Δ < ∞", g.NoiseMultiplier, g.Sensitivity)
 	}
-	return g.NoiseMultiplier / g.Sensitivity, nil
+	return g.NoiseMultiplier, nil
+}
+
+// gaussian returns the continuous Gaussian whose RDP bounds d's (CKS 2020,
+// Theorem 4), for the RDP accountant only.
+func (d DiscreteGaussian) gaussian() (Gaussian, error) {
+	if !(d.Sensitivity >= 1) || d.Sensitivity != math.Trunc(d.Sensitivity) {
+		return Gaussian{}, fmt.Errorf("accounting: discrete Gaussian with sensitivity %v: need a positive integer", d.Sensitivity)
+	}
+	return Gaussian(d), nil
 }
 
 // epsilon returns the pure-DP ε = Δ/b of a Laplace event.
@@ -156,7 +186,8 @@ func (v Vote) gaussian() (Gaussian, error) {
 	if v.VotesPerClient < 1 {
 		return Gaussian{}, fmt.Errorf("accounting: vote with %d votes per client", v.VotesPerClient)
 	}
-	return Gaussian{NoiseMultiplier: v.NoiseMultiplier, Sensitivity: math.Sqrt(2 * float64(v.VotesPerClient))}, nil
+	d := math.Sqrt(2 * float64(v.VotesPerClient))
+	return Gaussian{NoiseMultiplier: v.NoiseStddev / d, Sensitivity: d}, nil
 }
 
 func (a AboveThreshold) check() error {
@@ -181,7 +212,7 @@ func (a AdaptiveRepeatAndSelect) check() error {
 func MarshalEvent(e Event) ([]byte, error) {
 	var fields any
 	switch v := e.(type) {
-	case Gaussian, Laplace, EpsilonDelta, Vote, AboveThreshold, NonPrivate:
+	case Gaussian, DiscreteGaussian, Laplace, EpsilonDelta, Vote, AboveThreshold, NonPrivate:
 		fields = v
 	case PoissonSampled:
 		inner, err := MarshalEvent(v.Event)
@@ -248,10 +279,17 @@ func MarshalEvent(e Event) ([]byte, error) {
 	return append([]byte(head), b[1:]...), nil
 }
 
-// UnmarshalEvent decodes an event written by MarshalEvent. It returns an
-// error for an unknown type or malformed fields. A Gaussian without a
-// "sensitivity" field (ledgers written before it existed) has sensitivity 1.
-func UnmarshalEvent(b []byte) (Event, error) {
+// UnmarshalEvent decodes an event written by MarshalEvent (the current
+// LedgerVersion). It returns an error for an unknown type or malformed
+// fields.
+func UnmarshalEvent(b []byte) (Event, error) { return unmarshalEvent(b, LedgerVersion) }
+
+// unmarshalEvent decodes an event of a ledger of the given version. Version
+// 1: a Gaussian's "noise_multiplier" is its noise standard deviation in the
+// query's units (converted here to σ/Δ), a missing "sensitivity" is 1 (ledgers
+// written before it existed), and a Vote's standard deviation is called
+// "noise_multiplier".
+func unmarshalEvent(b []byte, version int) (Event, error) {
 	var head struct {
 		Type   string            `json:"type"`
 		Event  json.RawMessage   `json:"event"`
@@ -264,13 +302,20 @@ func UnmarshalEvent(b []byte) (Event, error) {
 		if head.Event == nil {
 			return nil, fmt.Errorf("accounting: %s event without an inner event", head.Type)
 		}
-		return UnmarshalEvent(head.Event)
+		return unmarshalEvent(head.Event, version)
 	}
 	var out Event
 	var err error
 	switch head.Type {
 	case "gaussian":
 		e := Gaussian{Sensitivity: 1}
+		err = json.Unmarshal(b, &e)
+		if version == 1 && e.Sensitivity > 0 {
+			e.NoiseMultiplier /= e.Sensitivity
+		}
+		out = e
+	case "discrete_gaussian":
+		var e DiscreteGaussian
 		err = json.Unmarshal(b, &e)
 		out = e
 	case "laplace":
@@ -283,7 +328,16 @@ func UnmarshalEvent(b []byte) (Event, error) {
 		out = e
 	case "vote":
 		var e Vote
-		err = json.Unmarshal(b, &e)
+		if version == 1 {
+			var old struct {
+				NoiseMultiplier float64 `json:"noise_multiplier"`
+				VotesPerClient  int     `json:"votes_per_client"`
+			}
+			err = json.Unmarshal(b, &old)
+			e = Vote{NoiseStddev: old.NoiseMultiplier, VotesPerClient: old.VotesPerClient}
+		} else {
+			err = json.Unmarshal(b, &e)
+		}
 		out = e
 	case "above_threshold":
 		var e AboveThreshold
@@ -334,7 +388,7 @@ func UnmarshalEvent(b []byte) (Event, error) {
 	case "composed":
 		c := Composed{Events: make([]Event, len(head.Events))}
 		for i, raw := range head.Events {
-			if c.Events[i], err = UnmarshalEvent(raw); err != nil {
+			if c.Events[i], err = unmarshalEvent(raw, version); err != nil {
 				break
 			}
 		}

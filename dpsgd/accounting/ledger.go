@@ -35,16 +35,25 @@ func (l *Ledger) Spent(acc Accountant, delta float64) (Guarantee, error) {
 	return acc.Epsilon(l.Event(), delta)
 }
 
+// LedgerVersion is the version of the ledger JSON MarshalJSON writes.
+// Version 2 (this one): a Gaussian's "noise_multiplier" is σ/Δ and a Vote's
+// noise is "noise_stddev". Version 1 (ledgers without a "version" field):
+// a Gaussian's "noise_multiplier" was the noise standard deviation in the
+// query's units. UnmarshalJSON reads both; a ledger and its rewritten form
+// give the same ε.
+const LedgerVersion = 2
+
 type entryJSON struct {
 	Label string          `json:"label"`
 	Event json.RawMessage `json:"event"`
 }
 
-// MarshalJSON writes {"entries": [{"label": …, "event": {…}}, …]}.
+// MarshalJSON writes {"version": 2, "entries": [{"label": …, "event": {…}}, …]}.
 func (l Ledger) MarshalJSON() ([]byte, error) {
 	out := struct {
+		Version int         `json:"version"`
 		Entries []entryJSON `json:"entries"`
-	}{Entries: make([]entryJSON, len(l.Entries))}
+	}{Version: LedgerVersion, Entries: make([]entryJSON, len(l.Entries))}
 	for i, e := range l.Entries {
 		b, err := MarshalEvent(e.Event)
 		if err != nil {
@@ -55,17 +64,26 @@ func (l Ledger) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// UnmarshalJSON reads what MarshalJSON writes.
+// UnmarshalJSON reads what MarshalJSON writes, and ledgers of version 1
+// (no "version" field), converting their events to today's meaning.
 func (l *Ledger) UnmarshalJSON(b []byte) error {
 	var in struct {
+		Version *int        `json:"version"`
 		Entries []entryJSON `json:"entries"`
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
 		return fmt.Errorf("accounting: decoding ledger: %w", err)
 	}
+	version := 1
+	if in.Version != nil {
+		version = *in.Version
+	}
+	if version < 1 || version > LedgerVersion {
+		return fmt.Errorf("accounting: ledger version %d: this dptune reads versions 1 to %d", version, LedgerVersion)
+	}
 	l.Entries = make([]Entry, len(in.Entries))
 	for i, e := range in.Entries {
-		ev, err := UnmarshalEvent(e.Event)
+		ev, err := unmarshalEvent(e.Event, version)
 		if err != nil {
 			return fmt.Errorf("accounting: ledger entry %d (%s): %w", i, e.Label, err)
 		}

@@ -209,7 +209,7 @@ func TestPLDHugeEpsilon(t *testing.T) {
 	if err != nil || g.Epsilon < 60-1e-4 || g.Epsilon > 60.01 {
 		t.Errorf("ε0 = 60: %v %v", g.Epsilon, err)
 	}
-	g, err = PLD{}.Epsilon(Vote{NoiseMultiplier: 0.5, VotesPerClient: 10}, 1e-5)
+	g, err = PLD{}.Epsilon(Vote{NoiseStddev: 0.5, VotesPerClient: 10}, 1e-5)
 	if want := exactGaussianEpsilon(0.5/math.Sqrt(20), 1e-5); err != nil || g.Epsilon < want || g.Epsilon > want*1.001 {
 		t.Errorf("vote σ = 0.5, ℓ = 10: %v, exact %v (%v)", g.Epsilon, want, err)
 	}

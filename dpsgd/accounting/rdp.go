@@ -38,8 +38,10 @@ func (a RDP) orders() []float64 {
 
 // RDP returns the RDP ε(α) of e at each order, in the order of Orders:
 //
-//   - Gaussian: α·Δ²/(2σ²) (Mironov 2017, Proposition 7); Vote as the
-//     Gaussian with sensitivity √(2ℓ);
+//   - Gaussian: α/(2z²) for noise multiplier z = σ/Δ (Mironov 2017,
+//     Proposition 7); Vote as the Gaussian with sensitivity √(2ℓ);
+//     DiscreteGaussian as the Gaussian of the same z (Canonne, Kamath,
+//     Steinke 2020, Theorem 4);
 //   - Poisson-subsampled Gaussian: SubsampledGaussianRDP;
 //   - Laplace: LaplaceRDP (Mironov 2017, Proposition 6);
 //   - pure ε-DP (EpsilonDelta with δ = 0, AboveThreshold per iteration):
@@ -81,6 +83,12 @@ func (a RDP) add(acc, orders []float64, e Event, times float64) error {
 		}
 		each(func(o float64) float64 { return SubsampledGaussianRDP(1, r, o) })
 	case Vote:
+		g, err := v.gaussian()
+		if err != nil {
+			return err
+		}
+		return a.add(acc, orders, g, times)
+	case DiscreteGaussian:
 		g, err := v.gaussian()
 		if err != nil {
 			return err

@@ -51,23 +51,31 @@ func TestPureDPRDP(t *testing.T) {
 	}
 }
 
-// The Gaussian's RDP is αΔ²/(2σ²) (Mironov 2017, Proposition 7), and a vote
-// with ℓ votes per client is α·ℓ/σ² (DESIGN.md).
+// The Gaussian's RDP is α/(2z²) for noise multiplier z = σ/Δ (Mironov 2017,
+// Proposition 7), whatever its sensitivity; the discrete Gaussian's is the
+// same (Canonne, Kamath, Steinke 2020, Theorem 4); and a vote with ℓ votes
+// per client and noise standard deviation σ is α·ℓ/σ² (DESIGN.md).
 func TestGaussianSensitivityAndVote(t *testing.T) {
 	acc := RDP{Orders: []float64{2, 7.5, 64}}
 	g, err := acc.RDP(Gaussian{NoiseMultiplier: 3, Sensitivity: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := acc.RDP(Vote{NoiseMultiplier: 3, VotesPerClient: 5})
+	v, err := acc.RDP(Vote{NoiseStddev: 3, VotesPerClient: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := acc.RDP(DiscreteGaussian{NoiseMultiplier: 3, Sensitivity: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, a := range acc.Orders {
-		near(t, "Gaussian", g[i], a*4/18, 1e-12)
+		near(t, "Gaussian", g[i], a/18, 1e-12)
+		near(t, "discrete Gaussian", d[i], a/18, 1e-12)
 		near(t, "vote", v[i], a*5/9, 1e-12)
 	}
-	for _, bad := range []Event{Gaussian{NoiseMultiplier: 1}, Gaussian{NoiseMultiplier: -1, Sensitivity: 1}, Vote{NoiseMultiplier: 1}, Laplace{Scale: 1}} {
+	for _, bad := range []Event{Gaussian{NoiseMultiplier: 1}, Gaussian{NoiseMultiplier: -1, Sensitivity: 1}, Vote{NoiseStddev: 1}, Laplace{Scale: 1},
+		DiscreteGaussian{NoiseMultiplier: 1, Sensitivity: 0.5}, DiscreteGaussian{NoiseMultiplier: 1}} {
 		if _, err := acc.RDP(bad); err == nil {
 			t.Errorf("%#v accepted", bad)
 		}
