@@ -12,13 +12,14 @@ import "math"
 // Gaussian Mechanism": Section 3.3 (integer α, binomial expansion) and
 // Section 3.4 (fractional α, the signed two-sided series with erfc terms) —
 // the exact value at every order, as in Opacus and TensorFlow Privacy.
-// Special cases: q = 0 gives 0, σ = 0 or α = +∞ gives +∞, q = 1 gives the
-// Gaussian's α/(2σ²).
+// Special cases: q = 0 gives 0, α = +∞ or a σ so small that 1/σ² overflows
+// (σ ≲ 1e-154, where even the unsampled Gaussian's RDP is +∞ in float64)
+// gives +∞ at once, q = 1 gives the Gaussian's α/(2σ²).
 func SubsampledGaussianRDP(q, sigma, alpha float64) float64 {
 	switch {
 	case q == 0:
 		return 0
-	case sigma == 0 || math.IsInf(alpha, 1):
+	case math.IsInf(1/(sigma*sigma), 1) || math.IsInf(alpha, 1):
 		return math.Inf(1)
 	case q == 1:
 		return alpha / (2 * sigma * sigma)
@@ -57,11 +58,14 @@ func logAFrac(q, sigma, alpha float64) float64 {
 	z0 := sigma*sigma*math.Log(1/q-1) + 0.5
 	lq, l1q := math.Log(q), math.Log1p(-q)
 	s2 := 2 * sigma * sigma
+	positive := true // the sign of C(α, i), updated as i grows
 	for i := 0; ; i++ {
 		fi := float64(i)
 		j := alpha - fi
 		lc := logBinomAbs(alpha, i)
-		positive := binomSign(alpha, i) > 0
+		if i > 0 && alpha-float64(i-1) < 0 {
+			positive = !positive
+		}
 		t0 := lc + fi*lq + j*l1q
 		t1 := lc + j*lq + fi*l1q
 		e0 := math.Log(0.5) + logErfc((fi-z0)/(math.Sqrt2*sigma))
@@ -73,7 +77,7 @@ func logAFrac(q, sigma, alpha float64) float64 {
 		} else {
 			a0, a1 = logSub(a0, s0), logSub(a1, s1)
 		}
-		if math.Max(s0, s1) < -30 || i > 100000 {
+		if math.Max(s0, s1) < -30 || i > 100000 || math.IsNaN(a0) || math.IsNaN(a1) {
 			break
 		}
 	}
@@ -86,17 +90,6 @@ func logBinomAbs(alpha float64, i int) float64 {
 	b, _ := math.Lgamma(float64(i) + 1)
 	c, _ := math.Lgamma(alpha - float64(i) + 1)
 	return a - b - c
-}
-
-// binomSign is the sign of C(α, i) = Π_{k<i} (α − k)/(k + 1) for α > 0.
-func binomSign(alpha float64, i int) int {
-	s := 1
-	for k := 0; k < i; k++ {
-		if alpha-float64(k) < 0 {
-			s = -s
-		}
-	}
-	return s
 }
 
 // logAdd is log(e^a + e^b).
