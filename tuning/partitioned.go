@@ -1,15 +1,12 @@
 package tuning
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"runtime"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/dptune/dptune/data"
@@ -45,43 +42,52 @@ type PartitionScorer struct {
 	SplitID string
 	// Cache is a file of finished (candidate, part) scores: NOT PRIVATE
 	// (every candidate's per-part accuracy), written with mode 0600 for the
-	// curator; "" for none.
+	// curator; "" for none. Its first line is a header holding a SHA-256
+	// digest of the settings and space (a cache of other settings is
+	// refused), then one line per score ("cand,part,accuracy") and per
+	// search served (see RecordSearch); every line is at most 4096 bytes and
+	// written whole by one write call. A partial last line (a killed write)
+	// is discarded with a warning and cut off before the next append; any
+	// other malformed line is an error naming the file and line.
 	Cache string
 	// Progress, if not nil, is called after each run with runs done and
 	// runs in all (from any goroutine, one call at a time).
 	Progress func(done, total int)
-}
+	// Warn, if not nil, receives warnings about the cache (e.g. a discarded
+	// partial line), one call at a time; nil drops them.
+	Warn func(msg string)
 
-// fingerprint identifies the settings a cache belongs to.
-func (p *PartitionScorer) fingerprint(s Space) string {
-	var vals []string
-	for _, d := range s.Dims {
-		for _, v := range d.Values {
-			vals = append(vals, strconv.FormatFloat(v, 'g', -1, 64))
-		}
-	}
-	sizes := make([]string, len(p.Parts))
-	for i, part := range p.Parts {
-		sizes[i] = strconv.Itoa(part.N)
-	}
-	return fmt.Sprintf("# NOT PRIVATE, curator only: dptune partition scores: arch=%s split=%s sizes=%s val=%d epochs=%d batch=%d momentum=%g private=%v sigma=%g seed=%d space=%s",
-		p.Arch.Name, p.SplitID, strings.Join(sizes, ","), p.Val.N, p.Epochs, p.BatchSize, p.Momentum, p.Private, p.NoiseMultiplier, p.Seed, strings.Join(vals, ","))
+	header string // the cache header of the last Scores call
+	cands  int    // its number of candidates
 }
 
 // Scores returns u_s for every candidate of s (index order), and the
-// per-part scores [candidate][part].
+// per-part scores [candidate][part], each a validation accuracy in [0, 1].
+// s must pass CheckDPSGDSpace and have both dimensions LearningRate and
+// ClipNorm. It returns an error for a malformed or foreign cache, a failed
+// run, or ctx's error when cancelled (the finished scores stay cached).
 func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]float64, error) {
-	k, n := len(p.Parts), s.Size()
+	k := len(p.Parts)
 	if k == 0 || p.Val == nil || p.Val.N == 0 || p.Epochs < 1 || p.BatchSize < 1 {
 		return nil, nil, fmt.Errorf("tuning: partition scorer needs parts, validation data, epochs and a batch size")
 	}
-	per := make([][]float64, n)
-	have := make([][]bool, n)
-	for i := range per {
-		per[i], have[i] = make([]float64, k), make([]bool, k)
+	for _, part := range p.Parts {
+		if part == nil || part.N == 0 {
+			return nil, nil, fmt.Errorf("tuning: partition scorer has an empty part")
+		}
 	}
+	if err := CheckDPSGDSpace(s); err != nil {
+		return nil, nil, err
+	}
+	for _, name := range []string{LearningRate, ClipNorm} {
+		if !slices.ContainsFunc(s.Dims, func(d Dim) bool { return d.Name == name }) {
+			return nil, nil, fmt.Errorf("tuning: search space %s has no dimension %q, which the partition scorer needs", s.Name, name)
+		}
+	}
+	n := s.Size()
 	fp := p.fingerprint(s)
-	if err := p.readCache(fp, per, have); err != nil {
+	per, have, err := p.readCache(fp, n)
+	if err != nil {
 		return nil, nil, err
 	}
 	type task struct{ cand, part int }
@@ -112,7 +118,7 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 				mu.Lock()
 				if err == nil {
 					per[t.cand][t.part] = acc
-					err = p.appendCache(fp, t.cand, t.part, acc)
+					err = p.appendCache(fp, strconv.Itoa(t.cand)+","+strconv.Itoa(t.part)+","+fmtFloat(acc))
 					done++
 					if p.Progress != nil && err == nil {
 						p.Progress(done, total)
@@ -148,6 +154,7 @@ feed:
 			u[i] += a / float64(k)
 		}
 	}
+	p.header, p.cands = fp, n
 	return u, per, nil
 }
 
@@ -176,56 +183,4 @@ func (p *PartitionScorer) train(ctx context.Context, c Candidate, j int) (float6
 	}
 	m, err := dpsgd.Evaluate(ctx, net, p.Val.X, p.Val.Y)
 	return m.Accuracy, err
-}
-
-func (p *PartitionScorer) readCache(fp string, per [][]float64, have [][]bool) error {
-	if p.Cache == "" {
-		return nil
-	}
-	f, err := os.Open(p.Cache)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := sc.Text()
-		if line == 1 {
-			if text != fp {
-				return fmt.Errorf("tuning: %s holds scores of another partition or other settings; a rerun resumes only with the same --seed and settings (else remove the file or name another cache)", p.Cache)
-			}
-			continue
-		}
-		var i, j int
-		var acc float64
-		if _, err := fmt.Sscanf(text, "%d,%d,%g", &i, &j, &acc); err != nil || i < 0 || i >= len(per) || j < 0 || j >= len(per[0]) || !(acc >= 0 && acc <= 1) {
-			return fmt.Errorf("tuning: %s, line %d: bad record %q", p.Cache, line, text)
-		}
-		per[i][j], have[i][j] = acc, true
-	}
-	return sc.Err()
-}
-
-func (p *PartitionScorer) appendCache(fp string, i, j int, acc float64) error {
-	if p.Cache == "" {
-		return nil
-	}
-	_, statErr := os.Stat(p.Cache)
-	f, err := os.OpenFile(p.Cache, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if errors.Is(statErr, fs.ErrNotExist) {
-		fmt.Fprintln(f, fp)
-	}
-	if _, err := fmt.Fprintf(f, "%d,%d,%s\n", i, j, strconv.FormatFloat(acc, 'g', -1, 64)); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -1,8 +1,10 @@
 package tuning
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -83,10 +85,19 @@ func BuiltinSpace(name string) (Space, bool) {
 	return Space{}, false
 }
 
+// MaxCandidates is the largest number of candidates a space may have. Every
+// tuner keeps per-candidate state: the GP tuner's posterior density over the
+// space is O(n) per step (its n×n kernel is only built for the observed
+// points, but the density is over all n), the random-stop tuner draws indices
+// in [0, n), and the doubling tuner trains k·n part runs and keeps a k·n score
+// table. A grid of more than 2^20 points is a mistake (30 dimensions of 8
+// values is 8^30), not a search; the cap also keeps Size from overflowing
+// int.
+const MaxCandidates = 1 << 20
+
 // LoadSpace returns the builtin space called nameOrFile, or reads a JSON
-// file: {"name": …, "dims": [{"name": "learning_rate", "values": [0.1, 1],
-// "log": true}, …]}, where a dimension may give "min", "max" and "count"
-// instead of "values" (log-spaced if "log", else linear, both ends included).
+// file ending in ".json" and parses it with ParseSpace. The error for a name
+// that is neither lists the builtins.
 func LoadSpace(nameOrFile string) (Space, error) {
 	if s, ok := BuiltinSpace(nameOrFile); ok {
 		return s, nil
@@ -98,36 +109,100 @@ func LoadSpace(nameOrFile string) (Space, error) {
 	if err != nil {
 		return Space{}, err
 	}
+	return ParseSpace(nameOrFile, b)
+}
+
+// rawDim is a dimension as the JSON file gives it: either "values" or all of
+// "min", "max" and "count".
+type rawDim struct {
+	Name   string    `json:"name"`
+	Values []float64 `json:"values"`
+	Log    bool      `json:"log"`
+	Min    *float64  `json:"min"`
+	Max    *float64  `json:"max"`
+	Count  *int      `json:"count"`
+}
+
+// ParseSpace parses the JSON text b of a search space: one object
+// {"name": …, "dims": [{"name": "learning_rate", "values": [0.1, 1],
+// "log": true}, …]}, where a dimension gives either "values" or all of
+// "min", "max" and "count" (count values from min to max, both ends
+// included, log-spaced if "log", else linear; a count of 1 gives min). name
+// (the file name) labels the errors and is the space's name when the JSON
+// gives none.
+//
+// It returns an error for invalid JSON, unknown fields, data after the
+// object, a dimension giving both "values" and min/max/count or only some of
+// min/max/count, min > max, a non-finite min or max, non-positive min or max
+// on a log dimension, a count outside [1, MaxCandidates], more than
+// MaxCandidates candidates in all (checked before any grid is built), and
+// whatever Check rejects. It does not check the dimension names against a
+// trainer (see CheckDPSGDSpace).
+func ParseSpace(name string, b []byte) (Space, error) {
 	var raw struct {
-		Name string `json:"name"`
-		Dims []struct {
-			Dim
-			Min   *float64 `json:"min"`
-			Max   *float64 `json:"max"`
-			Count int      `json:"count"`
-		} `json:"dims"`
+		Name string   `json:"name"`
+		Dims []rawDim `json:"dims"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
-		return Space{}, fmt.Errorf("search space %s: %w", nameOrFile, err)
+		return Space{}, fmt.Errorf("search space %s: %w", name, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Space{}, fmt.Errorf("search space %s: data after the JSON object", name)
 	}
 	s := Space{Name: raw.Name}
 	if s.Name == "" {
-		s.Name = nameOrFile
+		s.Name = name
+	}
+	if len(raw.Dims) == 0 {
+		return Space{}, fmt.Errorf("search space %s has no dimensions", s.Name)
+	}
+	// First pass: validate every dimension and bound the product of the
+	// counts, before allocating any grid.
+	total := 1
+	for _, d := range raw.Dims {
+		grid := d.Min != nil || d.Max != nil || d.Count != nil
+		var n int
+		switch {
+		case d.Values != nil && grid:
+			return Space{}, fmt.Errorf("search space %s: dimension %q gives both \"values\" and min/max/count", s.Name, d.Name)
+		case !grid:
+			n = len(d.Values)
+		case d.Min == nil || d.Max == nil || d.Count == nil:
+			return Space{}, fmt.Errorf("search space %s: dimension %q needs all of \"min\", \"max\" and \"count\" (or \"values\")", s.Name, d.Name)
+		default:
+			lo, hi, c := *d.Min, *d.Max, *d.Count
+			switch {
+			case c < 1 || c > MaxCandidates:
+				return Space{}, fmt.Errorf("search space %s: dimension %q has count %d: must be between 1 and %d", s.Name, d.Name, c, MaxCandidates)
+			case !isFinite(lo) || !isFinite(hi):
+				return Space{}, fmt.Errorf("search space %s: dimension %q has min %v and max %v: must be finite", s.Name, d.Name, lo, hi)
+			case lo > hi:
+				return Space{}, fmt.Errorf("search space %s: dimension %q has min %v greater than max %v", s.Name, d.Name, lo, hi)
+			case d.Log && !(lo > 0):
+				return Space{}, fmt.Errorf("search space %s: log dimension %q needs positive min and max, has min %v", s.Name, d.Name, lo)
+			}
+			n = c
+		}
+		if n == 0 {
+			return Space{}, fmt.Errorf("search space %s: dimension %q has no values", s.Name, d.Name)
+		}
+		if n > MaxCandidates/total {
+			return Space{}, fmt.Errorf("search space %s: more than MaxCandidates = %d candidates (at dimension %q, %d values)", s.Name, MaxCandidates, d.Name, n)
+		}
+		total *= n
 	}
 	for _, d := range raw.Dims {
-		dim := d.Dim
-		if len(dim.Values) == 0 && d.Min != nil && d.Max != nil && d.Count > 0 {
-			lo, hi, n := *d.Min, *d.Max, d.Count
-			if n == 1 {
+		dim := Dim{Name: d.Name, Values: d.Values, Log: d.Log}
+		if d.Count != nil {
+			lo, hi, n := *d.Min, *d.Max, *d.Count
+			switch {
+			case n == 1:
 				dim.Values = []float64{lo}
-			} else if dim.Log {
-				if !(lo > 0 && hi > 0) {
-					return Space{}, fmt.Errorf("search space %s: log dimension %q needs positive min and max", nameOrFile, dim.Name)
-				}
+			case d.Log:
 				dim.Values = LogGrid(lo, math.Pow(hi/lo, 1/float64(n-1)), n)
-			} else {
+			default:
 				dim.Values = LinearGrid(lo, (hi-lo)/float64(n-1), n)
 			}
 		}
@@ -136,8 +211,11 @@ func LoadSpace(nameOrFile string) (Space, error) {
 	return s, s.Check()
 }
 
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
 // Check returns an error if the space is empty, a dimension has no values,
-// names repeat, or a value is not finite (or not positive on a log scale).
+// names repeat, a value is not finite (or not positive on a log scale), or
+// the space has more than MaxCandidates candidates.
 func (s Space) Check() error {
 	if len(s.Dims) == 0 {
 		return fmt.Errorf("search space %s has no dimensions", s.Name)
@@ -152,21 +230,72 @@ func (s Space) Check() error {
 			return fmt.Errorf("search space %s: dimension %q has no values", s.Name, d.Name)
 		}
 		for _, v := range d.Values {
-			if math.IsNaN(v) || math.IsInf(v, 0) || (d.Log && v <= 0) {
+			if !isFinite(v) || (d.Log && v <= 0) {
 				return fmt.Errorf("search space %s: dimension %q has value %v", s.Name, d.Name, v)
 			}
 		}
 	}
-	return nil
+	_, err := s.CheckedSize()
+	return err
 }
 
-// Size is the number of candidates.
+// CheckedSize returns the number of candidates, the product of the
+// dimensions' value counts, or an error if the space has no dimensions, a
+// dimension has no values, or the product exceeds MaxCandidates (checked
+// before each multiplication, so it never overflows).
+func (s Space) CheckedSize() (int, error) {
+	if len(s.Dims) == 0 {
+		return 0, fmt.Errorf("search space %s has no dimensions", s.Name)
+	}
+	n := 1
+	for _, d := range s.Dims {
+		m := len(d.Values)
+		if m == 0 {
+			return 0, fmt.Errorf("search space %s: dimension %q has no values", s.Name, d.Name)
+		}
+		if m > MaxCandidates/n {
+			return 0, fmt.Errorf("search space %s: more than MaxCandidates = %d candidates (at dimension %q, %d values)", s.Name, MaxCandidates, d.Name, m)
+		}
+		n *= m
+	}
+	return n, nil
+}
+
+// Size is the number of candidates of a space that passed Check: the product
+// of the dimensions' value counts. It saturates at math.MaxInt instead of
+// overflowing (Check rejects any space larger than MaxCandidates).
 func (s Space) Size() int {
 	n := 1
 	for _, d := range s.Dims {
-		n *= len(d.Values)
+		m := len(d.Values)
+		if m != 0 && n > math.MaxInt/m {
+			return math.MaxInt
+		}
+		n *= m
 	}
 	return n
+}
+
+// CheckDPSGDSpace returns Check's error, or an error if s is not a space the
+// DP-SGD trainers (DPSGDTrainer, PartitionScorer) understand: a dimension
+// other than LearningRate ("learning_rate") and ClipNorm ("clip_norm"), or a
+// learning rate or clipping norm that is not positive and finite. The errors
+// name the dimension and the offending value.
+func CheckDPSGDSpace(s Space) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	for _, d := range s.Dims {
+		if d.Name != LearningRate && d.Name != ClipNorm {
+			return fmt.Errorf("search space %s: unknown dimension %q (the DP-SGD trainer knows %q and %q)", s.Name, d.Name, LearningRate, ClipNorm)
+		}
+		for _, v := range d.Values {
+			if !(v > 0) || math.IsInf(v, 1) {
+				return fmt.Errorf("search space %s: dimension %q has value %v: must be positive and finite", s.Name, d.Name, v)
+			}
+		}
+	}
+	return nil
 }
 
 // Candidate is one point of a space.
