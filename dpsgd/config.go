@@ -14,13 +14,23 @@ type Config struct {
 	// SamplingRate q ∈ (0, 1]: each example is in a step's batch with probability q;
 	// the expected batch size is qN.
 	SamplingRate float64
-	// Steps is the number of DP-SGD steps (see StepsForEpochs).
+	// Steps is the number of DP-SGD steps (see StepsForEpochs), at most
+	// MaxSteps.
 	Steps int
+	// ExpectedBatchSize is the divisor of the noisy sum, qN with N the
+	// training set's nominal size: a public constant fixed before training,
+	// never the realised batch size nor a count of the private data (under
+	// add/remove adjacency the dataset's size is itself private). Zero means
+	// q·len(training set), which is right only when that size is public.
+	ExpectedBatchSize float64
 	// LearningRate η > 0 and Momentum μ ∈ [0, 1) of SGD.
 	LearningRate, Momentum float64
 	// Seed makes the run reproducible: Poisson sampling and noise come from
 	// ChaCha8 streams derived from it. Nil: both are keyed from crypto/rand.
 	Seed *uint64
+	// Noise chooses how the Gaussian noise is drawn; the zero value
+	// (NoiseAuto) is secure noise when Seed is nil and fast noise when seeded.
+	Noise NoiseMode
 	// NonPrivate trains without noise (NoiseMultiplier must be 0): plain SGD
 	// on Poisson-sampled batches, or, with ClipNorm > 0, per-example clipping
 	// without noise (as the doubling tuner's partition runs use, so that the
@@ -28,11 +38,57 @@ type Config struct {
 	NonPrivate bool
 }
 
+// NoiseMode says how DP-SGD draws its Gaussian noise.
+type NoiseMode int
+
+const (
+	// NoiseAuto is NoiseSecure for unseeded runs and NoiseFast for seeded
+	// ones (whose noise is recomputable from the seed anyway).
+	NoiseAuto NoiseMode = iota
+	// NoiseSecure draws each coordinate's noise as the sum of four Gaussian
+	// draws from a cryptographically strong generator, divided by two
+	// (noise.SecureNormal; Holohan & Braghin 2021, as Opacus's secure_mode),
+	// so that the low bits of the noisy sum do not reveal it.
+	NoiseSecure
+	// NoiseFast draws one NormFloat64 per coordinate: reproducible and
+	// cheaper, but open to floating-point attacks on its low bits (Mironov
+	// 2012); for seeded experiments.
+	NoiseFast
+)
+
+// Secure reports whether mode m draws secure noise for a run seeded (or not)
+// as seed says.
+func (m NoiseMode) Secure(seed *uint64) bool {
+	return m == NoiseSecure || (m == NoiseAuto && seed == nil)
+}
+
+// MaxSteps is the largest number of steps a run may have (2³⁰): far beyond
+// any useful DP-SGD run, and small enough that step counts, epochs and the
+// accountants' arithmetic never overflow.
+const MaxSteps = 1 << 30
+
 // StepsForEpochs is the number of steps in epochs passes over n examples at
 // sampling rate q: epochs·⌈1/q⌉, i.e. ⌈n / expected batch size⌉ steps per
-// epoch, as Opacus's Poisson data loader and the reference PyTorch benchmark do.
+// epoch, as Opacus's Poisson data loader and the reference PyTorch benchmark
+// do. Check the inputs with CheckEpochs first: out of its range the result
+// is meaningless.
 func StepsForEpochs(epochs int, q float64) int {
 	return epochs * int(math.Ceil(1/q-1e-9))
+}
+
+// CheckEpochs returns an error unless epochs ≥ 1, q ∈ (0, 1] and
+// StepsForEpochs(epochs, q) is at most MaxSteps (so that it cannot overflow).
+func CheckEpochs(epochs int, q float64) error {
+	if !(q > 0 && q <= 1) {
+		return fmt.Errorf("sampling rate %v is outside (0, 1]", q)
+	}
+	if epochs < 1 {
+		return fmt.Errorf("epochs %d must be at least 1", epochs)
+	}
+	if per := math.Ceil(1/q - 1e-9); per*float64(epochs) > MaxSteps {
+		return fmt.Errorf("%d epochs at sampling rate %v are %.4g steps, more than the %d allowed", epochs, q, per*float64(epochs), MaxSteps)
+	}
+	return nil
 }
 
 // Validate returns an error describing the first out-of-range field.
@@ -40,8 +96,12 @@ func (c Config) Validate() error {
 	switch {
 	case !(c.SamplingRate > 0 && c.SamplingRate <= 1):
 		return fmt.Errorf("sampling rate %v is outside (0, 1]", c.SamplingRate)
-	case c.Steps < 0:
-		return fmt.Errorf("steps %d < 0", c.Steps)
+	case c.Steps < 0 || c.Steps > MaxSteps:
+		return fmt.Errorf("steps %d is outside [0, %d]", c.Steps, MaxSteps)
+	case c.ExpectedBatchSize < 0 || math.IsNaN(c.ExpectedBatchSize) || math.IsInf(c.ExpectedBatchSize, 1):
+		return fmt.Errorf("expected batch size %v must be positive and finite (or 0: q·N)", c.ExpectedBatchSize)
+	case c.Noise < NoiseAuto || c.Noise > NoiseFast:
+		return fmt.Errorf("unknown noise mode %d", c.Noise)
 	case !(c.LearningRate > 0) || math.IsInf(c.LearningRate, 1):
 		return fmt.Errorf("learning rate %v must be positive and finite", c.LearningRate)
 	case !(c.Momentum >= 0 && c.Momentum < 1):

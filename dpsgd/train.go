@@ -8,6 +8,7 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
@@ -30,6 +31,9 @@ type Result struct {
 	// Event is the privacy cost of the completed steps:
 	// accounting.DPSGD(σ, q, Steps), or accounting.NonPrivate.
 	Event accounting.Event
+	// SecureNoise reports whether the noise was drawn in secure mode (see
+	// NoiseMode).
+	SecureNoise bool
 	// MeanBatchSize is the mean realised batch size.
 	MeanBatchSize float64
 	// Timings is the time spent per phase (and, if the engine is Timed, per
@@ -55,14 +59,19 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	if train.N == 0 {
 		return Result{}, fmt.Errorf("dpsgd: empty training set %s", train.Name)
 	}
-	expected := cfg.SamplingRate * float64(train.N)
+	expected := cfg.ExpectedBatchSize
+	if expected == 0 {
+		expected = cfg.SamplingRate * float64(train.N)
+	}
 	if engine == nil {
 		if engine, err = NewEngine(net, max(1, int(math.Ceil(expected)))); err != nil {
 			return Result{}, err
 		}
 	}
 	sampling := randsrc.New(cfg.Seed, "sampling")
-	noise := randsrc.New(cfg.Seed, "noise")
+	noiseRNG := randsrc.New(cfg.Seed, "noise")
+	secure := cfg.Noise.Secure(cfg.Seed) && !cfg.NonPrivate
+	res.SecureNoise = secure
 	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm
 	if cfg.NonPrivate {
 		std = 0
@@ -106,11 +115,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		} else {
 			res.Timings.Phase[PhaseForward] += engineTime // not broken down
 		}
-		if std > 0 {
-			for k := range sum {
-				sum[k] = float32(float64(sum[k]) + std*noise.NormFloat64())
-			}
-		}
+		noise.AddGaussian(sum, std, secure, noiseRNG)
 		res.Timings.Phase[PhaseNoise] += sw.lap()
 		finite := true
 		for k, g := range sum {

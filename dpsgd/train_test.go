@@ -35,32 +35,53 @@ func smallSet(t testing.TB, n int) (*model.Net, *data.Dataset) {
 func seed(s uint64) *uint64 { return &s }
 
 // With a zero gradient sum, one step moves every parameter by
-// −η·N(0, σ²C²)/(qN): the noise's standard deviation is ησC/(qN).
+// −η·N(0, σ²C²)/(qN): the noise's standard deviation is ησC/(qN), in every
+// noise mode, with qN the nominal expected batch size when one is given.
 func TestNoiseScale(t *testing.T) {
-	net, train := smallSet(t, 100)
-	before := append([]float32(nil), net.Params...)
-	cfg := Config{NoiseMultiplier: 2, ClipNorm: 0.5, SamplingRate: 0.1, Steps: 1, LearningRate: 0.3, Seed: seed(1)}
-	if _, err := Train(context.Background(), net, train, cfg, &fakeEngine{add: func([]int) float32 { return 0 }}, nil); err != nil {
-		t.Fatal(err)
-	}
-	var s, s2 float64
-	for k := range before {
-		d := float64(net.Params[k] - before[k])
-		s += d
-		s2 += d * d
-	}
-	n := float64(len(before))
-	want := 0.3 * 2 * 0.5 / 10
-	if sd := math.Sqrt(s2/n - (s/n)*(s/n)); math.Abs(sd-want) > 0.03*want {
-		t.Fatalf("update sd %v, want ησC/(qN) = %v", sd, want)
-	}
-	if mean := s / n; math.Abs(mean) > 4*want/math.Sqrt(n) {
-		t.Fatalf("update mean %v, want 0", mean)
+	for _, c := range []struct {
+		name       string
+		mode       NoiseMode
+		seed       *uint64
+		expected   float64 // ExpectedBatchSize; 0: q·N = 10
+		wantSecure bool
+	}{
+		{"seeded auto is fast", NoiseAuto, seed(1), 0, false},
+		{"seeded secure", NoiseSecure, seed(1), 0, true},
+		{"unseeded auto is secure", NoiseAuto, nil, 0, true},
+		{"nominal batch", NoiseFast, seed(2), 25, false},
+	} {
+		net, train := smallSet(t, 100)
+		before := append([]float32(nil), net.Params...)
+		cfg := Config{NoiseMultiplier: 2, ClipNorm: 0.5, SamplingRate: 0.1, Steps: 1, LearningRate: 0.3, Seed: c.seed,
+			Noise: c.mode, ExpectedBatchSize: c.expected}
+		res, err := Train(context.Background(), net, train, cfg, &fakeEngine{add: func([]int) float32 { return 0 }}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SecureNoise != c.wantSecure {
+			t.Errorf("%s: secure noise %v", c.name, res.SecureNoise)
+		}
+		var s, s2 float64
+		for k := range before {
+			d := float64(net.Params[k] - before[k])
+			s += d
+			s2 += d * d
+		}
+		n := float64(len(before))
+		qn := 10.0
+		if c.expected > 0 {
+			qn = c.expected
+		}
+		want := 0.3 * 2 * 0.5 / qn
+		if sd := math.Sqrt(s2/n - (s/n)*(s/n)); math.Abs(sd-want) > 0.03*want {
+			t.Fatalf("%s: update sd %v, want ησC/(qN) = %v", c.name, sd, want)
+		}
+		if mean := s / n; math.Abs(mean) > 4*want/math.Sqrt(n) {
+			t.Fatalf("%s: update mean %v, want 0", c.name, mean)
+		}
 	}
 }
 
-// The sum is divided by the expected batch size qN, never the realised one;
-// momentum follows PyTorch's SGD: v ← μv + g, θ ← θ − ηv.
 func TestUpdateRule(t *testing.T) {
 	net, train := smallSet(t, 200)
 	before := append([]float32(nil), net.Params...)
@@ -154,10 +175,19 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("case %d: %+v accepted", i, c)
 		}
 	}
-	if got := StepsForEpochs(10, 256.0/60000); got != 2350 {
-		t.Errorf("10 epochs at q = 256/60000: %d steps, want 10·⌈234.375⌉ = 2350", got)
+	if got, err := StepsForEpochs(10, 256.0/60000), CheckEpochs(10, 256.0/60000); got != 2350 || err != nil {
+		t.Errorf("10 epochs at q = 256/60000: %d steps (%v), want 10·⌈234.375⌉ = 2350", got, err)
 	}
-	if got := StepsForEpochs(3, 0.01); got != 300 {
-		t.Errorf("3 epochs at q = 0.01: %d steps, want 300", got)
+	if got, err := StepsForEpochs(3, 0.01), CheckEpochs(3, 0.01); got != 300 || err != nil {
+		t.Errorf("3 epochs at q = 0.01: %d steps (%v), want 300", got, err)
+	}
+	// Inputs that overflowed int or gave negative steps before the cap.
+	for _, c := range []struct {
+		epochs int
+		q      float64
+	}{{4611686018427387904, 256.0 / 60000}, {100000000000, 1e-9}, {1, 1e-9 / 2}, {0, 0.5}, {1, 0}, {1, 1.5}} {
+		if err := CheckEpochs(c.epochs, c.q); err == nil {
+			t.Errorf("%d epochs at q = %v accepted", c.epochs, c.q)
+		}
 	}
 }
