@@ -36,13 +36,17 @@ type ModeResult struct {
 	LayersBackward    map[string]float64 `json:"layers_backward_ms"` // ms per step, incl. per-example gradients
 }
 
-// BatchResult is both modes at one expected batch size.
+// BatchResult is every mode at one expected batch size.
 type BatchResult struct {
 	BatchSize        int                `json:"batch_size"`
 	NonPrivate       ModeResult         `json:"nonprivate"`
-	DP               ModeResult         `json:"dp"`
+	DP               ModeResult         `json:"dp"`                 // seeded: fast noise (dpsgd.NoiseFast)
 	DPOverNonPrivate float64            `json:"dp_over_nonprivate"` // ratio of ms per step
 	Phases           map[string]float64 `json:"phases"`             // DP-SGD's, ms per step
+	// DPSecure is DP-SGD with secure noise (dpsgd.NoiseSecure), the default
+	// of unseeded runs; SecureOverFast is its ms per step over DP's.
+	DPSecure       ModeResult `json:"dp_secure_noise"`
+	SecureOverFast float64    `json:"secure_over_fast_noise"`
 }
 
 // PerSampleReport is what PerSample measured.
@@ -58,8 +62,8 @@ type PerSampleReport struct {
 }
 
 // PerSample measures full DP-SGD steps (sampling, forward, per-sample
-// gradients, clipping, noise, update) and non-private steps with the same
-// engine, for each batch size: throughput, time per phase and per layer,
+// gradients, clipping, noise, update) — with fast and with secure noise — and
+// non-private steps with the same engine, for each batch size: throughput, time per phase and per layer,
 // allocations per step. Every step is a real dpsgd.Train step on cfg.Train
 // (σ = 1, C = 1; the values do not change the cost). It stops with ctx's
 // error when ctx is cancelled, returning the batch sizes finished.
@@ -82,23 +86,23 @@ func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error
 	init := append([]float32(nil), net.Params...)
 	for _, b := range cfg.BatchSizes {
 		res := BatchResult{BatchSize: b}
-		for _, private := range []bool{false, true} {
-			mode := map[bool]string{false: "non-private", true: "DP-SGD"}[private]
+		for _, m := range []struct {
+			name  string
+			noise dpsgd.NoiseMode
+			out   *ModeResult
+		}{{"non-private", -1, &res.NonPrivate}, {"DP-SGD", dpsgd.NoiseFast, &res.DP}, {"DP-SGD, secure noise", dpsgd.NoiseSecure, &res.DPSecure}} {
 			if cfg.Progress != nil {
-				cfg.Progress(b, mode)
+				cfg.Progress(b, m.name)
 			}
 			copy(net.Params, init)
-			m, err := measure(ctx, net, cfg, b, private)
+			r, err := measure(ctx, net, cfg, b, m.noise)
 			if err != nil {
 				return rep, err
 			}
-			if private {
-				res.DP = m
-			} else {
-				res.NonPrivate = m
-			}
+			*m.out = r
 		}
 		res.DPOverNonPrivate = res.DP.MsPerStep / res.NonPrivate.MsPerStep
+		res.SecureOverFast = res.DPSecure.MsPerStep / res.DP.MsPerStep
 		res.Phases = res.DP.Phases
 		rep.Results = append(rep.Results, res)
 	}
@@ -107,11 +111,14 @@ func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error
 	return rep, nil
 }
 
-func measure(ctx context.Context, net *model.Net, cfg PerSampleConfig, batch int, private bool) (ModeResult, error) {
+// measure times DP-SGD steps with the given noise mode, or non-private steps
+// when noise is negative.
+func measure(ctx context.Context, net *model.Net, cfg PerSampleConfig, batch int, noise dpsgd.NoiseMode) (ModeResult, error) {
 	q := float64(batch) / float64(cfg.Train.N)
 	seed := cfg.Seed
-	c := dpsgd.Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: q, LearningRate: 0.01, Seed: &seed}
-	if !private {
+	c := dpsgd.Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: q, LearningRate: 0.01, Seed: &seed, Noise: noise}
+	if noise < 0 {
+		c.Noise = dpsgd.NoiseAuto
 		c.NoiseMultiplier, c.ClipNorm, c.NonPrivate = 0, 0, true
 	}
 	engine, err := dpsgd.NewEngine(net, batch)
