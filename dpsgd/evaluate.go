@@ -61,5 +61,5 @@ func Evaluate(ctx context.Context, net *model.Net, x []float32, y []uint8) (mode
 	if len(y) == 0 {
 		return model.Metrics{}, nil
 	}
-	return model.Metrics{Accuracy: float64(correct) / float64(len(y)), Loss: loss / float64(len(y)), N: len(y)}, nil
+	return model.Metrics{Accuracy: float64(correct) / float64(len(y)), Loss: loss / float64(len(y)), N: len(y), Correct: correct}, nil
 }

@@ -14,6 +14,7 @@ type Metrics struct {
 	Accuracy float64 `json:"accuracy"` // fraction of examples whose argmax logit is the label
 	Loss     float64 `json:"loss"`     // mean softmax cross-entropy, nats
 	N        int     `json:"n"`
+	Correct  int     `json:"correct"` // examples whose argmax logit is the label
 }
 
 // Evaluate runs the network over the n examples of x ([n, C, H, W]) with
@@ -59,7 +60,7 @@ func (n *Net) Evaluate(ctx context.Context, x []float32, y []uint8) (Metrics, er
 	if len(y) == 0 {
 		return Metrics{}, nil
 	}
-	return Metrics{Accuracy: float64(correct) / float64(len(y)), Loss: loss / float64(len(y)), N: len(y)}, nil
+	return Metrics{Accuracy: float64(correct) / float64(len(y)), Loss: loss / float64(len(y)), N: len(y), Correct: correct}, nil
 }
 
 // CrossEntropy is −log softmax(logits)[label], computed in float64 with the

@@ -70,8 +70,8 @@ func (p *PartitionScorer) fingerprint(s Space) string {
 	for _, part := range p.Parts {
 		fmt.Fprintf(h, "%d,", part.N)
 	}
-	fmt.Fprintf(h, "\nval=%d epochs=%d batch=%d momentum=%s private=%v sigma=%s seed=%d\n",
-		p.Val.N, p.Epochs, p.BatchSize, fmtFloat(p.Momentum), p.Private, fmtFloat(p.NoiseMultiplier), p.Seed)
+	fmt.Fprintf(h, "\nval=%d nominal=%d epochs=%d batch=%d q=%s momentum=%s private=%v sigma=%s seed=%d\n",
+		p.Val.N, p.ValSize, p.Epochs, p.BatchSize, fmtFloat(p.SamplingRate), fmtFloat(p.Momentum), p.Private, fmtFloat(p.NoiseMultiplier), p.Seed)
 	for _, d := range s.Dims {
 		fmt.Fprintf(h, "dim=%q log=%v values=", d.Name, d.Log)
 		for _, v := range d.Values {

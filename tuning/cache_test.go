@@ -17,7 +17,7 @@ func cacheScorer(t *testing.T) (*PartitionScorer, Space, *int, *[]string) {
 	t.Helper()
 	runs, warnings := new(int), new([]string)
 	p := &PartitionScorer{Arch: model.MNIST, Parts: []*data.Dataset{tinyMNIST(30, 1), tinyMNIST(30, 2)}, Val: tinyMNIST(20, 3),
-		Epochs: 1, BatchSize: 16, Seed: 5, SplitID: "test", Cache: filepath.Join(t.TempDir(), "scores.csv"),
+		ValSize: 20, Epochs: 1, BatchSize: 16, SamplingRate: 16.0 / 30, Seed: 5, SplitID: "test", Cache: filepath.Join(t.TempDir(), "scores.csv"),
 		Progress: func(int, int) { *runs++ },
 		Warn:     func(msg string) { *warnings = append(*warnings, msg) }}
 	s := Space{Name: "two", Dims: []Dim{{Name: LearningRate, Values: []float64{0.1, 0.5}}, {Name: ClipNorm, Values: []float64{1}}}}

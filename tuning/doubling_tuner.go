@@ -35,6 +35,26 @@ type DoublingResult struct {
 	Iterations int         // realised T
 	Trace      []Iteration // every iteration (u, step, accepted)
 	Fallback   bool        // no candidate passed: the first candidate was used
+	FinalSteps int         // steps the final run completed
+	// EarlierSearches are the searches the score cache had already served:
+	// each composes with this one (charge them to a budget file).
+	EarlierSearches []SearchRecord
+}
+
+// SearchLedger is the cost of scoring and searching, known before either
+// runs: the partition runs (only when they are DP-SGD runs, at the scorer's
+// nominal sampling rate; non-private part runs are covered by the search's
+// Laplace noise, Lemma 2) and the search (accounting.AboveThreshold at the
+// cap).
+func (d *DoublingTuner) SearchLedger() accounting.Ledger {
+	var l accounting.Ledger
+	if s := d.Scorer; s.Private {
+		l.Add(fmt.Sprintf("partition runs: DP-SGD on each of %d disjoint parts, %d candidates each", len(s.Parts), d.Space.Size()),
+			accounting.SelfComposed{Event: accounting.DPSGD(s.NoiseMultiplier, s.SamplingRate, dpsgd.StepsForEpochs(s.Epochs, s.SamplingRate)), Count: d.Space.Size()})
+	}
+	l.Add(fmt.Sprintf("doubling search: at most %d AboveThreshold iterations, ϵ = %g each", d.Search.MaxIterations, d.Search.Epsilon0),
+		accounting.AboveThreshold{Epsilon: d.Search.IterationEpsilon(), MaxIterations: d.Search.MaxIterations})
+	return l
 }
 
 // Run scores, searches and trains. The ledger has three entries: the
@@ -52,25 +72,24 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	if d.Search.Partitions != len(d.Scorer.Parts) {
 		return res, fmt.Errorf("tuning: search expects %d partitions, scorer has %d", d.Search.Partitions, len(d.Scorer.Parts))
 	}
-	if d.Scorer.Private {
-		// Every part run uses its part's sampling rate; the smallest part has
-		// the largest rate, which bounds them all.
-		smallest := d.Scorer.Parts[0].N
-		for _, p := range d.Scorer.Parts {
-			smallest = min(smallest, p.N)
-		}
-		q := min(1, float64(d.Scorer.BatchSize)/float64(smallest))
-		res.Ledger.Add(fmt.Sprintf("partition runs: DP-SGD on each of %d disjoint parts, %d candidates each", len(d.Scorer.Parts), d.Space.Size()),
-			accounting.SelfComposed{Event: accounting.DPSGD(d.Scorer.NoiseMultiplier, q, dpsgd.StepsForEpochs(d.Scorer.Epochs, q)), Count: d.Space.Size()})
+	for _, e := range d.SearchLedger().Entries {
+		res.Ledger.Add(e.Label, e.Event)
 	}
-	res.Ledger.Add(fmt.Sprintf("doubling search: at most %d AboveThreshold iterations, ϵ = %g each", d.Search.MaxIterations, d.Search.Epsilon0),
-		accounting.AboveThreshold{Epsilon: d.Search.IterationEpsilon(), MaxIterations: d.Search.MaxIterations})
+	earlier, err := d.Scorer.Searches()
+	if err != nil {
+		return res, err
+	}
+	res.EarlierSearches = earlier
 	u, _, err := d.Scorer.Scores(ctx, d.Space)
 	if err != nil {
 		return res, err
 	}
 	sel, T, err := DoublingSearch(u, d.Search, randsrc.New(d.Seed, "doubling search"), false, func(it Iteration) { res.Trace = append(res.Trace, it) })
 	if err != nil {
+		return res, err
+	}
+	if err := d.Scorer.RecordSearch(SearchRecord{Epsilon0: d.Search.Epsilon0, Granularity: d.Search.Granularity, U0: d.Search.U0,
+		MaxIterations: d.Search.MaxIterations, Epsilon: float64(d.Search.MaxIterations) * d.Search.IterationEpsilon()}); err != nil {
 		return res, err
 	}
 	res.Iterations = T
@@ -87,6 +106,9 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	}
 	final, err := dpsgd.Train(ctx, net, d.Train, cfg, nil, nil)
 	res.Ledger.Add("final DP-SGD run with the selected candidate", final.Event)
-	res.Model = net
+	res.FinalSteps = final.Steps
+	if err == nil {
+		res.Model = net
+	}
 	return res, err
 }

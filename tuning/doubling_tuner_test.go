@@ -39,7 +39,7 @@ func TestDoublingTunerLedgerAndResume(t *testing.T) {
 	space := Space{Name: "two", Dims: []Dim{{Name: LearningRate, Values: []float64{0.1, 0.5}}, {Name: ClipNorm, Values: []float64{1}}}}
 	cache := filepath.Join(t.TempDir(), "scores.csv")
 	runs := 0
-	scorer := &PartitionScorer{Arch: model.MNIST, Parts: parts, Val: val, Epochs: 1, BatchSize: 64, Seed: 5, Cache: cache,
+	scorer := &PartitionScorer{Arch: model.MNIST, Parts: parts, Val: val, ValSize: 100, Epochs: 1, BatchSize: 64, SamplingRate: 64.0 / 300, Seed: 5, Cache: cache,
 		Progress: func(int, int) { runs++ }}
 	seed := uint64(9)
 	q := 64.0 / 600
@@ -65,6 +65,15 @@ func TestDoublingTunerLedgerAndResume(t *testing.T) {
 	got, _ := res.Ledger.Spent(accounting.RDP{}, 1e-5)
 	if got.Epsilon != want.Epsilon {
 		t.Errorf("ledger ε %v, cap and final run %v", got.Epsilon, want.Epsilon)
+	}
+	// The cache recorded the search it served; a rerun on it reports it as
+	// an earlier search.
+	if s, err := scorer.Searches(); err != nil || len(s) != 1 || s[0].Epsilon != 7*at.Epsilon || s[0].MaxIterations != 7 {
+		t.Fatalf("searches %+v, %v", s, err)
+	}
+	res2, err := tuner.Run(context.Background())
+	if err != nil || len(res2.EarlierSearches) != 1 {
+		t.Fatalf("rerun: %d earlier searches, %v", len(res2.EarlierSearches), err)
 	}
 	// A rerun reads every part score from the cache.
 	runs = 0

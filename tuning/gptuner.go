@@ -9,34 +9,22 @@ import (
 	"github.com/dptune/dptune/dpsgd/accounting"
 )
 
-// GPOptions are DP-HyPO's Algorithm 3 parameters; the zero value means the
-// paper's defaults (Appendix E.1): C = 2, c = 0.75, τ = 0.1, β = 1.
+// GPOptions are DP-HyPO's Algorithm 3 parameters, used as given (a zero τ
+// is pure exploitation of the posterior mean; a zero c or β is invalid).
+// DefaultGPOptions are the paper's.
 type GPOptions struct {
 	MaxRatio, MinRatio float64 // C and c: densities within [c, C] × the uniform prior
 	Tau                float64 // UCB weight τ: score μ + τσ
 	Beta               float64 // softmax inverse temperature β
 }
 
-func (o GPOptions) withDefaults() GPOptions {
-	if o.MaxRatio == 0 {
-		o.MaxRatio = 2
-	}
-	if o.MinRatio == 0 {
-		o.MinRatio = 0.75
-	}
-	if o.Tau == 0 {
-		o.Tau = 0.1
-	}
-	if o.Beta == 0 {
-		o.Beta = 1
-	}
-	return o
-}
+// DefaultGPOptions returns the paper's settings (Appendix E.1): C = 2,
+// c = 0.75, τ = 0.1, β = 1.
+func DefaultGPOptions() GPOptions { return GPOptions{MaxRatio: 2, MinRatio: 0.75, Tau: 0.1, Beta: 1} }
 
 // Check returns an error unless 0 < c ≤ 1 ≤ C < ∞ (else no density fits),
 // τ ≥ 0 and β > 0.
 func (o GPOptions) Check() error {
-	o = o.withDefaults()
 	if !(o.MinRatio > 0 && o.MinRatio <= 1 && o.MaxRatio >= 1 && o.MaxRatio < 1e300) {
 		return fmt.Errorf("tuning: DP-HyPO needs 0 < c ≤ 1 ≤ C, have c = %v, C = %v", o.MinRatio, o.MaxRatio)
 	}
@@ -120,7 +108,6 @@ func GPTune(ctx context.Context, cfg Config, opt GPOptions) (Result, error) {
 	if err := opt.Check(); err != nil {
 		return Result{}, err
 	}
-	opt = opt.withDefaults()
 	if cfg.Repetitions.Distribution != accounting.TNB {
 		return Result{}, fmt.Errorf("tuning: DP-HyPO's guarantee needs TNB repetitions, have %s", cfg.Repetitions)
 	}
@@ -133,17 +120,24 @@ func GPTune(ctx context.Context, cfg Config, opt GPOptions) (Result, error) {
 // CalibrateBase returns the noise multiplier σ of the base run such that the
 // whole tuning pipeline — K runs of base(σ), best released, adaptive with
 // density bounds [c, C] when opt is not nil — is (eps, delta)-DP under the
-// RDP accountant, never above eps.
-func CalibrateBase(base func(sigma float64) accounting.Event, rep accounting.Repetitions, opt *GPOptions, eps, delta float64) (float64, error) {
+// RDP accountant, never above eps. Pipeline gives that pipeline's event.
+func CalibrateBase(ctx context.Context, base func(sigma float64) accounting.Event, rep accounting.Repetitions, opt *GPOptions, eps, delta float64) (float64, error) {
 	if err := rep.Check(); err != nil {
 		return 0, err
 	}
-	pipeline := func(s float64) accounting.Event {
-		if opt != nil {
-			o := opt.withDefaults()
-			return accounting.AdaptiveRepeatAndSelect{Event: base(s), Repetitions: rep, MaxRatio: o.MaxRatio, MinRatio: o.MinRatio}
+	if opt != nil {
+		if err := opt.Check(); err != nil {
+			return 0, err
 		}
-		return accounting.RepeatAndSelect{Event: base(s), Repetitions: rep}
 	}
-	return accounting.CalibrateNoise(accounting.RDP{}, pipeline, eps, delta)
+	return accounting.CalibrateNoise(ctx, accounting.RDP{}, func(s float64) accounting.Event { return Pipeline(base(s), rep, opt) }, eps, delta)
+}
+
+// Pipeline is the event of a random-stop tuning (opt nil) or DP-HyPO tuning
+// whose every run is base: the whole tuning's cost, known before it starts.
+func Pipeline(base accounting.Event, rep accounting.Repetitions, opt *GPOptions) accounting.Event {
+	if opt != nil {
+		return accounting.AdaptiveRepeatAndSelect{Event: base, Repetitions: rep, MaxRatio: opt.MaxRatio, MinRatio: opt.MinRatio}
+	}
+	return accounting.RepeatAndSelect{Event: base, Repetitions: rep}
 }

@@ -27,12 +27,20 @@ import (
 // runs go to a pool of GOMAXPROCS workers; each finished (candidate, part)
 // score is appended to Cache at once, and a rerun with the same settings
 // reuses it, so an interrupted scoring phase resumes where it stopped.
+//
+// Sizes are nominal (public): each part run samples at SamplingRate, the
+// expected batch size BatchSize over the part's declared size, and divides
+// its noisy sum by BatchSize; a score is correct predictions over ValSize,
+// the declared validation size (capped at 1), never over a count of the
+// private data.
 type PartitionScorer struct {
 	Arch            model.Arch
 	Parts           []*data.Dataset
 	Val             *data.Dataset
+	ValSize         int // nominal validation size, the scores' divisor
 	Epochs          int
-	BatchSize       int
+	BatchSize       int     // expected batch size of a part run
+	SamplingRate    float64 // nominal sampling rate of a part run: BatchSize / nominal part size
 	Momentum        float64
 	Private         bool
 	NoiseMultiplier float64 // when Private
@@ -68,8 +76,8 @@ type PartitionScorer struct {
 // run, or ctx's error when cancelled (the finished scores stay cached).
 func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]float64, error) {
 	k := len(p.Parts)
-	if k == 0 || p.Val == nil || p.Val.N == 0 || p.Epochs < 1 || p.BatchSize < 1 {
-		return nil, nil, fmt.Errorf("tuning: partition scorer needs parts, validation data, epochs and a batch size")
+	if k == 0 || p.Val == nil || p.Val.N == 0 || p.ValSize < 1 || p.BatchSize < 1 || dpsgd.CheckEpochs(p.Epochs, p.SamplingRate) != nil {
+		return nil, nil, fmt.Errorf("tuning: partition scorer needs parts, validation data and its nominal size, epochs, a batch size and a sampling rate in (0, 1]")
 	}
 	for _, part := range p.Parts {
 		if part == nil || part.N == 0 {
@@ -167,9 +175,9 @@ func (p *PartitionScorer) train(ctx context.Context, c Candidate, j int) (float6
 	if err != nil {
 		return 0, err
 	}
-	q := min(1, float64(p.BatchSize)/float64(part.N))
-	cfg := dpsgd.Config{SamplingRate: q, Steps: dpsgd.StepsForEpochs(p.Epochs, q), LearningRate: c.Values[LearningRate],
-		ClipNorm: c.Values[ClipNorm], Momentum: p.Momentum, Seed: &seed}
+	q := p.SamplingRate
+	cfg := dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(p.BatchSize), Steps: dpsgd.StepsForEpochs(p.Epochs, q),
+		LearningRate: c.Values[LearningRate], ClipNorm: c.Values[ClipNorm], Momentum: p.Momentum, Seed: &seed}
 	if p.Private {
 		cfg.NoiseMultiplier = p.NoiseMultiplier
 	} else {
@@ -182,5 +190,5 @@ func (p *PartitionScorer) train(ctx context.Context, c Candidate, j int) (float6
 		return 0, err
 	}
 	m, err := dpsgd.Evaluate(ctx, net, p.Val.X, p.Val.Y)
-	return m.Accuracy, err
+	return min(1, float64(m.Correct)/float64(p.ValSize)), err
 }

@@ -5,19 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
 
 // Run is what one training run of a candidate gives the tuner.
 type Run struct {
-	Model *model.Net
-	Score float64 // higher is better; released only for the selected run
+	Model *model.Net // nil when Failed
+	Score float64    // higher is better; released only for the selected run
+	// Failed marks a run whose parameters stopped being finite: it has no
+	// model and a tuner never selects it.
+	Failed bool
+	// NoisyCount is the private score's released integer (correct
+	// validation predictions plus discrete Gaussian noise); 0 when the
+	// validation set is public.
+	NoisyCount int64
 }
 
 // Trainer is the base algorithm the tuners wrap: candidate hyperparameters
@@ -36,22 +43,31 @@ type Trainer interface {
 // missing one takes the fixed value here) and a noise multiplier fixed by
 // the budget; the score is accuracy on Val.
 //
-// Val is either declared public by the user (ScoreNoise = 0: no privacy
-// cost, and the ledger says so) or private, in which case the score is
-// released with Gaussian noise of standard deviation ScoreNoise/|Val| — the
-// Gaussian mechanism on accuracy, whose sensitivity to one example is
-// 1/|Val| — and that mechanism joins the run's event.
+// Every size here is nominal — public, fixed before the data is read, never
+// a count of the private data: SamplingRate and ExpectedBatchSize come from
+// the training set's declared size, ValSize is the declared validation size.
+//
+// Val is either declared public by the user (ScoreNoise = 0: data disjoint
+// from the private training data, no privacy cost) or private. A private
+// score is released as an integer: the number of correct validation
+// predictions plus discrete Gaussian noise N_ℤ(0, ScoreNoise²) (Canonne,
+// Kamath, Steinke 2020; noise.NoisyCount), divided by ValSize. Under
+// add/remove adjacency the count has sensitivity 1, so the score is the
+// DiscreteGaussian event with noise multiplier ScoreNoise, joined to the
+// run's event. No float with float noise is released (DESIGN.md).
 type DPSGDTrainer struct {
-	Arch            model.Arch
-	Data            *data.Dataset // training data (private)
-	Val             *data.Dataset
-	NoiseMultiplier float64
-	SamplingRate    float64
-	Steps           int
-	Momentum        float64
-	LearningRate    float64 // used when the space has no LearningRate dimension
-	ClipNorm        float64 // used when the space has no ClipNorm dimension
-	ScoreNoise      float64 // 0: Val is public
+	Arch              model.Arch
+	Data              *data.Dataset // training data (private)
+	Val               *data.Dataset
+	ValSize           int // nominal validation size n_val: the divisor of a private score
+	NoiseMultiplier   float64
+	SamplingRate      float64
+	ExpectedBatchSize float64 // nominal qN, the divisor of DP-SGD's noisy sum
+	Steps             int
+	Momentum          float64
+	LearningRate      float64 // used when the space has no LearningRate dimension
+	ClipNorm          float64 // used when the space has no ClipNorm dimension
+	ScoreNoise        float64 // noise multiplier of the private count; 0: Val is public
 }
 
 // EventFor is the event of one run with noise multiplier sigma: the DP-SGD
@@ -59,9 +75,8 @@ type DPSGDTrainer struct {
 func (t *DPSGDTrainer) EventFor(sigma float64) accounting.Event {
 	e := accounting.DPSGD(sigma, t.SamplingRate, t.Steps)
 	if t.ScoreNoise > 0 {
-		n := float64(t.Val.N)
 		return accounting.Composed{Events: []accounting.Event{e,
-			accounting.Gaussian{NoiseMultiplier: t.ScoreNoise / n, Sensitivity: 1 / n}}}
+			accounting.DiscreteGaussian{NoiseMultiplier: t.ScoreNoise, Sensitivity: 1}}}
 	}
 	return e
 }
@@ -69,7 +84,9 @@ func (t *DPSGDTrainer) EventFor(sigma float64) accounting.Event {
 // Event implements Trainer.
 func (t *DPSGDTrainer) Event() accounting.Event { return t.EventFor(t.NoiseMultiplier) }
 
-// Train implements Trainer.
+// Train implements Trainer. A run whose parameters stop being finite
+// (dpsgd.ErrDiverged) fails: it returns a Run without a model, and its
+// score is −∞, so it is never selected.
 func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Run, error) {
 	lr, clip := t.LearningRate, t.ClipNorm
 	if v, ok := c.Values[LearningRate]; ok {
@@ -83,29 +100,25 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 		return Run{}, err
 	}
 	cfg := dpsgd.Config{NoiseMultiplier: t.NoiseMultiplier, ClipNorm: clip, SamplingRate: t.SamplingRate,
-		Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed}
+		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed}
 	if _, err := dpsgd.Train(ctx, net, t.Data, cfg, nil, nil); err != nil {
-		if !errors.Is(err, dpsgd.ErrDiverged) {
-			return Run{}, err
+		if errors.Is(err, dpsgd.ErrDiverged) {
+			return Run{Score: math.Inf(-1), Failed: true}, nil
 		}
-		// A diverged run is a bad candidate, not a failure of the tuner: it
-		// scores 0 (chance is 1/classes; 0 keeps it from being selected).
-		return Run{Model: net, Score: t.noisy(0, seed)}, nil
+		return Run{}, err
 	}
 	m, err := dpsgd.Evaluate(ctx, net, t.Val.X, t.Val.Y)
 	if err != nil {
 		return Run{}, err
 	}
-	return Run{Model: net, Score: t.noisy(m.Accuracy, seed)}, nil
-}
-
-// noisy adds the private score's noise.
-func (t *DPSGDTrainer) noisy(acc float64, seed *uint64) float64 {
 	if t.ScoreNoise == 0 {
-		return acc
+		return Run{Model: net, Score: m.Accuracy}, nil
 	}
-	var rng *rand.Rand = randsrc.New(seed, "score")
-	return acc + t.ScoreNoise/float64(t.Val.N)*rng.NormFloat64()
+	count, err := noise.NoisyCount(int64(m.Correct), t.ScoreNoise, randsrc.New(seed, "score"))
+	if err != nil {
+		return Run{}, err
+	}
+	return Run{Model: net, Score: float64(count) / float64(t.ValSize), NoisyCount: count}, nil
 }
 
 // Check returns an error if the trainer cannot run.
@@ -115,8 +128,10 @@ func (t *DPSGDTrainer) Check() error {
 		return fmt.Errorf("tuning: no training data")
 	case t.Val == nil || t.Val.N == 0:
 		return fmt.Errorf("tuning: no validation data")
-	case !(t.ScoreNoise >= 0) || math.IsInf(t.ScoreNoise, 1):
-		return fmt.Errorf("tuning: score noise %v", t.ScoreNoise)
+	case !(t.ScoreNoise >= 0) || t.ScoreNoise > noise.MaxDiscreteSigma:
+		return fmt.Errorf("tuning: score noise multiplier %v is outside [0, %g]", t.ScoreNoise, noise.MaxDiscreteSigma)
+	case t.ScoreNoise > 0 && t.ValSize < 1:
+		return fmt.Errorf("tuning: a private score needs the nominal validation size, have %d", t.ValSize)
 	}
 	return nil
 }

@@ -31,12 +31,15 @@ type Config struct {
 // Result is all that a tuner releases, plus the curator's diagnostics when
 // asked for.
 type Result struct {
-	// Selected is the best run's candidate; nil when K = 0 (Poisson), in
-	// which case nothing but the ledger is released.
+	// Selected is the best run's candidate; nil when K = 0 (Poisson) or
+	// every run failed, in which case nothing but the ledger is released.
 	Selected *Candidate
 	Model    *model.Net
 	Score    float64 // the selected run's score (noisy when validation is private)
-	Ledger   accounting.Ledger
+	// NoisyCount is the selected run's released integer when the score is
+	// private (Score = NoisyCount / nominal validation size).
+	NoisyCount int64
+	Ledger     accounting.Ledger
 	// Diagnostics: every run, in order. Not private; nil unless asked for.
 	Diagnostics []RunRecord
 }
@@ -45,6 +48,7 @@ type Result struct {
 type RunRecord struct {
 	Candidate Candidate `json:"candidate"`
 	Score     float64   `json:"score"`
+	Failed    bool      `json:"failed,omitempty"` // diverged: no model, never selected
 }
 
 // sampler proposes each run's candidate and learns from its score.
@@ -87,14 +91,23 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 		if err != nil {
 			return res, fmt.Errorf("tuning: a training run failed: %w", err)
 		}
-		s.observe(i, r.Score)
 		if cfg.Diagnostics {
-			res.Diagnostics = append(res.Diagnostics, RunRecord{c, r.Score})
+			rec := RunRecord{Candidate: c, Score: r.Score, Failed: r.Failed}
+			if rec.Failed {
+				rec.Score = 0 // −∞ has no JSON
+			}
+			res.Diagnostics = append(res.Diagnostics, rec)
 		}
+		if r.Failed {
+			// The sampler learns the worst score; the run is never selected.
+			s.observe(i, 0)
+			continue
+		}
+		s.observe(i, r.Score)
 		if res.Selected == nil || r.Score > best {
 			best = r.Score
 			cc := c
-			res.Selected, res.Model, res.Score = &cc, r.Model, r.Score
+			res.Selected, res.Model, res.Score, res.NoisyCount = &cc, r.Model, r.Score, r.NoisyCount
 		}
 	}
 	return res, nil

@@ -59,7 +59,7 @@ func TestTunersFindTheBest(t *testing.T) {
 			var res Result
 			var err error
 			if name == "gp" {
-				res, err = GPTune(context.Background(), cfg, GPOptions{})
+				res, err = GPTune(context.Background(), cfg, DefaultGPOptions())
 			} else {
 				res, err = RandomStop(context.Background(), cfg)
 			}
@@ -110,7 +110,7 @@ func TestTunerReleaseAndLedger(t *testing.T) {
 	if got.Epsilon != want.Epsilon || len(res.Ledger.Entries) != 1 {
 		t.Errorf("ledger ε %v, theorem %v", got.Epsilon, want.Epsilon)
 	}
-	res, err = GPTune(context.Background(), cfg, GPOptions{})
+	res, err = GPTune(context.Background(), cfg, DefaultGPOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestTunerReleaseAndLedger(t *testing.T) {
 	if len(res.Diagnostics) == 0 {
 		t.Error("no diagnostics when asked")
 	}
-	if _, err := GPTune(context.Background(), Config{Space: l.space, Trainer: l, Repetitions: accounting.PoissonRepetitions(5)}, GPOptions{}); err == nil {
+	if _, err := GPTune(context.Background(), Config{Space: l.space, Trainer: l, Repetitions: accounting.PoissonRepetitions(5)}, DefaultGPOptions()); err == nil {
 		t.Error("GP with Poisson repetitions accepted")
 	}
 	if _, err := GPTune(context.Background(), cfg, GPOptions{MaxRatio: 0.9}); err == nil {
@@ -136,8 +136,9 @@ func TestTunerReleaseAndLedger(t *testing.T) {
 func TestCalibrateBase(t *testing.T) {
 	base := func(s float64) accounting.Event { return accounting.DPSGD(s, 0.01, 300) }
 	rep, _ := accounting.TNBWithMean(1, 10)
-	for _, opt := range []*GPOptions{nil, {}} {
-		sigma, err := CalibrateBase(base, rep, opt, 8, 1e-5)
+	def := DefaultGPOptions()
+	for _, opt := range []*GPOptions{nil, &def} {
+		sigma, err := CalibrateBase(context.Background(), base, rep, opt, 8, 1e-5)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,9 @@
 package accounting
 
-import "testing"
+import (
+	"context"
+	"testing"
+)
 
 // ε of 10⁵ DP-SGD steps (q = 256/60000, σ = 1.1, δ = 1e-5).
 func BenchmarkRDPEpsilon1e5Steps(b *testing.B) {
@@ -22,7 +25,7 @@ func BenchmarkPLDEpsilon1e5Steps(b *testing.B) {
 // σ for ε = 3, δ = 1e-5, q = 256/60000, 2,350 steps (dptune's make run).
 func BenchmarkCalibrateNoiseRDP(b *testing.B) {
 	for b.Loop() {
-		if _, err := CalibrateNoise(RDP{}, func(s float64) Event { return DPSGD(s, 256.0/60000, 2350) }, 3, 1e-5); err != nil {
+		if _, err := CalibrateNoise(context.Background(), RDP{}, func(s float64) Event { return DPSGD(s, 256.0/60000, 2350) }, 3, 1e-5); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -30,7 +33,7 @@ func BenchmarkCalibrateNoiseRDP(b *testing.B) {
 
 func BenchmarkCalibrateNoisePLD(b *testing.B) {
 	for b.Loop() {
-		if _, err := CalibrateNoise(PLD{}, func(s float64) Event { return DPSGD(s, 256.0/60000, 2350) }, 3, 1e-5); err != nil {
+		if _, err := CalibrateNoise(context.Background(), PLD{}, func(s float64) Event { return DPSGD(s, 256.0/60000, 2350) }, 3, 1e-5); err != nil {
 			b.Fatal(err)
 		}
 	}

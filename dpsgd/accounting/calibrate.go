@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"context"
 	"fmt"
 	"math"
 )
@@ -18,9 +19,10 @@ const MaxNoiseMultiplier = 1e4
 // every event built from Gaussian mechanisms, including RepeatAndSelect of
 // DP-SGD (use it to calibrate the base run of a tuning pipeline).
 //
-// It returns an error if targetEps or delta is out of range, or if even
-// σ = MaxNoiseMultiplier does not meet the target.
-func CalibrateNoise(acc Accountant, event func(noiseMultiplier float64) Event, targetEps, delta float64) (float64, error) {
+// It returns an error if targetEps or delta is out of range, if even
+// σ = MaxNoiseMultiplier does not meet the target, or ctx's error if ctx is
+// cancelled (checked before every accountant call).
+func CalibrateNoise(ctx context.Context, acc Accountant, event func(noiseMultiplier float64) Event, targetEps, delta float64) (float64, error) {
 	if err := CheckEpsilon(targetEps); err != nil {
 		return 0, fmt.Errorf("accounting: %w", err)
 	}
@@ -28,12 +30,15 @@ func CalibrateNoise(acc Accountant, event func(noiseMultiplier float64) Event, t
 		return 0, fmt.Errorf("accounting: %w", err)
 	}
 	meets := func(sigma float64) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		g, err := acc.Epsilon(event(sigma), delta)
 		return g.Epsilon <= targetEps, err
 	}
 	hi := 1.0
 	if _, isRDP := acc.(RDP); !isRDP {
-		if s, err := CalibrateNoise(RDP{}, event, targetEps, delta); err == nil {
+		if s, err := CalibrateNoise(ctx, RDP{}, event, targetEps, delta); err == nil {
 			hi = s
 		}
 	}
@@ -85,9 +90,10 @@ func CalibrateNoise(acc Accountant, event func(noiseMultiplier float64) Event, t
 
 // CalibrateSteps returns the largest number of steps T ≤ maxSteps such that
 // acc certifies event(T) as (ε, delta)-DP with ε ≤ targetEps, assuming ε
-// grows with T. It returns an error if targetEps or delta is out of range, or
-// if not even one step fits the budget.
-func CalibrateSteps(acc Accountant, event func(steps int) Event, targetEps, delta float64, maxSteps int) (int, error) {
+// grows with T. It returns an error if targetEps or delta is out of range, if
+// not even one step fits the budget, or ctx's error if ctx is cancelled. A
+// result equal to maxSteps may mean the search hit its cap.
+func CalibrateSteps(ctx context.Context, acc Accountant, event func(steps int) Event, targetEps, delta float64, maxSteps int) (int, error) {
 	if err := CheckEpsilon(targetEps); err != nil {
 		return 0, fmt.Errorf("accounting: %w", err)
 	}
@@ -95,6 +101,9 @@ func CalibrateSteps(acc Accountant, event func(steps int) Event, targetEps, delt
 		return 0, fmt.Errorf("accounting: %w", err)
 	}
 	meets := func(steps int) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 		g, err := acc.Epsilon(event(steps), delta)
 		return g.Epsilon <= targetEps, err
 	}

@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"context"
 	"math"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestCalibrateNoiseOpacusValues(t *testing.T) {
 		steps int
 		want  float64
 	}{{2250, 1.416}, {2000, 1.3562}} {
-		sigma, err := CalibrateNoise(acc, func(s float64) Event { return DPSGD(s, 0.04, c.steps) }, 8, 1e-5)
+		sigma, err := CalibrateNoise(context.Background(), acc, func(s float64) Event { return DPSGD(s, 0.04, c.steps) }, 8, 1e-5)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +39,7 @@ func TestCalibrateNoiseNeverOvershoots(t *testing.T) {
 		for _, q := range []float64{1e-3, 0.01, 0.1} {
 			for _, delta := range []float64{1e-4, 1e-6} {
 				steps := int(20 / q)
-				sigma, err := CalibrateNoise(RDP{}, func(s float64) Event { return DPSGD(s, q, steps) }, eps, delta)
+				sigma, err := CalibrateNoise(context.Background(), RDP{}, func(s float64) Event { return DPSGD(s, q, steps) }, eps, delta)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,7 +55,7 @@ func TestCalibrateNoiseNeverOvershoots(t *testing.T) {
 func TestCalibrateNoiseRejectsImpossibleBudgets(t *testing.T) {
 	ev := func(s float64) Event { return DPSGD(s, 0.01, 100) }
 	for _, c := range []struct{ eps, delta float64 }{{0, 1e-5}, {-1, 1e-5}, {math.Inf(1), 1e-5}, {1, 0}, {1, 1}, {1e-9, 1e-5}} {
-		if _, err := CalibrateNoise(RDP{}, ev, c.eps, c.delta); err == nil {
+		if _, err := CalibrateNoise(context.Background(), RDP{}, ev, c.eps, c.delta); err == nil {
 			t.Errorf("ε=%v δ=%v accepted", c.eps, c.delta)
 		}
 	}
@@ -65,7 +66,7 @@ func TestCalibrateNoiseRejectsImpossibleBudgets(t *testing.T) {
 func TestCalibrateNoisePLD(t *testing.T) {
 	q, steps := 256.0/60000, 2350
 	ev := func(s float64) Event { return DPSGD(s, q, steps) }
-	sigma, err := CalibrateNoise(PLD{}, ev, 3, 1e-5)
+	sigma, err := CalibrateNoise(context.Background(), PLD{}, ev, 3, 1e-5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestCalibrateNoisePLD(t *testing.T) {
 	if g.Epsilon > 3 || h.Epsilon <= 3 {
 		t.Errorf("σ=%v: ε = %v, slightly less noise ε = %v", sigma, g.Epsilon, h.Epsilon)
 	}
-	r, _ := CalibrateNoise(RDP{}, ev, 3, 1e-5)
+	r, _ := CalibrateNoise(context.Background(), RDP{}, ev, 3, 1e-5)
 	if sigma >= r {
 		t.Errorf("PLD σ %v not below RDP σ %v", sigma, r)
 	}
@@ -84,7 +85,7 @@ func TestCalibrateNoisePLD(t *testing.T) {
 func TestCalibrateSteps(t *testing.T) {
 	ev := func(steps int) Event { return DPSGD(1.1, 256.0/60000, steps) }
 	for _, acc := range []Accountant{RDP{}, PLD{}} {
-		steps, err := CalibrateSteps(acc, ev, 3, 1e-5, 1<<30)
+		steps, err := CalibrateSteps(context.Background(), acc, ev, 3, 1e-5, 1<<30)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,10 +95,10 @@ func TestCalibrateSteps(t *testing.T) {
 			t.Errorf("%s: %d steps give ε = %v, one more %v", acc.Name(), steps, g.Epsilon, h.Epsilon)
 		}
 	}
-	if s, err := CalibrateSteps(RDP{}, ev, 3, 1e-5, 100); s != 100 || err != nil {
+	if s, err := CalibrateSteps(context.Background(), RDP{}, ev, 3, 1e-5, 100); s != 100 || err != nil {
 		t.Errorf("capped: %d %v", s, err)
 	}
-	if _, err := CalibrateSteps(RDP{}, func(int) Event { return Gaussian{NoiseMultiplier: 0.1, Sensitivity: 1} }, 1, 1e-5, 10); err == nil {
+	if _, err := CalibrateSteps(context.Background(), RDP{}, func(int) Event { return Gaussian{NoiseMultiplier: 0.1, Sensitivity: 1} }, 1, 1e-5, 10); err == nil {
 		t.Error("a budget below one step accepted")
 	}
 }

@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"context"
 	"math"
 	"testing"
 )
@@ -118,7 +119,7 @@ func TestCalibrateTuningBase(t *testing.T) {
 	q, steps := 256.0/60000, 2350
 	rep := mustTNB(t, 1, 10)
 	pipeline := func(s float64) Event { return RepeatAndSelect{Event: DPSGD(s, q, steps), Repetitions: rep} }
-	sigma, err := CalibrateNoise(RDP{}, pipeline, 3, 1e-5)
+	sigma, err := CalibrateNoise(context.Background(), RDP{}, pipeline, 3, 1e-5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestCalibrateTuningBase(t *testing.T) {
 	if g.Epsilon > 3 || h.Epsilon <= 3 {
 		t.Errorf("σ=%v: ε = %v, slightly less noise ε = %v", sigma, g.Epsilon, h.Epsilon)
 	}
-	alone, _ := CalibrateNoise(RDP{}, func(s float64) Event { return DPSGD(s, q, steps) }, 3, 1e-5)
+	alone, _ := CalibrateNoise(context.Background(), RDP{}, func(s float64) Event { return DPSGD(s, q, steps) }, 3, 1e-5)
 	if sigma <= alone {
 		t.Errorf("tuning base σ %v not above the single run's %v", sigma, alone)
 	}
