@@ -41,6 +41,16 @@ type Result struct {
 	Timings Timings
 }
 
+// PlannedEvent is the privacy event of a run of cfg, all its steps done:
+// accounting.DPSGD(σ, q, cfg.Steps), or accounting.NonPrivate. It is the
+// most the run can spend, known before it starts.
+func PlannedEvent(cfg Config) accounting.Event {
+	if cfg.NonPrivate {
+		return accounting.NonPrivate{Reason: "non-private SGD: no noise"}
+	}
+	return accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, cfg.Steps)
+}
+
 // Train runs cfg.Steps steps of DP-SGD (see the package doc) on net, updating
 // net.Params in place, with engine computing the clipped per-example sums
 // (nil: NewEngine sized for the expected batch size; it is also the fastest
@@ -89,11 +99,9 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		if res.Steps > 0 {
 			res.MeanBatchSize = batches / float64(res.Steps)
 		}
-		if cfg.NonPrivate {
-			res.Event = accounting.NonPrivate{Reason: "non-private SGD: no noise"}
-		} else {
-			res.Event = accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, res.Steps)
-		}
+		done := cfg
+		done.Steps = res.Steps
+		res.Event = PlannedEvent(done)
 	}()
 	lr, mu := float32(cfg.LearningRate), float32(cfg.Momentum)
 	scale := 1 / expected

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 )
@@ -54,6 +55,19 @@ func (n *Net) Tensor(name string) []float32 {
 	for _, t := range n.Tensors {
 		if t.Name == name {
 			return n.Params[t.Offset : t.Offset+t.Size()]
+		}
+	}
+	return nil
+}
+
+// CheckFinite returns an error naming the first parameter that is NaN or
+// ±Inf (a diverged run's model), or nil.
+func (n *Net) CheckFinite() error {
+	for _, t := range n.Tensors {
+		for i, v := range n.Params[t.Offset : t.Offset+t.Size()] {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return fmt.Errorf("model: parameter %d of %s is %v: the parameters are not all finite", i, t.Name, v)
+			}
 		}
 	}
 	return nil

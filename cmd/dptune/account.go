@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -48,7 +50,7 @@ Tuning is counted by the rdp accountant only.`,
 	fl.IntVar(&f.steps, "steps", 0, "number of DP-SGD steps")
 	fl.IntVar(&f.epochs, "epochs", 0, "number of epochs: steps = epochs·⌈1/q⌉ (instead of --steps)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ in (0, 1)")
-	fl.Float64Var(&f.epsilon, "epsilon", 0, "target ε: calibrate σ (given steps) or the steps (given σ)")
+	fl.Float64Var(&f.epsilon, "epsilon", 0, "target ε in nats: calibrate σ (given steps) or the steps (given σ)")
 	fl.StringVar(&f.accountant, "accountant", "rdp", "rdp, pld (tightest) or gdp (central-limit approximation)")
 	fl.StringVar(&f.repeat, "repeat", "", "random-stop tuning: tnb or poisson distribution of the number of runs")
 	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
@@ -61,12 +63,14 @@ Tuning is counted by the rdp accountant only.`,
 
 // accountResult is what account prints; --json writes it as is.
 type accountResult struct {
-	Epsilon         float64       `json:"epsilon"`
+	Epsilon         *float64      `json:"epsilon"` // null when unbounded
+	EpsilonNote     string        `json:"epsilon_note,omitempty"`
 	Delta           float64       `json:"delta"`
 	Accountant      string        `json:"accountant"`
 	NoiseMultiplier float64       `json:"noise_multiplier"`
 	SamplingRate    float64       `json:"sampling_rate"`
 	Steps           int           `json:"steps"`
+	StepsCapped     bool          `json:"steps_capped,omitempty"` // the step search hit dpsgd.MaxSteps
 	Order           float64       `json:"order,omitempty"`
 	Approximate     bool          `json:"approximate,omitempty"`
 	Solved          string        `json:"solved_for"` // "epsilon", "noise_multiplier" or "steps"
@@ -78,8 +82,8 @@ type tuningResult struct {
 	MeanRuns    float64                `json:"mean_runs"`
 	MaxRatio    float64                `json:"max_ratio,omitempty"`
 	MinRatio    float64                `json:"min_ratio,omitempty"`
-	// BaseEpsilon is the ε of one run alone, at the same δ.
-	BaseEpsilon float64 `json:"base_epsilon"`
+	// BaseEpsilon is the ε of one run alone, at the same δ (null if unbounded).
+	BaseEpsilon *float64 `json:"base_epsilon"`
 }
 
 // accountPlan is the validated request.
@@ -122,12 +126,12 @@ func (f *accountFlags) validate(cmd *cobra.Command) (accountPlan, error) {
 	if ch("steps") && ch("epochs") {
 		return p, usagef("give --steps or --epochs, not both")
 	}
-	if ch("steps") && f.steps < 0 {
-		return p, usagef("--steps %d is negative", f.steps)
+	if ch("steps") && (f.steps < 0 || f.steps > dpsgd.MaxSteps) {
+		return p, usagef("--steps %d is outside [0, %d]", f.steps, dpsgd.MaxSteps)
 	}
 	if ch("epochs") {
-		if f.epochs < 1 {
-			return p, usagef("--epochs %d must be at least 1", f.epochs)
+		if err := dpsgd.CheckEpochs(f.epochs, f.samplingRate); err != nil {
+			return p, usagef("--epochs %d: %v", f.epochs, err)
 		}
 		f.steps = dpsgd.StepsForEpochs(f.epochs, f.samplingRate)
 	}
@@ -220,35 +224,44 @@ func runAccount(cmd *cobra.Command, f accountFlags) error {
 	res := accountResult{Delta: f.delta, Accountant: p.acc.Name(), SamplingRate: q,
 		NoiseMultiplier: f.noiseMultiplier, Steps: f.steps}
 	ch := cmd.Flags().Changed
+	ctx := cmd.Context()
+	usage := func(err error) error {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return usageError{err}
+	}
 	switch {
 	case !ch("epsilon"):
 		res.Solved = "epsilon"
 	case !ch("noise-multiplier"):
 		res.Solved = "noise_multiplier"
-		sigma, err := accounting.CalibrateNoise(p.acc, func(s float64) accounting.Event { return p.event(s, q, f.steps) }, f.epsilon, f.delta)
+		sigma, err := accounting.CalibrateNoise(ctx, p.acc, func(s float64) accounting.Event { return p.event(s, q, f.steps) }, f.epsilon, f.delta)
 		if err != nil {
-			return usageError{err}
+			return usage(err)
 		}
 		res.NoiseMultiplier = sigma
 	default:
 		res.Solved = "steps"
-		steps, err := accounting.CalibrateSteps(p.acc, func(t int) accounting.Event { return p.event(f.noiseMultiplier, q, t) }, f.epsilon, f.delta, 1<<30)
+		steps, err := accounting.CalibrateSteps(ctx, p.acc, func(t int) accounting.Event { return p.event(f.noiseMultiplier, q, t) }, f.epsilon, f.delta, dpsgd.MaxSteps)
 		if err != nil {
-			return usageError{err}
+			return usage(err)
 		}
-		res.Steps = steps
+		res.Steps, res.StepsCapped = steps, steps == dpsgd.MaxSteps
 	}
 	g, err := p.acc.Epsilon(p.event(res.NoiseMultiplier, q, res.Steps), f.delta)
 	if err != nil {
 		return usageError{err}
 	}
-	res.Epsilon, res.Order, res.Approximate = g.Epsilon, g.Order, g.Approximate
+	res.Epsilon, res.Order, res.EpsilonNote = finiteEpsilon(g, nil)
+	res.Approximate = g.Approximate
 	if p.rep != nil {
 		b, err := p.acc.Epsilon(accounting.DPSGD(res.NoiseMultiplier, q, res.Steps), f.delta)
 		if err != nil {
 			return err
 		}
-		res.Tuning = &tuningResult{Repetitions: *p.rep, MeanRuns: p.rep.Mean(), MaxRatio: p.maxRatio, MinRatio: p.minRatio, BaseEpsilon: b.Epsilon}
+		res.Tuning = &tuningResult{Repetitions: *p.rep, MeanRuns: p.rep.Mean(), MaxRatio: p.maxRatio, MinRatio: p.minRatio}
+		res.Tuning.BaseEpsilon, _, _ = finiteEpsilon(b, nil)
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
@@ -272,17 +285,33 @@ func printAccount(w io.Writer, r accountResult) {
 	}
 	fmt.Fprintf(w, "noise multiplier σ  %.6g%s\n", r.NoiseMultiplier, mark("noise_multiplier"))
 	fmt.Fprintf(w, "sampling rate q     %.6g\n", r.SamplingRate)
-	fmt.Fprintf(w, "steps               %d%s\n", r.Steps, mark("steps"))
+	capped := ""
+	if r.StepsCapped {
+		capped = fmt.Sprintf("  (the search stopped at its cap of %d steps: at least this many fit)", dpsgd.MaxSteps)
+	}
+	fmt.Fprintf(w, "steps               %d%s%s\n", r.Steps, mark("steps"), capped)
 	if t := r.Tuning; t != nil {
 		fmt.Fprintf(w, "tuning runs K       %s, E[K] = %.4g\n", t.Repetitions, t.MeanRuns)
 		if t.MaxRatio > 0 {
 			fmt.Fprintf(w, "adaptive (DP-HyPO)  densities within [%g, %g] × the prior\n", t.MinRatio, t.MaxRatio)
 		}
-		fmt.Fprintf(w, "one run alone       ε = %.4f\n", t.BaseEpsilon)
+		fmt.Fprintf(w, "one run alone       ε = %s\n", fmtEpsilon(t.BaseEpsilon))
 	}
 	what := "ε"
 	if r.Tuning != nil {
 		what = "ε of tuning"
 	}
-	fmt.Fprintf(w, "%-19s %.4f at δ = %g  (%s)%s\n", what, r.Epsilon, r.Delta, describeAccountant(r.Accountant, r.Order), mark("epsilon"))
+	fmt.Fprintf(w, "%-19s %s at δ = %g  (%s)%s\n", what, fmtEpsilon(r.Epsilon), r.Delta, describeAccountant(r.Accountant, r.Order), mark("epsilon"))
+}
+
+// fmtEpsilon prints ε in nats: four decimals, or six significant digits
+// when huge; +Inf when unbounded (nil).
+func fmtEpsilon(eps *float64) string {
+	switch {
+	case eps == nil:
+		return "+Inf"
+	case *eps >= 1e6:
+		return fmt.Sprintf("%.6g", *eps)
+	}
+	return fmt.Sprintf("%.4f", *eps)
 }

@@ -75,7 +75,7 @@ func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 			return usagef("--batch-size %d is outside [1, %d]", b, ds.trainN)
 		}
 	}
-	train, _, err := loadDataset(f.dataset, ds, f.dataDir)
+	train, _, err := loadDataset(cmd.ErrOrStderr(), f.dataset, ds, f.dataDir, ds.trainN)
 	if err != nil {
 		return err
 	}

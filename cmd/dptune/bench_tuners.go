@@ -105,12 +105,12 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	steps := dpsgd.StepsForEpochs(f.epochs, q)
 	base := func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }
 	ref := accounting.TNBRepetitions(1, f.refGamma)
-	sigmaU, err := tuning.CalibrateBase(base, ref, nil, f.epsilon, f.delta)
+	sigmaU, err := tuning.CalibrateBase(cmd.Context(), base, ref, nil, f.epsilon, f.delta)
 	if err != nil {
 		return usageError{err}
 	}
-	gpOpt := tuning.GPOptions{}
-	sigmaGP, err := tuning.CalibrateBase(base, ref, &gpOpt, f.epsilon, f.delta)
+	gpOpt := tuning.DefaultGPOptions()
+	sigmaGP, err := tuning.CalibrateBase(cmd.Context(), base, ref, &gpOpt, f.epsilon, f.delta)
 	if err != nil {
 		return usageError{err}
 	}
@@ -120,7 +120,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if f.cache == "" {
 		f.cache = filepath.Join(f.out, "landscape-"+f.dataset+".csv")
 	}
-	train, test, err := loadDataset(f.dataset, ds, f.dataDir)
+	train, test, err := loadDataset(cmd.ErrOrStderr(), f.dataset, ds, f.dataDir, ds.trainN)
 	if err != nil {
 		return err
 	}

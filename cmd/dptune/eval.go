@@ -14,7 +14,12 @@ func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Print a saved model's test accuracy and loss",
-		Args:  cobra.NoArgs,
+		Long: `eval loads a model saved by dptune train or tune and prints its accuracy and
+mean cross-entropy on the dataset's test set. A model whose parameters are
+not all finite is refused (exit 1).`,
+		Example: `  dptune eval --model out/mnist --dataset mnist
+  dptune eval --model out/cifar --dataset cifar10 --data-dir ../shared/data/cifar10-jpeg-derived`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ds, err := lookupDataset(dataset)
 			if err != nil {
@@ -30,7 +35,10 @@ func newEvalCmd() *cobra.Command {
 			if net.Arch != ds.arch {
 				return usagef("the model in %s is a %s network; %s needs %s", modelDir, net.Arch.Name, dataset, ds.arch.Name)
 			}
-			_, test, err := loadDataset(dataset, ds, dataDir)
+			if err := net.CheckFinite(); err != nil {
+				return fmt.Errorf("the model in %s: %w", modelDir, err)
+			}
+			_, test, err := loadDataset(cmd.ErrOrStderr(), dataset, ds, dataDir, 0)
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/dpsgd/accounting/budget"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
@@ -31,12 +32,13 @@ const (
 )
 
 type trainFlags struct {
-	dataset, dataDir, out, accountant string
-	epsilon, delta, noiseMultiplier   float64
-	clipNorm, lr, momentum            float64
-	batchSize, epochs                 int
-	seed                              uint64
-	nonPrivate                        bool
+	data                            dataFlags
+	out, accountant                 string
+	epsilon, delta, noiseMultiplier float64
+	clipNorm, lr, momentum          float64
+	batchSize, epochs               int
+	seed                            uint64
+	nonPrivate                      bool
 }
 
 func newTrainCmd() *cobra.Command {
@@ -47,20 +49,29 @@ func newTrainCmd() *cobra.Command {
 		Long: `Train the CNN with DP-SGD (Poisson sampling, per-example clipping, Gaussian
 noise) and report its test accuracy and the (ε, δ) it spent. The noise
 multiplier is calibrated so that the whole run meets --epsilon at --delta,
-unless --noise-multiplier is given. Writes the model and report.json to --out.`,
+unless --noise-multiplier is given. Writes the model and report.json to --out.
+
+The sampling rate is --batch-size over the training set's nominal size (the
+dataset's published size, or --nominal-size for data of your own), never over
+a count of the private data. Without --seed the noise is drawn in secure mode
+(resistant to floating-point attacks); a seeded run is reproducible and says
+it is not secure.`,
+		Example: `  dptune train --dataset mnist --epsilon 3 --delta 1e-5 --epochs 10 --out out/mnist
+  dptune train --dataset cifar10 --data-dir ../shared/data/cifar10-jpeg-derived --epsilon 3 --out out/cifar
+  dptune budget init mnist.budget --epsilon 4 --delta 1e-5 --dataset mnist
+  dptune train --budget mnist.budget --epsilon 1 --out out/run1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runTrain(cmd.Context(), cmd, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
-	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module in the Go module cache)")
-	fl.Float64Var(&f.epsilon, "epsilon", 3, "target ε (nats) of the whole run; the noise multiplier is calibrated to meet it")
+	addDataFlags(fl, &f.data)
+	fl.Float64Var(&f.epsilon, "epsilon", 3, "target ε in nats of the whole run; the noise multiplier is calibrated to meet it")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "target δ")
 	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 0, "noise multiplier σ, instead of calibrating it from --epsilon")
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "per-example clipping norm C")
-	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / N)")
+	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / nominal N)")
 	fl.IntVar(&f.epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
 	fl.Float64Var(&f.lr, "lr", DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", DefaultNonPrivateLearningRate))
 	fl.Float64Var(&f.momentum, "momentum", DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", DefaultNonPrivateMomentum))
@@ -74,8 +85,10 @@ unless --noise-multiplier is given. Writes the model and report.json to --out.`,
 // report is what dptune train writes to DIR/report.json.
 type report struct {
 	Dataset         string            `json:"dataset"`
+	NominalSize     int               `json:"nominal_size"` // the public training-set size q is computed from
 	Private         bool              `json:"private"`
-	Epsilon         *float64          `json:"epsilon"` // null when not private
+	Epsilon         *float64          `json:"epsilon"` // null when not private or unbounded
+	EpsilonNote     string            `json:"epsilon_note,omitempty"`
 	Delta           float64           `json:"delta"`
 	Accountant      string            `json:"accountant"`
 	RDPOrder        float64           `json:"rdp_order,omitempty"`
@@ -90,6 +103,7 @@ type report struct {
 	LearningRate    float64           `json:"learning_rate"`
 	Momentum        float64           `json:"momentum"`
 	Seeded          bool              `json:"seeded"` // the seed itself is never written: it would undo the guarantee
+	SecureNoise     bool              `json:"secure_noise"`
 	TestAccuracy    *float64          `json:"test_accuracy"`
 	TestLoss        *float64          `json:"test_loss"`
 	WallSeconds     float64           `json:"wall_seconds"`
@@ -103,7 +117,7 @@ func (f *trainFlags) validate(cmd *cobra.Command, trainN int) error {
 	case f.batchSize < 1:
 		return usagef("--batch-size %d must be at least 1", f.batchSize)
 	case f.batchSize > trainN:
-		return usagef("--batch-size %d exceeds the %d training examples of %s", f.batchSize, trainN, f.dataset)
+		return usagef("--batch-size %d exceeds the %d training examples of %s", f.batchSize, trainN, f.data.dataset)
 	case f.epochs < 1:
 		return usagef("--epochs %d must be at least 1", f.epochs)
 	case !(f.lr > 0) || math.IsInf(f.lr, 1):
@@ -142,7 +156,7 @@ func (f *trainFlags) validate(cmd *cobra.Command, trainN int) error {
 
 func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	start := time.Now()
-	ds, err := lookupDataset(f.dataset)
+	ds, err := lookupDataset(f.data.dataset)
 	if err != nil {
 		return err
 	}
@@ -159,61 +173,91 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd, ds.trainN); err != nil {
 		return err
 	}
-	q := float64(f.batchSize) / float64(ds.trainN)
+	nominal, err := f.data.nominal(cmd, ds)
+	if err != nil {
+		return err
+	}
+	if f.batchSize > nominal {
+		return usagef("--batch-size %d exceeds the nominal %d training examples", f.batchSize, nominal)
+	}
+	q := float64(f.batchSize) / float64(nominal)
+	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
+		return usagef("--epochs %d: %v", f.epochs, err)
+	}
 	steps := dpsgd.StepsForEpochs(f.epochs, q)
-	cfg := dpsgd.Config{SamplingRate: q, Steps: steps, LearningRate: f.lr, Momentum: f.momentum, NonPrivate: f.nonPrivate}
+	if err := checkWritable(f.out); err != nil {
+		return err
+	}
+	cfg := dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(f.batchSize), Steps: steps, LearningRate: f.lr, Momentum: f.momentum, NonPrivate: f.nonPrivate}
 	if cmd.Flags().Changed("seed") {
 		cfg.Seed = &f.seed
 	}
-	if !f.nonPrivate {
-		cfg.ClipNorm, cfg.NoiseMultiplier = f.clipNorm, f.noiseMultiplier
-		if !cmd.Flags().Changed("noise-multiplier") {
-			sigma, err := accounting.CalibrateNoise(acc, func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }, f.epsilon, f.delta)
+	// The noise is calibrated, and the budget charged with the run's worst
+	// case, before the data is read when that is quick (RDP); the slower
+	// PLD calibration waits until the data has been read and checked.
+	calibrated := f.nonPrivate || cmd.Flags().Changed("noise-multiplier")
+	var res *budget.Reservation
+	prepare := func() error {
+		if !calibrated {
+			sigma, err := accounting.CalibrateNoise(ctx, acc, func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }, f.epsilon, f.delta)
 			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return err
+				}
 				return usageError{err}
 			}
-			cfg.NoiseMultiplier = sigma
+			cfg.NoiseMultiplier, calibrated = sigma, true
 		}
-	}
-
-	train, test, err := loadDataset(f.dataset, ds, f.dataDir)
-	if err != nil {
+		var worst accounting.Ledger
+		worst.Add("dpsgd training", dpsgd.PlannedEvent(cfg))
+		res, err = reserve(f.data.budget, f.data.dataset, "train", fmt.Sprintf("dptune train → %s", f.out), worst)
 		return err
 	}
-	if train.N != ds.trainN {
-		return fmt.Errorf("%s: %d training examples, expected %d", f.dataset, train.N, ds.trainN)
+	if !f.nonPrivate {
+		cfg.ClipNorm, cfg.NoiseMultiplier = f.clipNorm, f.noiseMultiplier
+	}
+	if _, isRDP := acc.(accounting.RDP); isRDP || calibrated {
+		if err := prepare(); err != nil {
+			return err
+		}
+	}
+	w := cmd.ErrOrStderr()
+	train, test, err := loadDataset(w, f.data.dataset, ds, f.data.dataDir, nominal)
+	if err != nil {
+		return commit(res, accounting.Ledger{}, err)
+	}
+	if res == nil && f.data.budget != "" || !calibrated {
+		if err := prepare(); err != nil {
+			return err
+		}
 	}
 	net, err := model.New(ds.arch, randsrc.New(cfg.Seed, "init"))
 	if err != nil {
-		return err
+		return commit(res, accounting.Ledger{}, err)
 	}
-	w := cmd.ErrOrStderr()
 	if f.nonPrivate {
-		fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.dataset, steps, f.epochs, f.batchSize, f.lr)
+		fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, steps, f.epochs, f.batchSize, f.lr)
 	} else {
 		fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, C = %g, q = %.6g, %d steps (%d epochs), lr %g\n",
-			f.dataset, cfg.NoiseMultiplier, cfg.ClipNorm, q, steps, f.epochs, f.lr)
+			f.data.dataset, cfg.NoiseMultiplier, cfg.ClipNorm, q, steps, f.epochs, f.lr)
 	}
+	warnSeeded(w, cfg.Seed)
 
-	res, trainErr := dpsgd.Train(ctx, net, train, cfg, nil, epochProgress(w, f, acc, cfg, steps))
+	run, trainErr := dpsgd.Train(ctx, net, train, cfg, nil, epochProgress(w, f, acc, cfg, steps))
+	var ledger accounting.Ledger
+	ledger.Add("dpsgd training", run.Event)
 	interrupted := errors.Is(trainErr, context.Canceled)
 	if trainErr != nil && !interrupted {
-		return trainErr
+		return commit(res, ledger, trainErr)
 	}
-
-	var ledger accounting.Ledger
-	ledger.Add("dpsgd training", res.Event)
-	rep := report{Dataset: f.dataset, Private: !f.nonPrivate, Delta: f.delta, Accountant: acc.Name(),
+	rep := report{Dataset: f.data.dataset, NominalSize: nominal, Private: !f.nonPrivate, Delta: f.delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: q, BatchSize: f.batchSize,
-		MeanBatchSize: res.MeanBatchSize, Steps: res.Steps, PlannedSteps: steps,
-		Epochs: float64(res.Steps) / float64(steps/f.epochs), LearningRate: f.lr, Momentum: f.momentum, Seeded: cfg.Seed != nil,
-		Interrupted: interrupted, Ledger: ledger}
+		MeanBatchSize: run.MeanBatchSize, Steps: run.Steps, PlannedSteps: steps,
+		Epochs: float64(run.Steps) / float64(steps/f.epochs), LearningRate: f.lr, Momentum: f.momentum, Seeded: cfg.Seed != nil,
+		SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
 	if !f.nonPrivate {
 		g, err := ledger.Spent(acc, f.delta)
-		if err != nil {
-			return err
-		}
-		rep.Epsilon, rep.RDPOrder = &g.Epsilon, g.Order
+		rep.Epsilon, rep.RDPOrder, rep.EpsilonNote = finiteEpsilon(g, err)
 	} else {
 		rep.Delta, rep.Accountant = 0, ""
 	}
@@ -230,13 +274,26 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	rep.Interrupted = interrupted
 	rep.WallSeconds = time.Since(start).Seconds()
 	if err := saveRun(f.out, net, rep); err != nil {
-		return err
+		return commit(res, ledger, err)
 	}
 	printSummary(cmd.OutOrStdout(), rep)
 	if interrupted {
-		return fmt.Errorf("interrupted after %d of %d steps; the model so far and its report are in %s: %w", res.Steps, steps, f.out, context.Canceled)
+		return commit(res, ledger, fmt.Errorf("interrupted after %d of %d steps; the model so far and its report are in %s: %w", run.Steps, steps, f.out, context.Canceled))
 	}
-	return nil
+	return commit(res, ledger, nil)
+}
+
+// finiteEpsilon returns g's ε for a report, or nil and a note when the
+// accountant could not bound it: JSON has no +Inf, and a report is always
+// written.
+func finiteEpsilon(g accounting.Guarantee, err error) (eps *float64, order float64, note string) {
+	switch {
+	case err != nil:
+		return nil, 0, "no ε: " + err.Error()
+	case math.IsInf(g.Epsilon, 1):
+		return nil, 0, fmt.Sprintf("unbounded: the %s accountant finds no finite ε at this δ (too little noise)", g.Accountant)
+	}
+	return &g.Epsilon, g.Order, ""
 }
 
 // epochProgress returns a Train progress callback that shows one progress
@@ -296,9 +353,14 @@ func printSummary(w io.Writer, r report) {
 	if r.TestAccuracy != nil {
 		fmt.Fprintf(w, "test accuracy  %.4f  (loss %.4f)\n", *r.TestAccuracy, *r.TestLoss)
 	}
-	if r.Epsilon != nil {
-		fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, describeAccountant(r.Accountant, r.RDPOrder))
-		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps)
+	if r.Private {
+		if r.Epsilon != nil {
+			fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, describeAccountant(r.Accountant, r.RDPOrder))
+		} else {
+			fmt.Fprintf(w, "privacy        ε %s\n", r.EpsilonNote)
+		}
+		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps, %s\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps,
+			map[bool]string{true: "secure noise", false: "fast noise (seeded: reproducible, not secure)"}[r.SecureNoise])
 	} else {
 		fmt.Fprintf(w, "privacy        none (non-private training), %d steps\n", r.Steps)
 	}

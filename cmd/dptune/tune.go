@@ -17,18 +17,21 @@ import (
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/tuning"
 )
 
 type tuneFlags struct {
-	tuner, dataset, dataDir, space, runsDist, validation, out, diagnostics string
-	epsilon, delta, eta, meanRuns, momentum, scoreNoise                    float64
-	maxRatio, minRatio, tau, beta                                          float64
-	epochs, batchSize, valSize                                             int
-	seed                                                                   uint64
-	doubling                                                               doublingFlags
+	data                                           dataFlags
+	tuner, space, runsDist, validation, publicVal  string
+	out, diagnostics                               string
+	epsilon, delta, eta, meanRuns, momentum, score float64
+	maxRatio, minRatio, tau, beta                  float64
+	epochs, batchSize, valSize                     int
+	seed                                           uint64
+	doubling                                       doublingFlags
 }
 
 func newTuneCmd() *cobra.Command {
@@ -45,35 +48,45 @@ the ledger — never the number of runs or the other runs' scores.
   gp          DP-HyPO (Wang et al. 2023): candidates from a Gaussian-process
               UCB softmax kept within [c, C] × the uniform prior; K ~ TNB
   doubling    Ding et al.: every candidate trained on k disjoint parts, a
-              capped doubling AboveThreshold search, one final DP-SGD run;
-              --epsilon is the final run's, the search adds T_max·ϵ
+              capped doubling AboveThreshold search, one final DP-SGD run
 
---epsilon and --delta are the total budget of tuning and release together:
-each run's noise multiplier is calibrated so the whole pipeline meets them.`,
+For every tuner --epsilon and --delta are the total budget of tuning and
+release together: each run's noise multiplier (for doubling, the final run's)
+is calibrated so that the whole pipeline meets them.
+
+Validation scores are private by default: each run's number of correct
+validation predictions is released as an integer plus discrete Gaussian noise
+(--score-noise is its noise multiplier, in examples), counted in the ledger.
+--validation public scores on a set you declare public and disjoint from the
+private training data, read from --public-val-dir; it costs nothing.`,
+		Example: `  dptune tune --tuner randomstop --epsilon 8 --out out/tune
+  dptune tune --tuner gp --space mnist-dphypo --mean-runs 10 --epsilon 8 --out out/gp
+  dptune tune --tuner doubling --space mnist-doubling --epsilon 8 --out out/doubling
+  dptune tune --validation public --public-val-dir DIR --epsilon 4 --out out/public`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, f) },
 	}
 	fl := cmd.Flags()
+	addDataFlags(fl, &f.data)
 	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop, gp or doubling")
-	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
-	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module)")
-	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε of tuning and release")
+	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
-	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo or a .json file (default: the dataset's)")
+	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file (default: the dataset's DP-HyPO grid)")
 	fl.StringVar(&f.runsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: poisson for randomstop, tnb for gp, which needs it)")
 	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
 	fl.Float64Var(&f.meanRuns, "mean-runs", 20, "expected number of runs E[K]")
 	fl.IntVar(&f.epochs, "epochs", 3, "epochs of each DP-SGD run")
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of each run")
 	fl.Float64Var(&f.momentum, "momentum", 0, "SGD momentum of each run")
-	fl.IntVar(&f.valSize, "val-size", 5000, "validation examples held out of the training set for scoring")
-	fl.StringVar(&f.validation, "validation", "private", "private (scores released with Gaussian noise, counted) or public (you declare the validation split public: not counted)")
-	fl.Float64Var(&f.scoreNoise, "score-noise", 20, "noise multiplier of a private score: its noise std is this / val-size")
+	fl.IntVar(&f.valSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
+	fl.StringVar(&f.validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
+	fl.StringVar(&f.publicVal, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
+	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score: standard deviation of the discrete Gaussian added to the count of correct predictions")
 	fl.Float64Var(&f.maxRatio, "C", 2, "gp: upper density bound C (× the uniform prior)")
-	fl.Float64Var(&f.minRatio, "c", 0.75, "gp: lower density bound c")
-	fl.Float64Var(&f.tau, "tau", 0.1, "gp: UCB weight τ")
-	fl.Float64Var(&f.beta, "beta", 1, "gp: softmax inverse temperature β")
-	fl.Uint64Var(&f.seed, "seed", 0, "makes the tuning reproducible (default: crypto/rand)")
+	fl.Float64Var(&f.minRatio, "c", 0.75, "gp: lower density bound c, in (0, 1]")
+	fl.Float64Var(&f.tau, "tau", 0.1, "gp: UCB weight τ ≥ 0 (0: the posterior mean alone)")
+	fl.Float64Var(&f.beta, "beta", 1, "gp: softmax inverse temperature β > 0")
+	fl.Uint64Var(&f.seed, "seed", 0, "makes the tuning reproducible, with fast (not secure) noise (default: crypto/rand and secure noise)")
 	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
 	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
 	addDoublingFlags(fl, &f.doubling)
@@ -81,14 +94,20 @@ each run's noise multiplier is calibrated so the whole pipeline meets them.`,
 }
 
 // tuneReport is report.json: what the tuner released. It has no number of
-// runs and no other run's score.
+// runs and no other run's score, and every size in it is nominal.
 type tuneReport struct {
-	Tuner               string                 `json:"tuner"`
-	Dataset             string                 `json:"dataset"`
-	Space               string                 `json:"space"`
-	Selected            map[string]float64     `json:"selected"`
-	ValidationScore     *float64               `json:"validation_score"`
+	Tuner           string             `json:"tuner"`
+	Dataset         string             `json:"dataset"`
+	NominalSize     int                `json:"nominal_size"`
+	Space           string             `json:"space"`
+	Selected        map[string]float64 `json:"selected"`
+	ValidationScore *float64           `json:"validation_score"`
+	// ValidationCount is the private score's released integer: correct
+	// predictions plus discrete Gaussian noise (validation_score ×
+	// validation_size).
+	ValidationCount     *int64                 `json:"validation_noisy_count,omitempty"`
 	Validation          string                 `json:"validation"`
+	ValidationSize      int                    `json:"validation_size"` // nominal n_val of a private score; 0 when public
 	TestAccuracy        *float64               `json:"test_accuracy"`
 	Epsilon             float64                `json:"epsilon"`
 	Delta               float64                `json:"delta"`
@@ -103,6 +122,7 @@ type tuneReport struct {
 	SamplingRate        float64                `json:"sampling_rate"`
 	Steps               int                    `json:"steps_per_run"`
 	Seeded              bool                   `json:"seeded"` // the seed itself is never written: it would undo the guarantee
+	SecureNoise         bool                   `json:"secure_noise"`
 	Interrupted         bool                   `json:"interrupted"`
 	Failed              string                 `json:"failed,omitempty"`
 	Ledger              accounting.Ledger      `json:"ledger"`
@@ -110,49 +130,43 @@ type tuneReport struct {
 
 func runTune(cmd *cobra.Command, f tuneFlags) error {
 	start := time.Now()
-	ds, err := lookupDataset(f.dataset)
+	ds, err := lookupDataset(f.data.dataset)
 	if err != nil {
 		return err
 	}
 	if f.tuner == "doubling" {
 		return runDoubling(cmd, f, ds, start)
 	}
+	ctx := cmd.Context()
 	plan, err := f.plan(cmd, ds)
 	if err != nil {
 		return err
 	}
+	trainer := plan.trainer
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates): each run %d epochs at σ = %.4f; total budget ε = %g, δ = %g\n",
-		f.dataset, f.tuner, plan.space.Name, plan.space.Size(), f.epochs, plan.sigma, f.epsilon, f.delta)
-
-	train, test, err := loadDataset(f.dataset, ds, f.dataDir)
+		f.data.dataset, f.tuner, plan.space.Name, plan.space.Size(), f.epochs, trainer.NoiseMultiplier, f.epsilon, f.delta)
+	worst := tuning.Pipeline(trainer.Event(), plan.rep, plan.gp)
+	resv, err := reserve(f.data.budget, f.data.dataset, "tune", fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), ledgerOf(plan.label, worst))
 	if err != nil {
 		return err
 	}
-	if train.N != ds.trainN {
-		return fmt.Errorf("%s: %d training examples, expected %d", f.dataset, train.N, ds.trainN)
+	train, test, err := loadDataset(w, f.data.dataset, ds, f.data.dataDir, plan.nominal)
+	if err != nil {
+		return commit(resv, accounting.Ledger{}, err)
 	}
 	var seed *uint64
 	if cmd.Flags().Changed("seed") {
 		seed = &f.seed
 	}
-	fit, val, err := keyedValidationSplit(train, f.valSize, seed)
-	if err != nil {
-		return usageError{err}
+	if f.validation == "public" {
+		trainer.Data = train
+		if trainer.Val, err = loadPublicVal(f.data.dataset, ds, f.publicVal); err != nil {
+			return commit(resv, accounting.Ledger{}, err)
+		}
+	} else if trainer.Data, trainer.Val, err = keyedValidationSplit(train, f.valSize, plan.nominal, seed); err != nil {
+		return commit(resv, accounting.Ledger{}, err)
 	}
-	trainer := plan.trainer
-	trainer.Data, trainer.Val = fit, val
-	trainer.SamplingRate = float64(f.batchSize) / float64(fit.N)
-	trainer.Steps = dpsgd.StepsForEpochs(f.epochs, trainer.SamplingRate)
-	// Recalibrate with the split's actual sizes (the plan used nominal ones).
-	var gpOpt *tuning.GPOptions
-	if f.tuner == "gp" {
-		gpOpt = &plan.gp
-	}
-	if plan.sigma, err = tuning.CalibrateBase(trainer.EventFor, plan.rep, gpOpt, f.epsilon, f.delta); err != nil {
-		return usagef("ε = %g at δ = %g is too small for this tuning: %v", f.epsilon, f.delta, err)
-	}
-	trainer.NoiseMultiplier = plan.sigma
 	warnSeeded(w, seed)
 
 	// The bar shows the number of runs K: it is for the curator's eyes, on
@@ -169,11 +183,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	cfg := tuning.Config{Space: plan.space, Trainer: trainer, Repetitions: plan.rep, Seed: seed,
 		Diagnostics: f.diagnostics != "", Progress: progress}
-	ctx := cmd.Context()
 	var res tuning.Result
 	var tuneErr error
-	if f.tuner == "gp" {
-		res, tuneErr = tuning.GPTune(ctx, cfg, plan.gp)
+	if plan.gp != nil {
+		res, tuneErr = tuning.GPTune(ctx, cfg, *plan.gp)
 	} else {
 		res, tuneErr = tuning.RandomStop(ctx, cfg)
 	}
@@ -183,32 +196,35 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	interrupted := errors.Is(tuneErr, context.Canceled)
 
-	rep := tuneReport{Tuner: f.tuner, Dataset: f.dataset, Space: plan.space.Name, Validation: f.validation,
-		Delta: f.delta, Accountant: "rdp", BaseNoiseMultiplier: plan.sigma, Repetitions: plan.rep, MeanRuns: plan.rep.Mean(),
-		Epochs: f.epochs, BatchSize: f.batchSize, SamplingRate: trainer.SamplingRate, Steps: trainer.Steps, Seeded: seed != nil,
-		Interrupted: interrupted, Ledger: res.Ledger}
+	rep := tuneReport{Tuner: f.tuner, Dataset: f.data.dataset, NominalSize: plan.nominal, Space: plan.space.Name, Validation: f.validation,
+		ValidationSize: trainer.ValSize, Delta: f.delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
+		Repetitions: plan.rep, MeanRuns: plan.rep.Mean(), Epochs: f.epochs, BatchSize: f.batchSize, SamplingRate: trainer.SamplingRate,
+		Steps: trainer.Steps, Seeded: seed != nil, SecureNoise: seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
 	if tuneErr != nil && !interrupted {
 		// The runs so far touched the data: the ledger is written anyway.
 		rep.Failed = tuneErr.Error()
 		if err := saveRelease(f.out, "failed-report.json", nil, nil, rep.Ledger, rep); err != nil {
-			return err
+			return commit(resv, res.Ledger, err)
 		}
-		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", tuneErr, f.out)
+		return commit(resv, res.Ledger, fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", tuneErr, f.out))
 	}
-	if g, err := res.Ledger.Spent(accounting.RDP{}, f.delta); err == nil {
-		rep.Epsilon = g.Epsilon
-	} else {
-		return err
+	g, err := res.Ledger.Spent(accounting.RDP{}, f.delta)
+	if err != nil {
+		return commit(resv, res.Ledger, err)
 	}
+	rep.Epsilon = g.Epsilon
 	if b, err := (accounting.RDP{}).Epsilon(trainer.Event(), f.delta); err == nil {
 		rep.BaseEpsilon, rep.TuningOverhead = b.Epsilon, rep.Epsilon-b.Epsilon
 	}
 	if !interrupted && res.Selected != nil && res.Model != nil {
 		rep.Selected = res.Selected.Values
 		rep.ValidationScore = &res.Score
+		if trainer.ScoreNoise > 0 {
+			rep.ValidationCount = &res.NoisyCount
+		}
 		m, err := dpsgd.Evaluate(ctx, res.Model, test.X, test.Y)
 		if err != nil && !errors.Is(err, context.Canceled) {
-			return err
+			return commit(resv, res.Ledger, err)
 		}
 		if err == nil {
 			rep.TestAccuracy = &m.Accuracy
@@ -220,32 +236,33 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "tuner": rep.Tuner}
 	}
 	if err := saveRelease(f.out, "report.json", res.Model, hyper, rep.Ledger, rep); err != nil {
-		return err
+		return commit(resv, res.Ledger, err)
 	}
 	if f.diagnostics != "" {
 		if err := writeDiagnostics(f.diagnostics, res.Diagnostics); err != nil {
-			return err
+			return commit(resv, res.Ledger, err)
 		}
 	}
 	printTune(cmd.OutOrStdout(), rep)
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
 	if interrupted {
-		return fmt.Errorf("interrupted: nothing released; the ledger in %s still counts the whole tuning budget: %w", f.out, context.Canceled)
+		return commit(resv, res.Ledger, fmt.Errorf("interrupted: nothing released; the ledger in %s still counts the whole tuning budget: %w", f.out, context.Canceled))
 	}
-	return nil
+	return commit(resv, res.Ledger, nil)
 }
 
 // tunePlan is the validated request, with the calibrated base noise.
 type tunePlan struct {
 	space   tuning.Space
 	rep     accounting.Repetitions
-	gp      tuning.GPOptions
+	gp      *tuning.GPOptions // nil: random-stop
 	trainer *tuning.DPSGDTrainer
-	sigma   float64
+	nominal int    // the training set's nominal size
+	label   string // the ledger label of the tuning
 }
 
-// plan checks every flag and calibrates the base run's σ, all before any
-// data is read.
+// plan checks every flag and calibrates the base run's σ, all from nominal
+// sizes and before any data is read.
 func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	var p tunePlan
 	ch := cmd.Flags().Changed
@@ -263,26 +280,48 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return p, usagef("--delta: %v", err)
 	}
-	space, err := loadSpace(f.space, f.dataset)
+	nominal, err := f.data.nominal(cmd, ds)
+	if err != nil {
+		return p, err
+	}
+	p.nominal = nominal
+	space, err := loadSpace(f.space, f.data.dataset)
 	if err != nil {
 		return p, usageError{err}
 	}
 	p.space = space
+	n := nominal
+	switch f.validation {
+	case "private":
+		if ch("public-val-dir") {
+			return p, usagef("--public-val-dir needs --validation public")
+		}
+		if f.valSize < 100 || f.valSize >= nominal/2 {
+			return p, usagef("--val-size %d is outside [100, %d)", f.valSize, nominal/2)
+		}
+		if !(f.score > 0 && f.score <= noise.MaxDiscreteSigma) {
+			return p, usagef("--score-noise %v is outside (0, %g]", f.score, noise.MaxDiscreteSigma)
+		}
+		n -= f.valSize
+	case "public":
+		if f.publicVal == "" {
+			return p, usagef("--validation public needs --public-val-dir DIR: public validation data you declare disjoint from the private training data")
+		}
+		if ch("score-noise") || ch("val-size") {
+			return p, usagef("--score-noise and --val-size apply to --validation private only")
+		}
+	default:
+		return p, usagef("--validation %q: want private or public", f.validation)
+	}
 	switch {
-	case f.epochs < 1:
-		return p, usagef("--epochs %d must be at least 1", f.epochs)
-	case f.valSize < 100 || f.valSize >= ds.trainN/2:
-		return p, usagef("--val-size %d is outside [100, %d)", f.valSize, ds.trainN/2)
-	case f.batchSize < 1 || f.batchSize > ds.trainN-f.valSize:
-		return p, usagef("--batch-size %d is outside [1, %d]", f.batchSize, ds.trainN-f.valSize)
+	case f.batchSize < 1 || f.batchSize > n:
+		return p, usagef("--batch-size %d is outside [1, %d]", f.batchSize, n)
 	case !(f.momentum >= 0 && f.momentum < 1):
 		return p, usagef("--momentum %v is outside [0, 1)", f.momentum)
-	case f.validation != "private" && f.validation != "public":
-		return p, usagef("--validation %q: want private or public", f.validation)
-	case f.validation == "private" && (!(f.scoreNoise > 0) || math.IsInf(f.scoreNoise, 1)):
-		return p, usagef("--score-noise %v must be positive and finite", f.scoreNoise)
-	case f.validation == "public" && ch("score-noise"):
-		return p, usagef("--score-noise applies to --validation private only")
+	}
+	q := float64(f.batchSize) / float64(n)
+	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
+		return p, usagef("--epochs %d: %v", f.epochs, err)
 	}
 	if f.runsDist == "" {
 		f.runsDist = map[string]string{"randomstop": accounting.Poisson, "gp": accounting.TNB}[f.tuner]
@@ -303,16 +342,17 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	default:
 		return p, usagef("unknown --runs-dist %q (want tnb or poisson)", f.runsDist)
 	}
-	var gp *tuning.GPOptions
+	p.label = "random-stop tuning, " + p.rep.String() + " runs, best released"
 	if f.tuner == "gp" {
-		p.gp = tuning.GPOptions{MaxRatio: f.maxRatio, MinRatio: f.minRatio, Tau: f.tau, Beta: f.beta}
-		if err := p.gp.Check(); err != nil {
+		gp := tuning.GPOptions{MaxRatio: f.maxRatio, MinRatio: f.minRatio, Tau: f.tau, Beta: f.beta}
+		if err := gp.Check(); err != nil {
 			return p, usageError{err}
 		}
 		if p.rep.Distribution != accounting.TNB {
 			return p, usagef("--tuner gp needs --runs-dist tnb (DP-HyPO's Theorem 1)")
 		}
-		gp = &p.gp
+		p.gp = &gp
+		p.label = fmt.Sprintf("DP-HyPO (GP) tuning, %s runs, densities in [%g, %g] × prior, best released", p.rep, gp.MinRatio, gp.MaxRatio)
 	} else {
 		for _, n := range []string{"C", "c", "tau", "beta"} {
 			if ch(n) {
@@ -320,21 +360,42 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 			}
 		}
 	}
-	n := ds.trainN - f.valSize
-	q := float64(f.batchSize) / float64(n)
-	t := &tuning.DPSGDTrainer{Arch: ds.arch, SamplingRate: q, Steps: dpsgd.StepsForEpochs(f.epochs, q),
-		Momentum: f.momentum, LearningRate: DefaultLearningRate, ClipNorm: 1}
-	if f.validation == "private" {
-		t.ScoreNoise = f.scoreNoise
-		t.Val = &data.Dataset{N: f.valSize} // for EventFor; replaced by the real split
+	if err := checkWritable(f.out); err != nil {
+		return p, err
 	}
-	sigma, err := tuning.CalibrateBase(t.EventFor, p.rep, gp, f.epsilon, f.delta)
+	t := &tuning.DPSGDTrainer{Arch: ds.arch, SamplingRate: q, ExpectedBatchSize: float64(f.batchSize),
+		Steps: dpsgd.StepsForEpochs(f.epochs, q), Momentum: f.momentum, LearningRate: DefaultLearningRate, ClipNorm: 1}
+	if f.validation == "private" {
+		t.ScoreNoise, t.ValSize = f.score, f.valSize
+	}
+	sigma, err := tuning.CalibrateBase(cmd.Context(), t.EventFor, p.rep, p.gp, f.epsilon, f.delta)
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return p, err
+		}
 		return p, usagef("ε = %g at δ = %g is too small for this tuning: %v", f.epsilon, f.delta, err)
 	}
 	t.NoiseMultiplier = sigma
-	p.trainer, p.sigma = t, sigma
+	p.trainer = t
 	return p, nil
+}
+
+// ledgerOf is a ledger of one event.
+func ledgerOf(label string, e accounting.Event) accounting.Ledger {
+	var l accounting.Ledger
+	l.Add(label, e)
+	return l
+}
+
+// loadPublicVal reads the public validation set: the training files of the
+// dataset-format directory dir, which the user declares public and disjoint
+// from the private training data.
+func loadPublicVal(name string, ds datasetInfo, dir string) (*data.Dataset, error) {
+	val, _, err := ds.load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the public validation set of %s from %s: %w", name, dir, err)
+	}
+	return val, nil
 }
 
 // saveRelease writes the released model (if any) with its hyperparameters
@@ -388,15 +449,17 @@ func printTune(w io.Writer, r tuneReport) {
 	}
 	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g in total (rdp): one run alone ε = %.4f, tuning overhead %.4f\n",
 		r.Epsilon, r.Delta, r.BaseEpsilon, r.TuningOverhead)
-	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps)
+	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps, %s\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps,
+		map[bool]string{true: "secure noise", false: "fast noise (seeded: reproducible, not secure)"}[r.SecureNoise])
 }
 
-// keyedValidationSplit holds out about nVal examples of train for scoring,
-// by a keyed hash of each example (data.KeyedSplit), so that adding or
-// removing one example changes either the training split or the validation
-// split, never both. The key comes from the seed's stream or crypto/rand.
-func keyedValidationSplit(train *data.Dataset, nVal int, seed *uint64) (fit, val *data.Dataset, err error) {
-	v := float64(nVal) / float64(train.N)
+// keyedValidationSplit holds out about nVal of the nominal examples of
+// train for scoring, by a keyed hash of each example (data.KeyedSplit), so
+// that adding or removing one example changes either the training split or
+// the validation split, never both. The fraction is nVal/nominal — public —
+// and the key comes from the seed's stream or crypto/rand.
+func keyedValidationSplit(train *data.Dataset, nVal, nominal int, seed *uint64) (fit, val *data.Dataset, err error) {
+	v := float64(nVal) / float64(nominal)
 	parts, err := data.KeyedSplit(train, []float64{1 - v, v}, randsrc.New(seed, "validation split").Uint64())
 	if err != nil {
 		return nil, nil, err
