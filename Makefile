@@ -30,6 +30,8 @@ test: deps
 fuzz:
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseIDX$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseCIFAR$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tuning -run '^$$' -fuzz '^FuzzParseSpace$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./tuning -run '^$$' -fuzz '^FuzzParseCache$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./dpsgd/... -run '^$$' -bench . -benchmem

@@ -26,12 +26,9 @@ const (
 )
 
 // The four MNIST files and the number of examples each must hold.
-var mnistFiles = [...]struct {
-	images, labels string
-	n              int
-}{
-	{"train-images-idx3-ubyte", "train-labels-idx1-ubyte", 60000},
-	{"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte", 10000},
+var mnistFiles = [...]struct{ images, labels string }{
+	{"train-images-idx3-ubyte", "train-labels-idx1-ubyte"},
+	{"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
 }
 
 // MNISTDir returns the directory of the MNIST IDX files inside the Go module
@@ -95,14 +92,17 @@ func escapeModulePath(p string) string {
 	return b.String()
 }
 
-// LoadMNIST reads the MNIST training (60,000) and test (10,000) sets from dir,
-// which holds the four IDX files, gzipped (NAME.gz, as in the GoMNIST module)
-// or not (NAME). Images come back as [N, 1, 28, 28], scaled to [0, 1] and
-// normalised with MNISTMean and MNISTStd; labels are 0–9.
+// LoadMNIST reads the MNIST training and test sets from dir, which holds the
+// four IDX files, gzipped (NAME.gz, as in the GoMNIST module) or not (NAME).
+// Images come back as [N, 1, 28, 28], scaled to [0, 1] and normalised with
+// MNISTMean and MNISTStd; labels are 0–9. The files may hold any number of
+// examples up to 2²⁰ (the published MNIST has 60,000 and 10,000; data of
+// your own in the same format may differ — its size is then declared, not
+// counted, by whoever trains on it).
 //
 // Errors name the file and the problem: missing file, bad gzip stream, wrong
-// magic number, wrong count or image size, truncated or oversized file, label
-// out of range, or image and label files of different lengths.
+// magic number, count above 2²⁰ or wrong image size, truncated or oversized
+// file, label out of range, or image and label files of different lengths.
 func LoadMNIST(dir string) (train, test *Dataset, err error) {
 	if st, err := os.Stat(dir); err != nil {
 		return nil, nil, fmt.Errorf("MNIST directory: %w", err)
@@ -111,16 +111,16 @@ func LoadMNIST(dir string) (train, test *Dataset, err error) {
 	}
 	var sets [2]*Dataset
 	for k, f := range mnistFiles {
-		imgs, err := readIDXFile(dir, f.images, f.n, idxImages)
+		imgs, err := readIDXFile(dir, f.images, -1, idxImages)
 		if err != nil {
 			return nil, nil, err
 		}
-		labels, err := readIDXFile(dir, f.labels, f.n, idxLabels)
+		labels, err := readIDXFile(dir, f.labels, -1, idxLabels)
 		if err != nil {
 			return nil, nil, err
 		}
 		d := &Dataset{Name: "mnist/" + strings.SplitN(f.images, "-", 2)[0], X: bytesToUnit(imgs),
-			Y: labels, N: f.n, C: 1, H: gomnist.Height, W: gomnist.Width, Classes: 10}
+			Y: labels, N: len(labels), C: 1, H: gomnist.Height, W: gomnist.Width, Classes: 10}
 		if err := d.validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, f.labels), err)
 		}

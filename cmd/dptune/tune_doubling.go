@@ -137,9 +137,6 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 		return err
 	}
 	w := cmd.ErrOrStderr()
-	if k := float64(d.partitions) * d.epsilon0; k < 5 {
-		fmt.Fprintf(w, "warning: k·ϵ = %g is below 5; Ding et al. advise k ≥ 5/ϵ (here %d partitions), else the search picks poor candidates\n", k, int(math.Ceil(5/d.epsilon0)))
-	}
 	var seed *uint64
 	if ch("seed") {
 		seed = &f.seed
@@ -166,6 +163,9 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 			f.epsilon, d.maxIterations, d.epsilon0, over.Epsilon, f.delta, err)
 	}
 	tuner.Final.NoiseMultiplier = sigma
+	if k := float64(d.partitions) * d.epsilon0; k < 5 {
+		fmt.Fprintf(w, "warning: k·ϵ = %g is below 5; Ding et al. advise k ≥ 5/ϵ (here %d partitions), else the search picks poor candidates\n", k, int(math.Ceil(5/d.epsilon0)))
+	}
 	worst := searchLedger
 	worst.Add("final DP-SGD run with the selected candidate", accounting.DPSGD(sigma, q, steps))
 	resv, err := reserve(f.data.budget, f.data.dataset, "tune", fmt.Sprintf("dptune tune --tuner doubling → %s", f.out), worst)

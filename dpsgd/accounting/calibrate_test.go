@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 )
@@ -100,5 +101,20 @@ func TestCalibrateSteps(t *testing.T) {
 	}
 	if _, err := CalibrateSteps(context.Background(), RDP{}, func(int) Event { return Gaussian{NoiseMultiplier: 0.1, Sensitivity: 1} }, 1, 1e-5, 10); err == nil {
 		t.Error("a budget below one step accepted")
+	}
+}
+
+// Calibration stops with the context's error when the context is cancelled
+// (Ctrl-C during a slow PLD calibration), before asking the accountant again.
+func TestCalibrationHonoursCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls := 0
+	ev := func(s float64) Event { calls++; return DPSGD(s, 0.01, 100) }
+	if _, err := CalibrateNoise(ctx, PLD{}, ev, 3, 1e-5); !errors.Is(err, context.Canceled) || calls > 1 {
+		t.Errorf("CalibrateNoise: %v after %d accountant calls", err, calls)
+	}
+	if _, err := CalibrateSteps(ctx, PLD{}, func(n int) Event { return DPSGD(1, 0.01, n) }, 3, 1e-5, 1<<20); !errors.Is(err, context.Canceled) {
+		t.Errorf("CalibrateSteps: %v", err)
 	}
 }
