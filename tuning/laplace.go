@@ -16,6 +16,14 @@ import (
 // is the approach of google/differential-privacy's secure noise generation,
 // here with an injectable random source so that seeded runs reproduce.
 //
+// Why this covers the floating-point rule of DESIGN.md ("never release a
+// float with float noise added"): every output is k·g for an integer k, g a
+// power of two and |k| < 2⁵³, so it is exactly representable and carries no
+// bits beyond the integer k — it is a discrete Laplace count in units of g,
+// as DP-Hype's and the score's integer releases are. In the doubling tuner
+// the noisy values are not even released: only the outcomes of comparing
+// them (which candidate passed), from which the selection follows.
+//
 // Privacy: snapping can move a value by g/2, so a query of sensitivity Δ
 // becomes one of sensitivity Δ + g, and discrete Laplace with scale b is
 // ((Δ+g)/b)-DP. Granularity is chosen as the largest power of two at most

@@ -55,7 +55,7 @@ selected candidate, as the paper's Table 1, with a plot.`,
 	fl.IntVar(&f.epochs, "epochs", 1, "epochs of each landscape run")
 	fl.IntVar(&f.seeds, "seeds", 2, "landscape runs per grid point")
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size")
-	fl.Float64Var(&f.epsilon, "epsilon", 15, "total ε of each tuning (the paper's MNIST simulation: 15)")
+	fl.Float64Var(&f.epsilon, "epsilon", 15, "total ε in nats of each tuning (the paper's MNIST simulation: 15)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ")
 	fl.Float64Var(&f.refGamma, "ref-gamma", 0.01, "geometric γ at which each method's noise multiplier is calibrated")
 	fl.Float64SliceVar(&f.gammas, "gammas", []float64{0.001, 0.002, 0.003, 0.005, 0.01, 0.02, 0.025, 0.03}, "geometric γ of the number of runs")
