@@ -18,10 +18,10 @@ import (
 // own noise multiplier under the same total budget.
 type TunerSimConfig struct {
 	GP, Uniform Landscape
-	Gammas      []float64 // geometric parameters γ of the number of runs
-	Repeats     int       // tuning runs per cell (the paper: 200)
-	ScoreNoise  float64   // the paper: 0.1
-	GPOptions   tuning.GPOptions
+	Gammas      []float64        // geometric parameters γ of the number of runs
+	Repeats     int              // tuning runs per cell (the paper: 200)
+	ScoreNoise  float64          // the paper: 0.1
+	GPOptions   tuning.GPOptions // e.g. tuning.DefaultGPOptions()
 	Seed        uint64
 	Progress    func(done, total int)
 }

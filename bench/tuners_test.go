@@ -28,7 +28,7 @@ func syntheticLandscape(shift float64) Landscape {
 func TestSimulateTuners(t *testing.T) {
 	gp, un := syntheticLandscape(0.002), syntheticLandscape(0)
 	cells, err := SimulateTuners(context.Background(), TunerSimConfig{GP: gp, Uniform: un, Gammas: []float64{0.01, 0.5},
-		Repeats: 40, ScoreNoise: 0.005, Seed: 1})
+		Repeats: 40, ScoreNoise: 0.005, GPOptions: tuning.DefaultGPOptions(), Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

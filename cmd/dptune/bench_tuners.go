@@ -140,7 +140,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		}
 	}
 	cells, err := bench.SimulateTuners(ctx, bench.TunerSimConfig{GP: ls[0], Uniform: ls[1], Gammas: f.gammas, Repeats: f.repeats,
-		ScoreNoise: f.scoreNoise, Seed: f.seed,
+		ScoreNoise: f.scoreNoise, GPOptions: gpOpt, Seed: f.seed,
 		Progress: func(done, total int) {
 			if done%100 == 0 || done == total {
 				fmt.Fprintf(w, "\rsimulation: %d/%d tunings", done, total)
