@@ -47,16 +47,11 @@ type SearchRecord struct {
 
 // check returns an error for a record no search can have produced.
 func (r SearchRecord) check() error {
-	switch {
-	case !(r.Epsilon0 > 0) || math.IsInf(r.Epsilon0, 1):
-		return fmt.Errorf("per-iteration ϵ = %v must be positive and finite", r.Epsilon0)
-	case !(r.Granularity > 0 && r.Granularity < 1):
-		return fmt.Errorf("granularity g = %v is outside (0, 1)", r.Granularity)
-	case !(r.U0 >= 0 && r.U0 < 1):
-		return fmt.Errorf("u₀ = %v is outside [0, 1)", r.U0)
-	case r.MaxIterations < 1:
-		return fmt.Errorf("iteration cap %d must be at least 1", r.MaxIterations)
-	case !(r.Epsilon > 0) || math.IsInf(r.Epsilon, 1):
+	c := DoublingConfig{Partitions: 1, Epsilon0: r.Epsilon0, Granularity: r.Granularity, U0: r.U0, MaxIterations: r.MaxIterations}
+	if err := c.Check(); err != nil {
+		return err
+	}
+	if !(r.Epsilon > 0) || math.IsInf(r.Epsilon, 1) {
 		return fmt.Errorf("charged ε = %v must be positive and finite", r.Epsilon)
 	}
 	return nil

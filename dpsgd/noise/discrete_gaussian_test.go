@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/big"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -117,6 +118,28 @@ func discreteLaplacePMF(b float64) (lo int64, p []float64) {
 	return -m, p
 }
 
+// drawAndTest draws n samples, checks each lies in the support [lo, −lo] of
+// the reference pmf p and that their frequencies pass the chi-square test,
+// and returns them.
+func drawAndTest(t *testing.T, label string, n int, sample func(*rand.Rand) int64, rngName string, lo int64, p []float64) []int64 {
+	t.Helper()
+	rng := testRand(rngName)
+	draws := make([]int64, n)
+	for i := range draws {
+		draws[i] = sample(rng)
+		if draws[i] < lo || draws[i] > -lo {
+			t.Fatalf("%s: draw %d beyond the reference support", label, draws[i])
+		}
+	}
+	stat, df := chiSquare(draws, lo, p)
+	bound := chiSquareBound(df)
+	t.Logf("%s: χ²=%.1f on %d df (bound %.1f)", label, stat, df, bound)
+	if stat > bound {
+		t.Errorf("%s: χ²=%.1f on %d df exceeds %.1f", label, stat, df, bound)
+	}
+	return draws
+}
+
 func TestDiscreteGaussianMatchesPMF(t *testing.T) {
 	const n = 100_000
 	for _, sigma := range []float64{0.5, 1, 3, 20} {
@@ -124,23 +147,8 @@ func TestDiscreteGaussianMatchesPMF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rng := testRand("dgauss pmf")
-		draws := make([]int64, n)
-		for i := range draws {
-			draws[i] = g.Sample(rng)
-		}
 		lo, p := discreteGaussianPMF(sigma)
-		for _, x := range draws {
-			if x < lo || x > -lo {
-				t.Fatalf("σ=%v: draw %d beyond 12σ+10", sigma, x)
-			}
-		}
-		stat, df := chiSquare(draws, lo, p)
-		bound := chiSquareBound(df)
-		t.Logf("σ=%v: χ²=%.1f on %d df (bound %.1f)", sigma, stat, df, bound)
-		if stat > bound {
-			t.Errorf("σ=%v: χ²=%.1f on %d df exceeds %.1f", sigma, stat, df, bound)
-		}
+		draws := drawAndTest(t, fmt.Sprintf("σ=%v", sigma), n, g.Sample, "dgauss pmf", lo, p)
 
 		// Moments against the exact pmf: the variance Σx²p(x) (slightly
 		// below σ², as CKS 2020 show) and the standard error of the
@@ -179,23 +187,8 @@ func TestDiscreteLaplaceMatchesPMF(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rng := testRand("dlaplace pmf")
-		draws := make([]int64, n)
-		for i := range draws {
-			draws[i] = l.Sample(rng)
-		}
 		lo, p := discreteLaplacePMF(b)
-		for _, x := range draws {
-			if x < lo || x > -lo {
-				t.Fatalf("scale %v: draw %d beyond 40b+10", b, x)
-			}
-		}
-		stat, df := chiSquare(draws, lo, p)
-		bound := chiSquareBound(df)
-		t.Logf("scale %v: χ²=%.1f on %d df (bound %.1f)", b, stat, df, bound)
-		if stat > bound {
-			t.Errorf("scale %v: χ²=%.1f on %d df exceeds %.1f", b, stat, df, bound)
-		}
+		drawAndTest(t, fmt.Sprintf("scale %v", b), n, l.Sample, "dlaplace pmf", lo, p)
 	}
 }
 
