@@ -2,9 +2,9 @@ package noise
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/big"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 )
