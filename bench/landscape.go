@@ -100,13 +100,18 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 			}
 			seed := uint64(1000*s + i)
 			t := &tuning.DPSGDTrainer{Arch: cfg.Arch, Data: cfg.Train, Val: cfg.Test, NoiseMultiplier: cfg.NoiseMultiplier,
-				SamplingRate: cfg.SamplingRate, Steps: dpsgd.StepsForEpochs(cfg.Epochs, cfg.SamplingRate)}
+				SamplingRate: cfg.SamplingRate, ExpectedBatchSize: cfg.SamplingRate * float64(cfg.Train.N),
+				Steps: dpsgd.StepsForEpochs(cfg.Epochs, cfg.SamplingRate)}
 			r, err := t.Train(ctx, c, &seed)
 			if err != nil {
 				return Landscape{}, err
 			}
-			acc[i] = append(acc[i], r.Score)
-			if err := appendCache(cfg.Cache, cacheRow{cfg.NoiseMultiplier, cfg.Epochs, s, c.Values[tuning.LearningRate], c.Values[tuning.ClipNorm], r.Score}); err != nil {
+			score := r.Score
+			if r.Failed {
+				score = 0 // a diverged run: the landscape records it as accuracy 0
+			}
+			acc[i] = append(acc[i], score)
+			if err := appendCache(cfg.Cache, cacheRow{cfg.NoiseMultiplier, cfg.Epochs, s, c.Values[tuning.LearningRate], c.Values[tuning.ClipNorm], score}); err != nil {
 				return Landscape{}, err
 			}
 			finished++

@@ -63,11 +63,20 @@ func PlannedEvent(cfg Config) accounting.Event {
 // since those steps released their noisy gradients — together with ctx's
 // error. It returns an error before any step if cfg is invalid.
 func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, engine Engine, progress func(Progress)) (res Result, err error) {
+	var batches float64
+	defer func() {
+		if res.Steps > 0 {
+			res.MeanBatchSize = batches / float64(res.Steps)
+		}
+		done := cfg
+		done.Steps = res.Steps
+		res.Event = PlannedEvent(done)
+	}()
 	if err := cfg.Validate(); err != nil {
-		return Result{}, fmt.Errorf("dpsgd: %w", err)
+		return res, fmt.Errorf("dpsgd: %w", err)
 	}
 	if train.N == 0 {
-		return Result{}, fmt.Errorf("dpsgd: empty training set %s", train.Name)
+		return res, fmt.Errorf("dpsgd: empty training set %s", train.Name)
 	}
 	expected := cfg.ExpectedBatchSize
 	if expected == 0 {
@@ -75,7 +84,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	}
 	if engine == nil {
 		if engine, err = NewEngine(net, max(1, int(math.Ceil(expected)))); err != nil {
-			return Result{}, err
+			return res, err
 		}
 	}
 	sampling := randsrc.New(cfg.Seed, "sampling")
@@ -94,15 +103,6 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	timed, _ := engine.(Timed)
 	var sw stopwatch
 	var idx []int
-	var batches float64
-	defer func() {
-		if res.Steps > 0 {
-			res.MeanBatchSize = batches / float64(res.Steps)
-		}
-		done := cfg
-		done.Steps = res.Steps
-		res.Event = PlannedEvent(done)
-	}()
 	lr, mu := float32(cfg.LearningRate), float32(cfg.Momentum)
 	scale := 1 / expected
 	for step := 0; step < cfg.Steps; step++ {

@@ -24,8 +24,8 @@ func (c DoublingConfig) Check() error {
 		return fmt.Errorf("tuning: %d partitions", c.Partitions)
 	case !(c.Epsilon0 > 0) || math.IsInf(c.Epsilon0, 1):
 		return fmt.Errorf("tuning: per-iteration ϵ = %v must be positive and finite", c.Epsilon0)
-	case !(c.Granularity > 0 && c.Granularity < 1):
-		return fmt.Errorf("tuning: granularity g = %v is outside (0, 1)", c.Granularity)
+	case !(c.Granularity >= 1e-9 && c.Granularity < 1):
+		return fmt.Errorf("tuning: granularity g = %v is outside [1e-9, 1)", c.Granularity)
 	case !(c.U0 >= 0 && c.U0 < 1):
 		return fmt.Errorf("tuning: u₀ = %v is outside [0, 1)", c.U0)
 	case c.MaxIterations < 1:

@@ -130,6 +130,8 @@ func (t *DPSGDTrainer) Check() error {
 		return fmt.Errorf("tuning: no validation data")
 	case !(t.ScoreNoise >= 0) || t.ScoreNoise > noise.MaxDiscreteSigma:
 		return fmt.Errorf("tuning: score noise multiplier %v is outside [0, %g]", t.ScoreNoise, noise.MaxDiscreteSigma)
+	case !(t.ExpectedBatchSize > 0):
+		return fmt.Errorf("tuning: the expected batch size (the nominal qN) must be positive, have %v", t.ExpectedBatchSize)
 	case t.ScoreNoise > 0 && t.ValSize < 1:
 		return fmt.Errorf("tuning: a private score needs the nominal validation size, have %d", t.ValSize)
 	}

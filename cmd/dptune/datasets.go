@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -121,31 +122,73 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
+// checkBudgetUnseeded refuses --seed with --budget: seeded runs draw the
+// same noise stream on every run, so runs on one budget would be correlated,
+// and the budget's filter is valid only for independent randomness (a
+// second seeded run with another noise multiplier or learning rate can
+// cancel the first one's noise).
+func (d dataFlags) checkBudgetUnseeded(cmd *cobra.Command) error {
+	if d.budget != "" && cmd.Flags().Changed("seed") {
+		return usagef("--budget does not take --seed: seeded runs reuse their noise across runs, which the budget cannot count; run unseeded")
+	}
+	return nil
+}
+
+// charge is a run's reservation in the budget file (none without --budget)
+// and the worst case it reserved.
+type charge struct {
+	r     *budget.Reservation
+	worst accounting.Ledger
+}
+
 // reserve charges worst, the most the run can spend, to the budget file (if
 // any) before the run touches the data. A run the budget cannot afford is a
-// usage error (exit 2). Commit the returned reservation with what the run
-// spent, whatever happens.
-func reserve(path, dataset, command, label string, worst accounting.Ledger) (*budget.Reservation, error) {
+// usage error (exit 2). End the charge with done, whatever happens.
+func reserve(path, dataset, command, label string, worst accounting.Ledger) (*charge, error) {
 	if path == "" {
-		return nil, nil
+		return &charge{}, nil
 	}
 	r, err := budget.Reserve(path, dataset, command, label, worst)
 	if errors.Is(err, budget.ErrExceeded) {
 		return nil, usageError{err}
 	}
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	return &charge{r, worst}, nil
 }
 
-// commit records what the run spent in its reservation; err is the run's
-// own error, returned unless committing fails.
-func commit(r *budget.Reservation, spent accounting.Ledger, err error) error {
-	if r == nil {
+// done records what the run spent in its reservation and returns err (the
+// run's own error) unless recording fails. An interrupted run stays charged
+// at its worst case: when to stop may have followed what the curator saw
+// (the training loss on the terminal is not private), so the steps it did
+// not take are not refunded.
+func (c *charge) done(spent accounting.Ledger, err error) error {
+	if c == nil || c.r == nil {
 		return err
 	}
-	if cerr := r.Commit(spent); cerr != nil {
+	if errors.Is(err, context.Canceled) {
+		spent = c.worst
+	}
+	if cerr := c.r.Commit(spent); cerr != nil {
 		return errors.Join(err, cerr)
 	}
 	return err
+}
+
+// checkPublicVal refuses a public validation directory that is the private
+// training data's directory: scores on it would be free but not public.
+func checkPublicVal(publicDir, dataDir, dataset string) error {
+	private := dataDir
+	if private == "" && dataset == "mnist" {
+		private, _ = data.MNISTDir()
+	}
+	a, err1 := filepath.Abs(publicDir)
+	b, err2 := filepath.Abs(private)
+	if err1 == nil && err2 == nil && private != "" && a == b {
+		return usagef("--public-val-dir %s is the private training data's directory: public validation data must be disjoint from it", publicDir)
+	}
+	return nil
 }
 
 // curatorDir is the directory of curator-only files next to out.

@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/dpsgd/accounting/budget"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
@@ -301,5 +305,50 @@ func TestDoublingSummaryOfInterruptedRun(t *testing.T) {
 	printDoubling(&b, doublingReport{Epsilon: 0.9, Delta: 1e-5, MaxIterations: 9, Epsilon0: 0.1, TuningOverhead: 0.9, Interrupted: true})
 	if s := b.String(); !strings.Contains(s, "no final run") || strings.Contains(s, "final run 0") || !strings.Contains(s, "released       nothing") {
 		t.Errorf("summary:\n%s", s)
+	}
+}
+
+// Findings of the attacker's review: --budget refuses seeded runs (their
+// noise is reused across runs); a public validation directory may not be
+// the private data's; an interrupted run stays charged at its worst case;
+// an empty training set fails cleanly under a budget.
+func TestBudgetAndValidationReviewFindings(t *testing.T) {
+	dir := writeMNISTDir(t, 200, 20, -1)
+	file := filepath.Join(t.TempDir(), "b.budget")
+	if code, out := run(t, "budget", "init", file, "--epsilon", "5", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
+		t.Fatal(out)
+	}
+	for _, args := range [][]string{
+		{"train", "--budget", file, "--seed", "1", "--data-dir", dir},
+		{"tune", "--budget", file, "--seed", "1", "--data-dir", dir},
+		{"tune", "--tuner", "doubling", "--budget", file, "--seed", "1", "--data-dir", dir},
+		{"tune", "--validation", "public", "--public-val-dir", dir, "--data-dir", dir},
+	} {
+		if code, out := run(t, args...); code != 2 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, out)
+		}
+	}
+
+	worst := ledgerOf("planned", accounting.DPSGD(2, 0.01, 100))
+	c, err := reserve(file, "mnist", "train", "interrupted run", worst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.done(ledgerOf("taken", accounting.DPSGD(2, 0.01, 3)), context.Canceled); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	b, err := budget.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := accounting.RDP{Orders: b.Orders}.RDP(worst.Event())
+	if r := b.Releases[0]; r.Status != budget.Done || !reflect.DeepEqual(r.RDP, want) {
+		t.Errorf("interrupted run recorded %+v, want its worst case", r)
+	}
+
+	empty := writeMNISTDir(t, 0, 10, -1)
+	if code, out := run(t, "train", "--budget", file, "--data-dir", empty, "--nominal-size", "200", "--batch-size", "50", "--epochs", "1",
+		"--out", filepath.Join(t.TempDir(), "e")); code != 1 || !strings.Contains(out, "empty training set") {
+		t.Errorf("empty training set: exit %d: %s", code, out)
 	}
 }

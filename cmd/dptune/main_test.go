@@ -133,7 +133,7 @@ func TestTrainAndEvalEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"dataset", "epsilon", "delta", "noise_multiplier", "clip_norm", "sampling_rate", "steps", "epochs", "test_accuracy", "wall_seconds", "ledger"} {
+	for _, k := range []string{"dataset", "epsilon", "delta", "noise_multiplier", "clip_norm", "sampling_rate", "steps", "epochs", "test_accuracy", "secure_noise", "ledger"} {
 		if _, ok := rep[k]; !ok {
 			t.Errorf("report.json lacks %q", k)
 		}

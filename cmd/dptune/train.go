@@ -16,7 +16,6 @@ import (
 
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/accounting/budget"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
@@ -96,7 +95,7 @@ type report struct {
 	ClipNorm        float64           `json:"clip_norm"`
 	SamplingRate    float64           `json:"sampling_rate"`
 	BatchSize       int               `json:"batch_size"`
-	MeanBatchSize   float64           `json:"mean_batch_size"`
+	MeanBatchSize   float64           `json:"-"` // realised: a count of the private data, curator's terminal only
 	Steps           int               `json:"steps"`
 	PlannedSteps    int               `json:"planned_steps"`
 	Epochs          float64           `json:"epochs"`
@@ -106,7 +105,7 @@ type report struct {
 	SecureNoise     bool              `json:"secure_noise"`
 	TestAccuracy    *float64          `json:"test_accuracy"`
 	TestLoss        *float64          `json:"test_loss"`
-	WallSeconds     float64           `json:"wall_seconds"`
+	WallSeconds     float64           `json:"-"` // grows with the realised batches: curator's terminal only
 	Interrupted     bool              `json:"interrupted"`
 	Ledger          accounting.Ledger `json:"ledger"`
 }
@@ -173,6 +172,9 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd, ds.trainN); err != nil {
 		return err
 	}
+	if err := f.data.checkBudgetUnseeded(cmd); err != nil {
+		return err
+	}
 	nominal, err := f.data.nominal(cmd, ds)
 	if err != nil {
 		return err
@@ -196,7 +198,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	// case, before the data is read when that is quick (RDP); the slower
 	// PLD calibration waits until the data has been read and checked.
 	calibrated := f.nonPrivate || cmd.Flags().Changed("noise-multiplier")
-	var res *budget.Reservation
+	var res *charge
 	prepare := func() error {
 		if !calibrated {
 			sigma, err := accounting.CalibrateNoise(ctx, acc, func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }, f.epsilon, f.delta)
@@ -224,7 +226,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	w := cmd.ErrOrStderr()
 	train, test, err := loadDataset(w, f.data.dataset, ds, f.data.dataDir, nominal)
 	if err != nil {
-		return commit(res, accounting.Ledger{}, err)
+		return res.done(accounting.Ledger{}, err)
 	}
 	if res == nil && f.data.budget != "" || !calibrated {
 		if err := prepare(); err != nil {
@@ -233,7 +235,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	}
 	net, err := model.New(ds.arch, randsrc.New(cfg.Seed, "init"))
 	if err != nil {
-		return commit(res, accounting.Ledger{}, err)
+		return res.done(accounting.Ledger{}, err)
 	}
 	if f.nonPrivate {
 		fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, steps, f.epochs, f.batchSize, f.lr)
@@ -248,7 +250,12 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	ledger.Add("dpsgd training", run.Event)
 	interrupted := errors.Is(trainErr, context.Canceled)
 	if trainErr != nil && !interrupted {
-		return commit(res, ledger, trainErr)
+		// The steps taken touched the data: their ledger is written anyway.
+		failed := failedTrain{Failed: trainErr.Error(), Steps: run.Steps, Ledger: ledger}
+		if err := saveRelease(f.out, "failed-report.json", nil, nil, ledger, failed); err != nil {
+			return res.done(ledger, errors.Join(trainErr, err))
+		}
+		return res.done(ledger, fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", trainErr, f.out))
 	}
 	rep := report{Dataset: f.data.dataset, NominalSize: nominal, Private: !f.nonPrivate, Delta: f.delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: q, BatchSize: f.batchSize,
@@ -265,7 +272,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		m, err := dpsgd.Evaluate(ctx, net, test.X, test.Y)
 		interrupted = errors.Is(err, context.Canceled)
 		if err != nil && !interrupted {
-			return err
+			return res.done(ledger, err)
 		}
 		if err == nil {
 			rep.TestAccuracy, rep.TestLoss = &m.Accuracy, &m.Loss
@@ -274,13 +281,22 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	rep.Interrupted = interrupted
 	rep.WallSeconds = time.Since(start).Seconds()
 	if err := saveRun(f.out, net, rep); err != nil {
-		return commit(res, ledger, err)
+		return res.done(ledger, err)
 	}
 	printSummary(cmd.OutOrStdout(), rep)
+	fmt.Fprintf(w, "batches        mean realised size %.1f (curator-side: it counts the private data, so it is not in the report)\n", rep.MeanBatchSize)
 	if interrupted {
-		return commit(res, ledger, fmt.Errorf("interrupted after %d of %d steps; the model so far and its report are in %s: %w", run.Steps, steps, f.out, context.Canceled))
+		return res.done(ledger, fmt.Errorf("interrupted after %d of %d steps; the model so far and its report are in %s: %w", run.Steps, steps, f.out, context.Canceled))
 	}
-	return commit(res, ledger, nil)
+	return res.done(ledger, nil)
+}
+
+// failedTrain is failed-report.json of a training run that failed after
+// touching the data: nothing is released but what it spent.
+type failedTrain struct {
+	Failed string            `json:"failed"`
+	Steps  int               `json:"steps_done"`
+	Ledger accounting.Ledger `json:"ledger"`
 }
 
 // finiteEpsilon returns g's ε for a report, or nil and a note when the
@@ -364,5 +380,5 @@ func printSummary(w io.Writer, r report) {
 	} else {
 		fmt.Fprintf(w, "privacy        none (non-private training), %d steps\n", r.Steps)
 	}
-	fmt.Fprintf(w, "wall time      %.1f s\n", r.WallSeconds)
+	fmt.Fprintf(w, "wall time      %.1f s (curator-side, not in the report)\n", r.WallSeconds)
 }

@@ -153,7 +153,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	train, test, err := loadDataset(w, f.data.dataset, ds, f.data.dataDir, plan.nominal)
 	if err != nil {
-		return commit(resv, accounting.Ledger{}, err)
+		return resv.done(accounting.Ledger{}, err)
 	}
 	var seed *uint64
 	if cmd.Flags().Changed("seed") {
@@ -162,10 +162,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if f.validation == "public" {
 		trainer.Data = train
 		if trainer.Val, err = loadPublicVal(f.data.dataset, ds, f.publicVal); err != nil {
-			return commit(resv, accounting.Ledger{}, err)
+			return resv.done(accounting.Ledger{}, err)
 		}
 	} else if trainer.Data, trainer.Val, err = keyedValidationSplit(train, f.valSize, plan.nominal, seed); err != nil {
-		return commit(resv, accounting.Ledger{}, err)
+		return resv.done(accounting.Ledger{}, err)
 	}
 	warnSeeded(w, seed)
 
@@ -204,13 +204,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		// The runs so far touched the data: the ledger is written anyway.
 		rep.Failed = tuneErr.Error()
 		if err := saveRelease(f.out, "failed-report.json", nil, nil, rep.Ledger, rep); err != nil {
-			return commit(resv, res.Ledger, err)
+			return resv.done(res.Ledger, err)
 		}
-		return commit(resv, res.Ledger, fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", tuneErr, f.out))
+		return resv.done(res.Ledger, fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", tuneErr, f.out))
 	}
 	g, err := res.Ledger.Spent(accounting.RDP{}, f.delta)
 	if err != nil {
-		return commit(resv, res.Ledger, err)
+		return resv.done(res.Ledger, err)
 	}
 	rep.Epsilon = g.Epsilon
 	if b, err := (accounting.RDP{}).Epsilon(trainer.Event(), f.delta); err == nil {
@@ -224,7 +224,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 		m, err := dpsgd.Evaluate(ctx, res.Model, test.X, test.Y)
 		if err != nil && !errors.Is(err, context.Canceled) {
-			return commit(resv, res.Ledger, err)
+			return resv.done(res.Ledger, err)
 		}
 		if err == nil {
 			rep.TestAccuracy = &m.Accuracy
@@ -236,19 +236,19 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "tuner": rep.Tuner}
 	}
 	if err := saveRelease(f.out, "report.json", res.Model, hyper, rep.Ledger, rep); err != nil {
-		return commit(resv, res.Ledger, err)
+		return resv.done(res.Ledger, err)
 	}
 	if f.diagnostics != "" {
 		if err := writeDiagnostics(f.diagnostics, res.Diagnostics); err != nil {
-			return commit(resv, res.Ledger, err)
+			return resv.done(res.Ledger, err)
 		}
 	}
 	printTune(cmd.OutOrStdout(), rep)
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
 	if interrupted {
-		return commit(resv, res.Ledger, fmt.Errorf("interrupted: nothing released; the ledger in %s still counts the whole tuning budget: %w", f.out, context.Canceled))
+		return resv.done(res.Ledger, fmt.Errorf("interrupted: nothing released; the ledger in %s still counts the whole tuning budget: %w", f.out, context.Canceled))
 	}
-	return commit(resv, res.Ledger, nil)
+	return resv.done(res.Ledger, nil)
 }
 
 // tunePlan is the validated request, with the calibrated base noise.
@@ -280,6 +280,9 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return p, usagef("--delta: %v", err)
 	}
+	if err := f.data.checkBudgetUnseeded(cmd); err != nil {
+		return p, err
+	}
 	nominal, err := f.data.nominal(cmd, ds)
 	if err != nil {
 		return p, err
@@ -306,6 +309,9 @@ func (f *tuneFlags) plan(cmd *cobra.Command, ds datasetInfo) (tunePlan, error) {
 	case "public":
 		if f.publicVal == "" {
 			return p, usagef("--validation public needs --public-val-dir DIR: public validation data you declare disjoint from the private training data")
+		}
+		if err := checkPublicVal(f.publicVal, f.data.dataDir, f.data.dataset); err != nil {
+			return p, err
 		}
 		if ch("score-noise") || ch("val-size") {
 			return p, usagef("--score-noise and --val-size apply to --validation private only")

@@ -95,6 +95,9 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
+	if err := f.data.checkBudgetUnseeded(cmd); err != nil {
+		return err
+	}
 	nominal, err := f.data.nominal(cmd, ds)
 	if err != nil {
 		return err
@@ -175,13 +178,13 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 
 	train, test, err := loadDataset(w, f.data.dataset, ds, f.data.dataDir, nominal)
 	if err != nil {
-		return commit(resv, accounting.Ledger{}, err)
+		return resv.done(accounting.Ledger{}, err)
 	}
 	// Keyed splits: adding or removing one example changes one part (or the
 	// validation set) only, as Lemma 2 needs under add/remove adjacency.
 	fit, val, err := keyedValidationSplit(train, f.valSize, nominal, seed)
 	if err != nil {
-		return commit(resv, accounting.Ledger{}, err)
+		return resv.done(accounting.Ledger{}, err)
 	}
 	partKey := randsrc.New(seed, "partition").Uint64()
 	fracs := make([]float64, d.partitions)
@@ -190,13 +193,13 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	}
 	parts, err := data.KeyedSplit(fit, fracs, partKey)
 	if err != nil {
-		return commit(resv, accounting.Ledger{}, err)
+		return resv.done(accounting.Ledger{}, err)
 	}
 	if scorer.Cache == "" {
 		scorer.Cache = filepath.Join(curatorDir(f.out), "partition-scores.csv")
 	}
 	if err := os.MkdirAll(filepath.Dir(scorer.Cache), 0o700); err != nil {
-		return commit(resv, accounting.Ledger{}, err)
+		return resv.done(accounting.Ledger{}, err)
 	}
 	scorer.Parts, scorer.Val, tuner.Train = parts, val, fit
 	scorer.Seed = randsrc.New(seed, "part runs").Uint64() // fresh when unseeded
@@ -206,8 +209,8 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 		for _, s := range earlier {
 			spent += s.Epsilon
 		}
-		fmt.Fprintf(w, "note: %s already served %d search(es) spending ε = %.4g in total (pure DP); this search composes with them%s\n",
-			scorer.Cache, len(earlier), spent, map[bool]string{true: " (charged to the budget file)", false: " — pass --budget to track the total"}[f.data.budget != ""])
+		fmt.Fprintf(w, "note: %s already served %d search(es) spending ε = %.4g in total (pure DP); this search composes with them — each counts in a budget file only if it ran with that --budget\n",
+			scorer.Cache, len(earlier), spent)
 	}
 	warnSeeded(w, seed)
 	fmt.Fprintf(w, "doubling tuner on %s: %d candidates × %d parts of about %d examples (%s part runs, %d epochs), cap %d iterations at ϵ = %g; final run σ = %.4f, total ε = %g\n",
@@ -230,7 +233,7 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 	}
 	g, err := res.Ledger.Spent(accounting.RDP{}, f.delta)
 	if err != nil {
-		return commit(resv, res.Ledger, err)
+		return resv.done(res.Ledger, err)
 	}
 	rep.Epsilon = g.Epsilon
 	if fe, err := (accounting.RDP{}).Epsilon(accounting.DPSGD(sigma, q, res.FinalSteps), f.delta); err == nil {
@@ -255,17 +258,17 @@ func runDoubling(cmd *cobra.Command, f tuneFlags, ds datasetInfo, start time.Tim
 		file = "failed-report.json"
 	}
 	if err := saveRelease(f.out, file, res.Model, hyper, res.Ledger, rep); err != nil {
-		return commit(resv, res.Ledger, err)
+		return resv.done(res.Ledger, err)
 	}
 	printDoubling(cmd.OutOrStdout(), rep)
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side, not in the report)\n", time.Since(start).Seconds())
 	if rep.Failed != "" {
-		return commit(resv, res.Ledger, fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", runErr, f.out))
+		return resv.done(res.Ledger, fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", runErr, f.out))
 	}
 	if interrupted {
-		return commit(resv, res.Ledger, fmt.Errorf("interrupted; finished part runs are kept in %s for a rerun: %w", scorer.Cache, context.Canceled))
+		return resv.done(res.Ledger, fmt.Errorf("interrupted; finished part runs are kept in %s for a rerun: %w", scorer.Cache, context.Canceled))
 	}
-	return commit(resv, res.Ledger, nil)
+	return resv.done(res.Ledger, nil)
 }
 
 func printDoubling(w io.Writer, r doublingReport) {

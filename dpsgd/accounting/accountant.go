@@ -33,6 +33,9 @@ type Accountant interface {
 var ErrUnsupported = errors.New("event not supported by this accountant")
 
 func unsupported(acc string, e Event) error {
+	if e == nil {
+		return fmt.Errorf("accounting: the %s accountant got a nil event", acc)
+	}
 	return fmt.Errorf("accounting: the %s accountant cannot count a %q event: %w", acc, e.Type(), ErrUnsupported)
 }
 
