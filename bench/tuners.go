@@ -103,3 +103,18 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 	}
 	return out, nil
 }
+
+// SimulationNoise returns the noise multipliers of the GP and the uniform
+// tuners' base DP-SGD runs (steps at sampling rate q) such that each whole
+// tuning, with geometric repetitions TNB(1, refGamma), is (eps, delta)-DP by
+// RDP: DP-HyPO's Theorem 1 with the density bounds of gp for the first,
+// Papernot & Steinke's Theorem 2 for the second (tuning.CalibrateBase).
+func SimulationNoise(ctx context.Context, q float64, steps int, refGamma float64, gp tuning.GPOptions, eps, delta float64) (sigmaGP, sigmaUniform float64, err error) {
+	base := func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }
+	ref := accounting.TNBRepetitions(1, refGamma)
+	if sigmaUniform, err = tuning.CalibrateBase(ctx, base, ref, nil, eps, delta); err != nil {
+		return 0, 0, err
+	}
+	sigmaGP, err = tuning.CalibrateBase(ctx, base, ref, &gp, eps, delta)
+	return sigmaGP, sigmaUniform, err
+}

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
 )
 
 type accountFlags struct {
@@ -61,59 +60,13 @@ Tuning is counted by the rdp accountant only.`,
 	return cmd
 }
 
-// accountResult is what account prints; --json writes it as is.
-type accountResult struct {
-	Epsilon         *float64      `json:"epsilon"` // null when unbounded
-	EpsilonNote     string        `json:"epsilon_note,omitempty"`
-	Delta           float64       `json:"delta"`
-	Accountant      string        `json:"accountant"`
-	NoiseMultiplier float64       `json:"noise_multiplier"`
-	SamplingRate    float64       `json:"sampling_rate"`
-	Steps           int           `json:"steps"`
-	StepsCapped     bool          `json:"steps_capped,omitempty"` // the step search hit dpsgd.MaxSteps
-	Order           float64       `json:"order,omitempty"`
-	Approximate     bool          `json:"approximate,omitempty"`
-	Solved          string        `json:"solved_for"` // "epsilon", "noise_multiplier" or "steps"
-	Tuning          *tuningResult `json:"tuning,omitempty"`
-}
-
-type tuningResult struct {
-	Repetitions accounting.Repetitions `json:"repetitions"`
-	MeanRuns    float64                `json:"mean_runs"`
-	MaxRatio    float64                `json:"max_ratio,omitempty"`
-	MinRatio    float64                `json:"min_ratio,omitempty"`
-	// BaseEpsilon is the ε of one run alone, at the same δ (null if unbounded).
-	BaseEpsilon *float64 `json:"base_epsilon"`
-}
-
-// accountPlan is the validated request.
-type accountPlan struct {
-	acc      accounting.Accountant
-	rep      *accounting.Repetitions
-	maxRatio float64
-	minRatio float64
-}
-
-// event is the pipeline's event for σ and steps.
-func (p accountPlan) event(sigma, q float64, steps int) accounting.Event {
-	base := accounting.DPSGD(sigma, q, steps)
-	switch {
-	case p.rep == nil:
-		return base
-	case p.maxRatio > 0:
-		return accounting.AdaptiveRepeatAndSelect{Event: base, Repetitions: *p.rep, MaxRatio: p.maxRatio, MinRatio: p.minRatio}
-	}
-	return accounting.RepeatAndSelect{Event: base, Repetitions: *p.rep}
-}
-
-func (f *accountFlags) validate(cmd *cobra.Command) (accountPlan, error) {
-	var p accountPlan
+// validate checks the flags and turns them into the job's question.
+func (f *accountFlags) validate(cmd *cobra.Command) (job.AccountSpec, error) {
+	p := job.AccountSpec{NoiseMultiplier: f.noiseMultiplier, SamplingRate: f.samplingRate, Epsilon: f.epsilon, Delta: f.delta, Accountant: f.accountant}
 	ch := cmd.Flags().Changed
-	acc, err := accountantByName(f.accountant, true)
-	if err != nil {
+	if _, err := job.Accountant(f.accountant, true); err != nil {
 		return p, err
 	}
-	p.acc = acc
 	if !(f.samplingRate > 0 && f.samplingRate <= 1) {
 		return p, usagef("--sampling-rate %v is outside (0, 1]", f.samplingRate)
 	}
@@ -149,10 +102,19 @@ func (f *accountFlags) validate(cmd *cobra.Command) (accountPlan, error) {
 	if given != 2 {
 		return p, usagef("give exactly two of --noise-multiplier, --steps (or --epochs) and --epsilon; the third is computed")
 	}
+	p.Steps = f.steps
+	switch {
+	case !ch("epsilon"):
+		p.Solve = "epsilon"
+	case !ch("noise-multiplier"):
+		p.Solve = "noise_multiplier"
+	default:
+		p.Solve = "steps"
+	}
 	return p, f.validateTuning(cmd, &p)
 }
 
-func (f *accountFlags) validateTuning(cmd *cobra.Command, p *accountPlan) error {
+func (f *accountFlags) validateTuning(cmd *cobra.Command, p *job.AccountSpec) error {
 	ch := cmd.Flags().Changed
 	if f.repeat == "" {
 		for _, name := range []string{"eta", "gamma", "mean-runs", "adaptive-ratio"} {
@@ -199,7 +161,7 @@ func (f *accountFlags) validateTuning(cmd *cobra.Command, p *accountPlan) error 
 	default:
 		return usagef("unknown --repeat %q (want tnb or poisson)", f.repeat)
 	}
-	p.rep = &rep
+	p.Repetitions = &rep
 	if f.adaptiveRatio != "" {
 		if rep.Distribution != accounting.TNB {
 			return usagef("--adaptive-ratio (DP-HyPO) is proved for --repeat tnb only")
@@ -210,58 +172,19 @@ func (f *accountFlags) validateTuning(cmd *cobra.Command, p *accountPlan) error 
 		if !ok || err1 != nil || err2 != nil || !(lo > 0) || !(hi >= lo) || math.IsInf(hi, 1) {
 			return usagef("--adaptive-ratio %q must be C/c with 0 < c ≤ C, e.g. 2/0.75", f.adaptiveRatio)
 		}
-		p.maxRatio, p.minRatio = hi, lo
+		p.MaxRatio, p.MinRatio = hi, lo
 	}
 	return nil
 }
 
 func runAccount(cmd *cobra.Command, f accountFlags) error {
-	p, err := f.validate(cmd)
+	spec, err := f.validate(cmd)
 	if err != nil {
 		return err
 	}
-	q := f.samplingRate
-	res := accountResult{Delta: f.delta, Accountant: p.acc.Name(), SamplingRate: q,
-		NoiseMultiplier: f.noiseMultiplier, Steps: f.steps}
-	ch := cmd.Flags().Changed
-	ctx := cmd.Context()
-	usage := func(err error) error {
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		return usageError{err}
-	}
-	switch {
-	case !ch("epsilon"):
-		res.Solved = "epsilon"
-	case !ch("noise-multiplier"):
-		res.Solved = "noise_multiplier"
-		sigma, err := accounting.CalibrateNoise(ctx, p.acc, func(s float64) accounting.Event { return p.event(s, q, f.steps) }, f.epsilon, f.delta)
-		if err != nil {
-			return usage(err)
-		}
-		res.NoiseMultiplier = sigma
-	default:
-		res.Solved = "steps"
-		steps, err := accounting.CalibrateSteps(ctx, p.acc, func(t int) accounting.Event { return p.event(f.noiseMultiplier, q, t) }, f.epsilon, f.delta, dpsgd.MaxSteps)
-		if err != nil {
-			return usage(err)
-		}
-		res.Steps, res.StepsCapped = steps, steps == dpsgd.MaxSteps
-	}
-	g, err := p.acc.Epsilon(p.event(res.NoiseMultiplier, q, res.Steps), f.delta)
+	res, err := job.Account(cmd.Context(), spec)
 	if err != nil {
-		return usageError{err}
-	}
-	res.Epsilon, res.Order, res.EpsilonNote = finiteEpsilon(g, nil)
-	res.Approximate = g.Approximate
-	if p.rep != nil {
-		b, err := p.acc.Epsilon(accounting.DPSGD(res.NoiseMultiplier, q, res.Steps), f.delta)
-		if err != nil {
-			return err
-		}
-		res.Tuning = &tuningResult{Repetitions: *p.rep, MeanRuns: p.rep.Mean(), MaxRatio: p.maxRatio, MinRatio: p.minRatio}
-		res.Tuning.BaseEpsilon, _, _ = finiteEpsilon(b, nil)
+		return err
 	}
 	out := cmd.OutOrStdout()
 	if f.json {
@@ -276,7 +199,7 @@ func runAccount(cmd *cobra.Command, f accountFlags) error {
 	return nil
 }
 
-func printAccount(w io.Writer, r accountResult) {
+func printAccount(w io.Writer, r job.AccountResult) {
 	mark := func(field string) string {
 		if r.Solved == field {
 			return "  ← computed"

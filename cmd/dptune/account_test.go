@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
 )
 
 var accountBase = []string{"account", "--noise-multiplier", "1.1", "--sampling-rate", "0.0042667", "--steps", "14063"}
@@ -67,7 +68,7 @@ func accountJSON(t *testing.T, args ...string) map[string]any {
 func TestAccountJSON(t *testing.T) {
 	for _, name := range []string{"rdp", "pld", "gdp"} {
 		m := accountJSON(t, append(accountBase, "--accountant", name)...)
-		acc, _ := accountantByName(name, true)
+		acc, _ := job.Accountant(name, true)
 		g, err := acc.Epsilon(accounting.DPSGD(1.1, 0.0042667, 14063), 1e-5)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/job"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -56,7 +57,7 @@ and per layer, allocations per step and the peak resident memory.`,
 }
 
 func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
-	ds, err := lookupDataset(f.dataset)
+	src, err := job.Dataset(f.dataset, f.dataDir)
 	if err != nil {
 		return err
 	}
@@ -71,17 +72,17 @@ func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 		return usagef("--plot %q must name a .png file", f.plotOut)
 	}
 	for _, b := range f.batchSizes {
-		if b < 1 || b > ds.trainN {
-			return usagef("--batch-size %d is outside [1, %d]", b, ds.trainN)
+		if b < 1 || b > src.NominalN {
+			return usagef("--batch-size %d is outside [1, %d]", b, src.NominalN)
 		}
 	}
-	train, _, err := loadDataset(cmd.ErrOrStderr(), f.dataset, ds, f.dataDir, ds.trainN)
+	train, _, err := src.Load()
 	if err != nil {
 		return err
 	}
 	w := cmd.ErrOrStderr()
 	rep, err := bench.PerSample(cmd.Context(), bench.PerSampleConfig{
-		Train: train, Arch: ds.arch, BatchSizes: f.batchSizes, Steps: f.steps, Warmup: f.warmup, Seed: f.seed,
+		Train: train, Arch: src.Arch, BatchSizes: f.batchSizes, Steps: f.steps, Warmup: f.warmup, Seed: f.seed,
 		Progress: func(b int, mode string) {
 			fmt.Fprintf(w, "batch %d, %s: %d + %d steps\n", b, mode, f.warmup, f.steps)
 		},

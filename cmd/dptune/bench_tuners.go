@@ -17,6 +17,7 @@ import (
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -68,7 +69,7 @@ selected candidate, as the paper's Table 1, with a plot.`,
 }
 
 func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
-	ds, err := lookupDataset(f.dataset)
+	src, err := job.Dataset(f.dataset, f.dataDir)
 	if err != nil {
 		return err
 	}
@@ -77,8 +78,8 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		return usagef("--lr-stride and --clip-stride must be at least 1")
 	case f.epochs < 1 || f.seeds < 1 || f.repeats < 1:
 		return usagef("--epochs, --seeds and --repeats must be at least 1")
-	case f.batchSize < 1 || f.batchSize > ds.trainN:
-		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, ds.trainN)
+	case f.batchSize < 1 || f.batchSize > src.NominalN:
+		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, src.NominalN)
 	case !(f.scoreNoise >= 0):
 		return usagef("--score-noise %v is negative", f.scoreNoise)
 	case len(f.gammas) == 0:
@@ -101,16 +102,12 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	}
 	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
 	// Each method's noise, for the same total budget at the reference γ.
-	q := float64(f.batchSize) / float64(ds.trainN)
-	steps := dpsgd.StepsForEpochs(f.epochs, q)
-	base := func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }
-	ref := accounting.TNBRepetitions(1, f.refGamma)
-	sigmaU, err := tuning.CalibrateBase(cmd.Context(), base, ref, nil, f.epsilon, f.delta)
-	if err != nil {
-		return usageError{err}
+	q := float64(f.batchSize) / float64(src.NominalN)
+	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
+		return usagef("--epochs %d: %v", f.epochs, err)
 	}
 	gpOpt := tuning.DefaultGPOptions()
-	sigmaGP, err := tuning.CalibrateBase(cmd.Context(), base, ref, &gpOpt, f.epsilon, f.delta)
+	sigmaGP, sigmaU, err := bench.SimulationNoise(cmd.Context(), q, dpsgd.StepsForEpochs(f.epochs, q), f.refGamma, gpOpt, f.epsilon, f.delta)
 	if err != nil {
 		return usageError{err}
 	}
@@ -120,7 +117,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if f.cache == "" {
 		f.cache = filepath.Join(f.out, "landscape-"+f.dataset+".csv")
 	}
-	train, test, err := loadDataset(cmd.ErrOrStderr(), f.dataset, ds, f.dataDir, ds.trainN)
+	train, test, err := src.Load()
 	if err != nil {
 		return err
 	}
@@ -131,7 +128,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	var ls [2]bench.Landscape
 	for k, sigma := range []float64{sigmaGP, sigmaU} {
 		label := []string{"GP landscape", "uniform landscape"}[k]
-		ls[k], err = bench.BuildLandscape(ctx, bench.LandscapeConfig{Arch: ds.arch, Train: train, Test: test, Space: space,
+		ls[k], err = bench.BuildLandscape(ctx, bench.LandscapeConfig{Arch: src.Arch, Train: train, Test: test, Space: space,
 			NoiseMultiplier: sigma, SamplingRate: q, Epochs: f.epochs, Seeds: f.seeds, Cache: f.cache,
 			Progress: func(done, total int) { fmt.Fprintf(w, "\r%s: %d/%d runs", label, done, total) }})
 		fmt.Fprintln(w)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"slices"
+	"strings"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/dpsgd/accounting/budget"
+	"github.com/dptune/dptune/job"
 )
 
 func newBudgetCmd() *cobra.Command {
@@ -81,8 +85,8 @@ func runBudgetInit(cmd *cobra.Command, path string, f budgetInitFlags) error {
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
-	if _, err := lookupDataset(f.dataset); err != nil {
-		return err
+	if !slices.Contains(job.Datasets, f.dataset) {
+		return usagef("unknown dataset %q (want one of %s)", f.dataset, strings.Join(job.Datasets, ", "))
 	}
 	if err := budget.Init(path, f.epsilon, f.delta, f.dataset); err != nil {
 		if errors.Is(err, fs.ErrExist) {

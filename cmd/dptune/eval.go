@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
 )
 
@@ -21,7 +22,7 @@ not all finite is refused (exit 1).`,
   dptune eval --model out/cifar --dataset cifar10 --data-dir ../shared/data/cifar10-jpeg-derived`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ds, err := lookupDataset(dataset)
+			src, err := job.Dataset(dataset, dataDir)
 			if err != nil {
 				return err
 			}
@@ -32,13 +33,13 @@ not all finite is refused (exit 1).`,
 			if err != nil {
 				return err
 			}
-			if net.Arch != ds.arch {
-				return usagef("the model in %s is a %s network; %s needs %s", modelDir, net.Arch.Name, dataset, ds.arch.Name)
+			if net.Arch != src.Arch {
+				return usagef("the model in %s is a %s network; %s needs %s", modelDir, net.Arch.Name, dataset, src.Arch.Name)
 			}
 			if err := net.CheckFinite(); err != nil {
 				return fmt.Errorf("the model in %s: %w", modelDir, err)
 			}
-			_, test, err := loadDataset(cmd.ErrOrStderr(), dataset, ds, dataDir, 0)
+			_, test, err := src.Load()
 			if err != nil {
 				return err
 			}

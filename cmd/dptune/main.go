@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
 )
 
@@ -63,7 +64,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &u):
+	case errors.As(err, &u), errors.Is(err, job.ErrInvalid):
 		return 2
 	case errors.Is(err, context.Canceled):
 		return 130

@@ -2,32 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/job"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-
-	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/internal/randsrc"
-	"github.com/dptune/dptune/model"
-)
-
-// Default learning rates and momenta of dptune train, chosen by the sweep in
-// README.md: DP-SGD with C = 1 takes plain SGD at η = 0.5; non-private
-// training (unclipped gradients, no noise) takes η = 0.02 with momentum 0.9.
-const (
-	DefaultLearningRate           = 0.5
-	DefaultMomentum               = 0.0
-	DefaultNonPrivateLearningRate = 0.02
-	DefaultNonPrivateMomentum     = 0.9
 )
 
 type trainFlags struct {
@@ -72,8 +55,8 @@ it is not secure.`,
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "per-example clipping norm C")
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / nominal N)")
 	fl.IntVar(&f.epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
-	fl.Float64Var(&f.lr, "lr", DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", DefaultNonPrivateLearningRate))
-	fl.Float64Var(&f.momentum, "momentum", DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", DefaultNonPrivateMomentum))
+	fl.Float64Var(&f.lr, "lr", job.DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", job.DefaultNonPrivateLearningRate))
+	fl.Float64Var(&f.momentum, "momentum", job.DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", job.DefaultNonPrivateMomentum))
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
@@ -81,49 +64,8 @@ it is not secure.`,
 	return cmd
 }
 
-// report is what dptune train writes to DIR/report.json.
-type report struct {
-	Dataset         string            `json:"dataset"`
-	NominalSize     int               `json:"nominal_size"` // the public training-set size q is computed from
-	Private         bool              `json:"private"`
-	Epsilon         *float64          `json:"epsilon"` // null when not private or unbounded
-	EpsilonNote     string            `json:"epsilon_note,omitempty"`
-	Delta           float64           `json:"delta"`
-	Accountant      string            `json:"accountant"`
-	RDPOrder        float64           `json:"rdp_order,omitempty"`
-	NoiseMultiplier float64           `json:"noise_multiplier"`
-	ClipNorm        float64           `json:"clip_norm"`
-	SamplingRate    float64           `json:"sampling_rate"`
-	BatchSize       int               `json:"batch_size"`
-	MeanBatchSize   float64           `json:"-"` // realised: a count of the private data, curator's terminal only
-	Steps           int               `json:"steps"`
-	PlannedSteps    int               `json:"planned_steps"`
-	Epochs          float64           `json:"epochs"`
-	LearningRate    float64           `json:"learning_rate"`
-	Momentum        float64           `json:"momentum"`
-	Seeded          bool              `json:"seeded"` // the seed itself is never written: it would undo the guarantee
-	SecureNoise     bool              `json:"secure_noise"`
-	TestAccuracy    *float64          `json:"test_accuracy"`
-	TestLoss        *float64          `json:"test_loss"`
-	WallSeconds     float64           `json:"-"` // grows with the realised batches: curator's terminal only
-	Interrupted     bool              `json:"interrupted"`
-	Ledger          accounting.Ledger `json:"ledger"`
-}
-
-// validate checks every flag that can be checked before loading data.
-func (f *trainFlags) validate(cmd *cobra.Command, trainN int) error {
-	switch {
-	case f.batchSize < 1:
-		return usagef("--batch-size %d must be at least 1", f.batchSize)
-	case f.batchSize > trainN:
-		return usagef("--batch-size %d exceeds the %d training examples of %s", f.batchSize, trainN, f.data.dataset)
-	case f.epochs < 1:
-		return usagef("--epochs %d must be at least 1", f.epochs)
-	case !(f.lr > 0) || math.IsInf(f.lr, 1):
-		return usagef("--lr %v must be positive and finite", f.lr)
-	case !(f.momentum >= 0 && f.momentum < 1):
-		return usagef("--momentum %v is outside [0, 1)", f.momentum)
-	}
+// validate checks the flags' combinations; the job checks their values.
+func (f *trainFlags) validate(cmd *cobra.Command) error {
 	if f.nonPrivate {
 		for _, name := range []string{"epsilon", "noise-multiplier", "clip-norm"} {
 			if cmd.Flags().Changed(name) {
@@ -132,205 +74,87 @@ func (f *trainFlags) validate(cmd *cobra.Command, trainN int) error {
 		}
 		return nil
 	}
-	if err := accounting.CheckDelta(f.delta); err != nil {
-		return usagef("--delta: %v", err)
+	if cmd.Flags().Changed("noise-multiplier") && cmd.Flags().Changed("epsilon") {
+		return usagef("give --epsilon or --noise-multiplier, not both")
 	}
-	if !(f.clipNorm > 0) || math.IsInf(f.clipNorm, 1) {
-		return usagef("--clip-norm %v must be positive and finite", f.clipNorm)
-	}
-	if cmd.Flags().Changed("noise-multiplier") {
-		if cmd.Flags().Changed("epsilon") {
-			return usagef("give --epsilon or --noise-multiplier, not both")
-		}
-		if !(f.noiseMultiplier > 0) || math.IsInf(f.noiseMultiplier, 1) {
-			return usagef("--noise-multiplier %v must be positive and finite", f.noiseMultiplier)
-		}
-		return nil
-	}
-	if err := accounting.CheckEpsilon(f.epsilon); err != nil {
-		return usagef("--epsilon: %v", err)
+	if cmd.Flags().Changed("noise-multiplier") && !(f.noiseMultiplier > 0) {
+		return usagef("--noise-multiplier %v must be positive and finite", f.noiseMultiplier)
 	}
 	return nil
 }
 
 func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
-	start := time.Now()
-	ds, err := lookupDataset(f.data.dataset)
-	if err != nil {
-		return err
-	}
-	acc, err := accountantByName(f.accountant, false)
-	if err != nil {
-		return err
-	}
 	if f.nonPrivate && !cmd.Flags().Changed("lr") {
-		f.lr = DefaultNonPrivateLearningRate
+		f.lr = job.DefaultNonPrivateLearningRate
 	}
 	if f.nonPrivate && !cmd.Flags().Changed("momentum") {
-		f.momentum = DefaultNonPrivateMomentum
+		f.momentum = job.DefaultNonPrivateMomentum
 	}
-	if err := f.validate(cmd, ds.trainN); err != nil {
+	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	if err := f.data.checkBudgetUnseeded(cmd); err != nil {
-		return err
-	}
-	nominal, err := f.data.nominal(cmd, ds)
+	src, err := f.data.source(cmd)
 	if err != nil {
 		return err
 	}
-	if f.batchSize > nominal {
-		return usagef("--batch-size %d exceeds the nominal %d training examples", f.batchSize, nominal)
+	if err := job.CheckOut(f.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
-	q := float64(f.batchSize) / float64(nominal)
-	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
-		return usagef("--epochs %d: %v", f.epochs, err)
-	}
-	steps := dpsgd.StepsForEpochs(f.epochs, q)
-	if err := checkWritable(f.out); err != nil {
-		return err
-	}
-	cfg := dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(f.batchSize), Steps: steps, LearningRate: f.lr, Momentum: f.momentum, NonPrivate: f.nonPrivate}
-	if cmd.Flags().Changed("seed") {
-		cfg.Seed = &f.seed
-	}
-	// The noise is calibrated, and the budget charged with the run's worst
-	// case, before the data is read when that is quick (RDP); the slower
-	// PLD calibration waits until the data has been read and checked.
-	calibrated := f.nonPrivate || cmd.Flags().Changed("noise-multiplier")
-	var res *charge
-	prepare := func() error {
-		if !calibrated {
-			sigma, err := accounting.CalibrateNoise(ctx, acc, func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }, f.epsilon, f.delta)
-			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					return err
-				}
-				return usageError{err}
-			}
-			cfg.NoiseMultiplier, calibrated = sigma, true
-		}
-		var worst accounting.Ledger
-		worst.Add("dpsgd training", dpsgd.PlannedEvent(cfg))
-		res, err = reserve(f.data.budget, f.data.dataset, "train", fmt.Sprintf("dptune train → %s", f.out), worst)
-		return err
-	}
+	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: f.clipNorm, BatchSize: f.batchSize,
+		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, NonPrivate: f.nonPrivate, Accountant: f.accountant,
+		Budget: f.data.budget, Label: "dptune train → " + f.out, Seed: seedFlag(cmd, f.seed), Warn: warner(cmd.ErrOrStderr())}
 	if !f.nonPrivate {
-		cfg.ClipNorm, cfg.NoiseMultiplier = f.clipNorm, f.noiseMultiplier
-	}
-	if _, isRDP := acc.(accounting.RDP); isRDP || calibrated {
-		if err := prepare(); err != nil {
-			return err
-		}
+		spec.NoiseMultiplier = f.noiseMultiplier
+	} else {
+		spec.ClipNorm = 0
 	}
 	w := cmd.ErrOrStderr()
-	train, test, err := loadDataset(w, f.data.dataset, ds, f.data.dataDir, nominal)
-	if err != nil {
-		return res.done(accounting.Ledger{}, err)
-	}
-	if res == nil && f.data.budget != "" || !calibrated {
-		if err := prepare(); err != nil {
-			return err
+	spec.Progress = epochProgress(w, f.nonPrivate)
+	spec.Started = func(c dpsgd.Config) {
+		if f.nonPrivate {
+			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.epochs, f.batchSize, f.lr)
+		} else {
+			fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, C = %g, q = %.6g, %d steps (%d epochs), lr %g\n",
+				f.data.dataset, c.NoiseMultiplier, c.ClipNorm, c.SamplingRate, c.Steps, f.epochs, f.lr)
+		}
+		if c.Seed != nil {
+			warnSeeded(w)
 		}
 	}
-	net, err := model.New(ds.arch, randsrc.New(cfg.Seed, "init"))
-	if err != nil {
-		return res.done(accounting.Ledger{}, err)
+	rel, diag, err := job.Train(ctx, spec)
+	if rel == nil {
+		return err
 	}
-	if f.nonPrivate {
-		fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, steps, f.epochs, f.batchSize, f.lr)
-	} else {
-		fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, C = %g, q = %.6g, %d steps (%d epochs), lr %g\n",
-			f.data.dataset, cfg.NoiseMultiplier, cfg.ClipNorm, q, steps, f.epochs, f.lr)
+	if saveErr := rel.Save(f.out); saveErr != nil {
+		return errors.Join(err, saveErr)
 	}
-	warnSeeded(w, cfg.Seed)
-
-	run, trainErr := dpsgd.Train(ctx, net, train, cfg, nil, epochProgress(w, f, acc, cfg, steps))
-	var ledger accounting.Ledger
-	ledger.Add("dpsgd training", run.Event)
-	interrupted := errors.Is(trainErr, context.Canceled)
-	if trainErr != nil && !interrupted {
-		// The steps taken touched the data: their ledger is written anyway.
-		failed := failedTrain{Failed: trainErr.Error(), Steps: run.Steps, Ledger: ledger}
-		if err := saveRelease(f.out, "failed-report.json", nil, nil, ledger, failed); err != nil {
-			return res.done(ledger, errors.Join(trainErr, err))
-		}
-		return res.done(ledger, fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", trainErr, f.out))
+	rep := rel.Report.(*job.TrainReport)
+	if rel.Failed {
+		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", err, f.out)
 	}
-	rep := report{Dataset: f.data.dataset, NominalSize: nominal, Private: !f.nonPrivate, Delta: f.delta, Accountant: acc.Name(),
-		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: q, BatchSize: f.batchSize,
-		MeanBatchSize: run.MeanBatchSize, Steps: run.Steps, PlannedSteps: steps,
-		Epochs: float64(run.Steps) / float64(steps/f.epochs), LearningRate: f.lr, Momentum: f.momentum, Seeded: cfg.Seed != nil,
-		SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
-	if !f.nonPrivate {
-		g, err := ledger.Spent(acc, f.delta)
-		rep.Epsilon, rep.RDPOrder, rep.EpsilonNote = finiteEpsilon(g, err)
-	} else {
-		rep.Delta, rep.Accountant = 0, ""
+	printSummary(cmd.OutOrStdout(), rep, diag)
+	fmt.Fprintf(w, "batches        mean realised size %.1f (curator-side: it counts the private data, so it is not in the report)\n", diag.MeanBatchSize)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w; the model so far and its report are in %s", err, f.out)
 	}
-	if !interrupted {
-		m, err := dpsgd.Evaluate(ctx, net, test.X, test.Y)
-		interrupted = errors.Is(err, context.Canceled)
-		if err != nil && !interrupted {
-			return res.done(ledger, err)
-		}
-		if err == nil {
-			rep.TestAccuracy, rep.TestLoss = &m.Accuracy, &m.Loss
-		}
-	}
-	rep.Interrupted = interrupted
-	rep.WallSeconds = time.Since(start).Seconds()
-	if err := saveRun(f.out, net, rep); err != nil {
-		return res.done(ledger, err)
-	}
-	printSummary(cmd.OutOrStdout(), rep)
-	fmt.Fprintf(w, "batches        mean realised size %.1f (curator-side: it counts the private data, so it is not in the report)\n", rep.MeanBatchSize)
-	if interrupted {
-		return res.done(ledger, fmt.Errorf("interrupted after %d of %d steps; the model so far and its report are in %s: %w", run.Steps, steps, f.out, context.Canceled))
-	}
-	return res.done(ledger, nil)
+	return err
 }
 
-// failedTrain is failed-report.json of a training run that failed after
-// touching the data: nothing is released but what it spent.
-type failedTrain struct {
-	Failed string            `json:"failed"`
-	Steps  int               `json:"steps_done"`
-	Ledger accounting.Ledger `json:"ledger"`
-}
-
-// finiteEpsilon returns g's ε for a report, or nil and a note when the
-// accountant could not bound it: JSON has no +Inf, and a report is always
-// written.
-func finiteEpsilon(g accounting.Guarantee, err error) (eps *float64, order float64, note string) {
-	switch {
-	case err != nil:
-		return nil, 0, "no ε: " + err.Error()
-	case math.IsInf(g.Epsilon, 1):
-		return nil, 0, fmt.Sprintf("unbounded: the %s accountant finds no finite ε at this δ (too little noise)", g.Accountant)
-	}
-	return &g.Epsilon, g.Order, ""
-}
-
-// epochProgress returns a Train progress callback that shows one progress
-// bar per epoch, with ETA, the ε spent before the epoch and the epoch's mean
+// epochProgress returns a job progress callback that shows one progress bar
+// per epoch with its ETA, the ε spent before the epoch and the epoch's mean
 // training loss so far (the loss is a curator-side diagnostic).
-func epochProgress(w io.Writer, f trainFlags, acc accounting.Accountant, cfg dpsgd.Config, steps int) func(dpsgd.Progress) {
-	perEpoch := steps / f.epochs
+func epochProgress(w io.Writer, nonPrivate bool) func(job.TrainProgress) {
 	var bar *progressbar.ProgressBar
 	var prefix string
 	var lossSum float64
 	var n int
-	return func(p dpsgd.Progress) {
-		if (p.Step-1)%perEpoch == 0 {
-			prefix = fmt.Sprintf("epoch %d/%d", (p.Step-1)/perEpoch+1, f.epochs)
-			if !cfg.NonPrivate {
-				g, err := acc.Epsilon(accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, p.Step-1), f.delta)
-				if err == nil {
-					prefix += fmt.Sprintf("  ε %.3f", g.Epsilon)
-				}
+	return func(p job.TrainProgress) {
+		if p.StepInEpoch == 1 {
+			prefix = fmt.Sprintf("epoch %d/%d", p.Epoch, p.Epochs)
+			if !nonPrivate && p.EpsilonBefore != nil {
+				prefix += fmt.Sprintf("  ε %.3f", *p.EpsilonBefore)
 			}
-			bar = progressbar.NewOptions(perEpoch, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(prefix),
+			bar = progressbar.NewOptions(p.StepsPerEpoch, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(prefix),
 				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
 				progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish(),
 				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
@@ -343,29 +167,7 @@ func epochProgress(w io.Writer, f trainFlags, acc accounting.Accountant, cfg dps
 	}
 }
 
-// saveRun writes the model (with its hyperparameters and ledger) and report.json to dir.
-func saveRun(dir string, net *model.Net, rep report) error {
-	hyper, err := json.Marshal(map[string]any{"noise_multiplier": rep.NoiseMultiplier, "clip_norm": rep.ClipNorm,
-		"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "learning_rate": rep.LearningRate,
-		"momentum": rep.Momentum, "private": rep.Private})
-	if err != nil {
-		return err
-	}
-	ledger, err := json.Marshal(rep.Ledger)
-	if err != nil {
-		return err
-	}
-	if err := net.Save(dir, model.Metadata{Hyperparameters: hyper, Ledger: ledger}); err != nil {
-		return err
-	}
-	js, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644)
-}
-
-func printSummary(w io.Writer, r report) {
+func printSummary(w io.Writer, r *job.TrainReport, d *job.NotPrivateDiagnostics) {
 	if r.TestAccuracy != nil {
 		fmt.Fprintf(w, "test accuracy  %.4f  (loss %.4f)\n", *r.TestAccuracy, *r.TestLoss)
 	}
@@ -375,10 +177,17 @@ func printSummary(w io.Writer, r report) {
 		} else {
 			fmt.Fprintf(w, "privacy        ε %s\n", r.EpsilonNote)
 		}
-		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps, %s\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps,
-			map[bool]string{true: "secure noise", false: "fast noise (seeded: reproducible, not secure)"}[r.SecureNoise])
+		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps, %s\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
 	} else {
 		fmt.Fprintf(w, "privacy        none (non-private training), %d steps\n", r.Steps)
 	}
-	fmt.Fprintf(w, "wall time      %.1f s (curator-side, not in the report)\n", r.WallSeconds)
+	fmt.Fprintf(w, "wall time      %.1f s (curator-side, not in the report)\n", d.WallSeconds)
+}
+
+// noiseKind describes the noise mode for people.
+func noiseKind(secure bool) string {
+	if secure {
+		return "secure noise"
+	}
+	return "fast noise (seeded: reproducible, not secure)"
 }

@@ -1,0 +1,154 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+)
+
+// AccountSpec asks one question about DP-SGD with Poisson sampling rate
+// SamplingRate, alone or as every run of a random-stop tuning: given two of
+// the noise multiplier, the number of steps and a target ε, the third.
+// Solve names the unknown: "epsilon", "noise_multiplier" or "steps".
+type AccountSpec struct {
+	Solve           string
+	NoiseMultiplier float64
+	SamplingRate    float64
+	Steps           int
+	Epsilon, Delta  float64 // ε in nats
+	// Accountant is "rdp" (default), "pld" or "gdp" (an approximation,
+	// labelled as such).
+	Accountant string
+	// Repetitions, when set, makes the question one about random-stop
+	// tuning whose every run is the DP-SGD run (Papernot & Steinke 2022);
+	// MaxRatio and MinRatio (C and c) > 0 make it DP-HyPO's (Wang et al.
+	// 2023, Theorem 1). Counted by the rdp accountant only.
+	Repetitions        *accounting.Repetitions
+	MaxRatio, MinRatio float64
+}
+
+// AccountResult is Account's answer; its JSON is `dptune account --json`.
+type AccountResult struct {
+	Epsilon         *float64       `json:"epsilon"` // null when unbounded
+	EpsilonNote     string         `json:"epsilon_note,omitempty"`
+	Delta           float64        `json:"delta"`
+	Accountant      string         `json:"accountant"`
+	NoiseMultiplier float64        `json:"noise_multiplier"`
+	SamplingRate    float64        `json:"sampling_rate"`
+	Steps           int            `json:"steps"`
+	StepsCapped     bool           `json:"steps_capped,omitempty"` // the step search hit dpsgd.MaxSteps
+	Order           float64        `json:"order,omitempty"`
+	Approximate     bool           `json:"approximate,omitempty"`
+	Solved          string         `json:"solved_for"` // "epsilon", "noise_multiplier" or "steps"
+	Tuning          *TuningAccount `json:"tuning,omitempty"`
+}
+
+// TuningAccount is the tuning part of an AccountResult.
+type TuningAccount struct {
+	Repetitions accounting.Repetitions `json:"repetitions"`
+	MeanRuns    float64                `json:"mean_runs"`
+	MaxRatio    float64                `json:"max_ratio,omitempty"`
+	MinRatio    float64                `json:"min_ratio,omitempty"`
+	// BaseEpsilon is the ε of one run alone, at the same δ (null if unbounded).
+	BaseEpsilon *float64 `json:"base_epsilon"`
+}
+
+// event is the pipeline's event for σ and steps.
+func (s AccountSpec) event(sigma float64, steps int) accounting.Event {
+	base := accounting.DPSGD(sigma, s.SamplingRate, steps)
+	switch {
+	case s.Repetitions == nil:
+		return base
+	case s.MaxRatio > 0:
+		return accounting.AdaptiveRepeatAndSelect{Event: base, Repetitions: *s.Repetitions, MaxRatio: s.MaxRatio, MinRatio: s.MinRatio}
+	}
+	return accounting.RepeatAndSelect{Event: base, Repetitions: *s.Repetitions}
+}
+
+// check returns an error wrapping ErrInvalid for an impossible question.
+func (s AccountSpec) check() (accounting.Accountant, error) {
+	acc, err := Accountant(s.Accountant, true)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case !(s.SamplingRate > 0 && s.SamplingRate <= 1):
+		return nil, invalidf("sampling rate %v is outside (0, 1]", s.SamplingRate)
+	case s.Solve != "steps" && (s.Steps < 0 || s.Steps > dpsgd.MaxSteps):
+		return nil, invalidf("steps %d is outside [0, %d]", s.Steps, dpsgd.MaxSteps)
+	case s.Solve != "noise_multiplier" && (!(s.NoiseMultiplier > 0) || math.IsInf(s.NoiseMultiplier, 1)):
+		return nil, invalidf("noise multiplier %v must be positive and finite", s.NoiseMultiplier)
+	case s.Solve != "epsilon" && accounting.CheckEpsilon(s.Epsilon) != nil:
+		return nil, invalidf("epsilon: %v", accounting.CheckEpsilon(s.Epsilon))
+	case s.Solve != "epsilon" && s.Solve != "noise_multiplier" && s.Solve != "steps":
+		return nil, invalidf("unknown unknown %q (want epsilon, noise_multiplier or steps)", s.Solve)
+	}
+	if err := accounting.CheckDelta(s.Delta); err != nil {
+		return nil, invalidf("delta: %v", err)
+	}
+	if s.Repetitions != nil {
+		if _, isRDP := acc.(accounting.RDP); !isRDP {
+			return nil, invalidf("tuning is counted by the rdp accountant only (Papernot & Steinke 2022), not %s", acc.Name())
+		}
+		if err := s.Repetitions.Check(); err != nil {
+			return nil, invalid(err)
+		}
+		if s.MaxRatio > 0 && (s.Repetitions.Distribution != accounting.TNB || !(s.MinRatio > 0) || !(s.MaxRatio >= s.MinRatio) || math.IsInf(s.MaxRatio, 1)) {
+			return nil, invalidf("DP-HyPO's density bounds need TNB repetitions and 0 < c ≤ C < ∞, have c = %v, C = %v", s.MinRatio, s.MaxRatio)
+		}
+	}
+	return acc, nil
+}
+
+// Account answers s: it calibrates the noise multiplier (never above the
+// target ε) or the largest number of steps within it (searching up to
+// dpsgd.MaxSteps, and saying when it stopped there), or computes ε — by
+// the chosen accountant, for DP-SGD alone or inside random-stop or DP-HyPO
+// tuning. An impossible question is an error wrapping ErrInvalid; a
+// cancelled search returns ctx's error.
+func Account(ctx context.Context, s AccountSpec) (AccountResult, error) {
+	res := AccountResult{Solved: s.Solve, Delta: s.Delta, SamplingRate: s.SamplingRate, NoiseMultiplier: s.NoiseMultiplier, Steps: s.Steps}
+	acc, err := s.check()
+	if err != nil {
+		return res, err
+	}
+	res.Accountant = acc.Name()
+	refused := func(err error) error {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		return invalid(err)
+	}
+	switch s.Solve {
+	case "noise_multiplier":
+		sigma, err := accounting.CalibrateNoise(ctx, acc, func(z float64) accounting.Event { return s.event(z, s.Steps) }, s.Epsilon, s.Delta)
+		if err != nil {
+			return res, refused(err)
+		}
+		res.NoiseMultiplier = sigma
+	case "steps":
+		steps, err := accounting.CalibrateSteps(ctx, acc, func(t int) accounting.Event { return s.event(s.NoiseMultiplier, t) }, s.Epsilon, s.Delta, dpsgd.MaxSteps)
+		if err != nil {
+			return res, refused(err)
+		}
+		res.Steps, res.StepsCapped = steps, steps == dpsgd.MaxSteps
+	}
+	g, err := acc.Epsilon(s.event(res.NoiseMultiplier, res.Steps), s.Delta)
+	if err != nil {
+		return res, invalid(err)
+	}
+	res.Epsilon, res.Order, res.EpsilonNote = finiteEpsilon(g, nil)
+	res.Approximate = g.Approximate
+	if s.Repetitions != nil {
+		b, err := acc.Epsilon(accounting.DPSGD(res.NoiseMultiplier, s.SamplingRate, res.Steps), s.Delta)
+		if err != nil {
+			return res, err
+		}
+		res.Tuning = &TuningAccount{Repetitions: *s.Repetitions, MeanRuns: s.Repetitions.Mean(), MaxRatio: s.MaxRatio, MinRatio: s.MinRatio}
+		res.Tuning.BaseEpsilon, _, _ = finiteEpsilon(b, nil)
+	}
+	return res, nil
+}

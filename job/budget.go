@@ -1,0 +1,98 @@
+package job
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/dpsgd/accounting/budget"
+)
+
+// charge is a job's reservation in the curator's budget file (none when the
+// job has no budget file) and the worst case it reserved.
+type charge struct {
+	r     *budget.Reservation
+	worst accounting.Ledger
+}
+
+// reserve charges worst, the most the job can spend, to the budget file at
+// path (if any) before the job touches the data; seeded jobs are refused,
+// since they reuse their noise streams across runs, which no composition
+// counts. A job the budget cannot afford is refused with an error wrapping
+// ErrInvalid and budget.ErrExceeded. End the charge with done, whatever
+// happens.
+func reserve(path string, seeded bool, dataset, command, label string, worst accounting.Ledger) (*charge, error) {
+	if path == "" {
+		return &charge{}, nil
+	}
+	if seeded {
+		return nil, invalidf("a budget file does not take a seed: seeded runs reuse their noise across runs, which the budget cannot count; run unseeded")
+	}
+	r, err := budget.Reserve(path, dataset, command, label, worst)
+	if errors.Is(err, budget.ErrExceeded) {
+		return nil, invalid(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &charge{r, worst}, nil
+}
+
+// done records what the job spent in its reservation and returns err (the
+// job's own error) unless recording fails. A cancelled job stays charged at
+// its worst case: when to stop may have followed what the curator saw (the
+// training loss is not private), so the steps not taken are not refunded.
+func (c *charge) done(spent accounting.Ledger, err error) error {
+	if c == nil || c.r == nil {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		spent = c.worst
+	}
+	if cerr := c.r.Commit(spent); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// ledgerOf is a ledger of one event.
+func ledgerOf(label string, e accounting.Event) accounting.Ledger {
+	var l accounting.Ledger
+	l.Add(label, e)
+	return l
+}
+
+// finiteEpsilon returns g's ε for a report, or nil and a note when the
+// accountant could not bound it: JSON has no +Inf, and a report is always
+// written.
+func finiteEpsilon(g accounting.Guarantee, err error) (eps *float64, order float64, note string) {
+	switch {
+	case err != nil:
+		return nil, 0, "no ε: " + err.Error()
+	case g.Epsilon > 1e308:
+		return nil, 0, "unbounded: the " + g.Accountant + " accountant finds no finite ε at this δ (too little noise)"
+	}
+	return &g.Epsilon, g.Order, ""
+}
+
+// Accountant returns the accountant called name: "rdp" (also for ""), "pld",
+// or, only when approximate is true (for reporting, never for calibrating a
+// run: its central limit theorem is not an upper bound), "gdp". It returns
+// an error wrapping ErrInvalid otherwise.
+func Accountant(name string, approximate bool) (accounting.Accountant, error) {
+	switch name {
+	case "rdp", "":
+		return accounting.RDP{}, nil
+	case "pld":
+		return accounting.PLD{}, nil
+	case "gdp":
+		if approximate {
+			return accounting.GDP{}, nil
+		}
+		return nil, invalidf("the gdp accountant is a central-limit approximation, not an upper bound on ε; use rdp or pld here")
+	}
+	if approximate {
+		return nil, invalidf("unknown accountant %q (want rdp, pld or gdp)", name)
+	}
+	return nil, invalidf("unknown accountant %q (want rdp or pld)", name)
+}

@@ -1,0 +1,107 @@
+package job
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
+)
+
+// Release is everything a job may publish and nothing else: the model (nil
+// when nothing but the ledger is released), the selected hyperparameters and
+// the released score of a tuning, the guarantee, the ledger of every
+// mechanism that touched the private data, and Report, the report.json of the
+// job (*TrainReport, *TuneReport or *DoublingReport), which holds the same
+// facts with the job's public settings. Never the number of tuning runs, the
+// other runs' scores, the seed, the wall time or a count of the private data.
+type Release struct {
+	Model    *model.Net
+	Selected map[string]float64 // tuning only; nil when nothing was selected
+	Score    *float64           // the selected run's released validation score
+	// Epsilon is the ledger's ε at Delta by Accountant; nil when unbounded
+	// or not private.
+	Epsilon    *float64
+	Delta      float64
+	Accountant string
+	Ledger     accounting.Ledger
+	Report     any
+	// Failed is true when the job failed after touching the data: only
+	// the ledger is released, in failed-report.json.
+	Failed bool
+
+	hyper map[string]any // saved with the model
+}
+
+// NotPrivateDiagnostics is what a job shows the data curator beside its
+// release. NOT PRIVATE: it reveals what the guarantee needs hidden (the
+// number of tuning runs and every run's score) or counts the private data
+// (the realised batch sizes, the wall time). Never publish it.
+type NotPrivateDiagnostics struct {
+	Runs          []tuning.RunRecord // every tuning run, when asked for
+	MeanBatchSize float64            // realised mean batch size of a training run
+	WallSeconds   float64
+}
+
+// Save writes the release to dir: the model with its hyperparameters and
+// ledger (model.json, params.bin) when there is one, and the report as
+// report.json — or, for a failed job, failed-report.json, so that an earlier
+// release in dir is not clobbered. It creates dir.
+func (r *Release) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	file := "report.json"
+	if r.Failed {
+		file = "failed-report.json"
+	}
+	// The report first: a report that cannot be encoded must not leave a
+	// model without one.
+	js, err := json.MarshalIndent(r.Report, "", "  ")
+	if err != nil {
+		return err
+	}
+	if r.Model != nil && r.hyper != nil && !r.Failed {
+		h, err := json.Marshal(r.hyper)
+		if err != nil {
+			return err
+		}
+		l, err := json.Marshal(r.Ledger)
+		if err != nil {
+			return err
+		}
+		if err := r.Model.Save(dir, model.Metadata{Hyperparameters: h, Ledger: l}); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, file), append(js, '\n'), 0o644)
+}
+
+// WriteDiagnostics writes d to path with mode 0600, labelled NOT PRIVATE.
+func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
+	js, err := json.MarshalIndent(map[string]any{
+		"warning": "NOT PRIVATE: the number of runs and every run's score; the privacy guarantee needs them hidden. For the data curator only.",
+		"runs":    d.Runs,
+	}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(js, '\n'), 0o600)
+}
+
+// CheckOut returns an error wrapping ErrInvalid unless a release can be
+// written to dir: call it before a job, so that no work is lost to an
+// unwritable directory. It creates dir.
+func CheckOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return invalidf("%s is not a writable directory: %v", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".dptune-write-check-*")
+	if err != nil {
+		return invalidf("%s is not writable: %v", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}

@@ -1,0 +1,269 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+)
+
+// Default learning rates and momenta, chosen by the sweep in README.md:
+// DP-SGD with C = 1 takes plain SGD at η = 0.5 (also the learning rate of a
+// tuning whose space has no learning-rate dimension); non-private training
+// (unclipped gradients, no noise) takes η = 0.02 with momentum 0.9.
+const (
+	DefaultLearningRate           = 0.5
+	DefaultMomentum               = 0.0
+	DefaultNonPrivateLearningRate = 0.02
+	DefaultNonPrivateMomentum     = 0.9
+)
+
+// TrainSpec is one DP-SGD training run (Abadi et al. 2016: Poisson sampling
+// at rate q = BatchSize / Data.NominalN, per-example clipping to ClipNorm,
+// Gaussian noise of NoiseMultiplier × ClipNorm, divided by the nominal
+// expected batch size).
+type TrainSpec struct {
+	Data Source
+	// Epsilon (nats) and Delta are the target of the whole run: the noise
+	// multiplier is calibrated to meet them (never above Epsilon), unless
+	// NoiseMultiplier is set.
+	Epsilon, Delta  float64
+	NoiseMultiplier float64 // σ; 0: calibrate from Epsilon
+	ClipNorm        float64 // C
+	BatchSize       int     // expected batch size qN
+	Epochs          int     // one epoch is ⌈1/q⌉ steps
+	LearningRate    float64
+	Momentum        float64
+	// NonPrivate trains with plain SGD: no clipping, no noise, ε = ∞.
+	NonPrivate bool
+	// Accountant is "rdp" (default) or "pld" (tighter, slower).
+	Accountant string
+	// Seed makes the run reproducible, with fast noise; nil: crypto/rand
+	// and secure noise.
+	Seed *uint64
+	// Budget is the curator's budget file ("" for none): the run is refused
+	// if its worst case does not fit, and recorded in it.
+	Budget string
+	// Label says what the run is, in the budget file.
+	Label string
+	// Progress, if not nil, is called after every step (curator-side).
+	Progress func(TrainProgress)
+	// Warn, if not nil, receives curator-side notes (e.g. a loaded count
+	// that differs from the nominal size).
+	Warn func(string)
+	// Started, if not nil, is called once the data is read, the noise
+	// calibrated and the budget charged, before the first step.
+	Started func(dpsgd.Config)
+}
+
+// TrainProgress is reported after every step of a training run.
+type TrainProgress struct {
+	Step, Steps   int // steps done, steps planned
+	Epoch, Epochs int // the current epoch, 1-based
+	StepInEpoch   int // 1-based
+	StepsPerEpoch int
+	Loss          float64 // this step's mean training loss: NOT PRIVATE
+	// EpsilonBefore is the ε spent before this epoch began (nil when not
+	// private or unbounded); computed once per epoch.
+	EpsilonBefore *float64
+}
+
+// TrainReport is report.json of a training run: its public settings, the
+// guarantee, the test metrics and the ledger.
+type TrainReport struct {
+	Dataset         string            `json:"dataset"`
+	NominalSize     int               `json:"nominal_size"` // the public training-set size q is computed from
+	Private         bool              `json:"private"`
+	Epsilon         *float64          `json:"epsilon"` // null when not private or unbounded
+	EpsilonNote     string            `json:"epsilon_note,omitempty"`
+	Delta           float64           `json:"delta"`
+	Accountant      string            `json:"accountant"`
+	RDPOrder        float64           `json:"rdp_order,omitempty"`
+	NoiseMultiplier float64           `json:"noise_multiplier"`
+	ClipNorm        float64           `json:"clip_norm"`
+	SamplingRate    float64           `json:"sampling_rate"`
+	BatchSize       int               `json:"batch_size"`
+	Steps           int               `json:"steps"`
+	PlannedSteps    int               `json:"planned_steps"`
+	Epochs          float64           `json:"epochs"`
+	LearningRate    float64           `json:"learning_rate"`
+	Momentum        float64           `json:"momentum"`
+	Seeded          bool              `json:"seeded"` // the seed itself is never written: it would undo the guarantee
+	SecureNoise     bool              `json:"secure_noise"`
+	TestAccuracy    *float64          `json:"test_accuracy"`
+	TestLoss        *float64          `json:"test_loss"`
+	Interrupted     bool              `json:"interrupted"`
+	Failed          string            `json:"failed,omitempty"`
+	Ledger          accounting.Ledger `json:"ledger"`
+}
+
+// plan is a validated TrainSpec: the DP-SGD configuration and accountant.
+func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
+	var cfg dpsgd.Config
+	if err := s.Data.Check(); err != nil {
+		return cfg, nil, err
+	}
+	acc, err := Accountant(s.Accountant, false)
+	if err != nil {
+		return cfg, nil, err
+	}
+	switch {
+	case s.BatchSize < 1 || s.BatchSize > s.Data.NominalN:
+		return cfg, nil, invalidf("batch size %d is outside [1, %d], the nominal size of %s", s.BatchSize, s.Data.NominalN, s.Data.Name)
+	case !(s.LearningRate > 0) || math.IsInf(s.LearningRate, 1):
+		return cfg, nil, invalidf("learning rate %v must be positive and finite", s.LearningRate)
+	case !(s.Momentum >= 0 && s.Momentum < 1):
+		return cfg, nil, invalidf("momentum %v is outside [0, 1)", s.Momentum)
+	}
+	q := float64(s.BatchSize) / float64(s.Data.NominalN)
+	if err := dpsgd.CheckEpochs(s.Epochs, q); err != nil {
+		return cfg, nil, invalidf("epochs %d: %v", s.Epochs, err)
+	}
+	cfg = dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q),
+		LearningRate: s.LearningRate, Momentum: s.Momentum, NonPrivate: s.NonPrivate, Seed: s.Seed}
+	if s.NonPrivate {
+		if s.NoiseMultiplier != 0 {
+			return cfg, nil, invalidf("non-private training takes no noise multiplier")
+		}
+		return cfg, acc, nil
+	}
+	if err := accounting.CheckDelta(s.Delta); err != nil {
+		return cfg, nil, invalidf("delta: %v", err)
+	}
+	if !(s.ClipNorm > 0) || math.IsInf(s.ClipNorm, 1) {
+		return cfg, nil, invalidf("clipping norm %v must be positive and finite", s.ClipNorm)
+	}
+	cfg.ClipNorm, cfg.NoiseMultiplier = s.ClipNorm, s.NoiseMultiplier
+	if s.NoiseMultiplier != 0 {
+		if !(s.NoiseMultiplier > 0) || math.IsInf(s.NoiseMultiplier, 1) {
+			return cfg, nil, invalidf("noise multiplier %v must be positive and finite", s.NoiseMultiplier)
+		}
+	} else if err := accounting.CheckEpsilon(s.Epsilon); err != nil {
+		return cfg, nil, invalidf("epsilon: %v", err)
+	}
+	return cfg, acc, nil
+}
+
+// Train trains s.Data's network with DP-SGD (or plain SGD when NonPrivate)
+// and releases the model, its test metrics and the ledger. Every size it
+// uses is nominal. The noise multiplier is calibrated before the data is
+// read when that is quick (RDP), else right after reading it (PLD), and the
+// budget file, if any, is charged with the run's worst case at the same
+// point — so a run the budget cannot afford is refused before its data is
+// read under RDP.
+//
+// A refused request is an error wrapping ErrInvalid, returned before any
+// work. Once the data is touched the release is always returned, with the
+// error: cancelled (ctx's error; the model so far is released, marked
+// interrupted), or failed (Release.Failed: only the ledger).
+func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, error) {
+	start := time.Now()
+	cfg, acc, err := s.plan()
+	if err != nil {
+		return nil, nil, err
+	}
+	steps := cfg.Steps
+	var resv *charge
+	calibrated := s.NonPrivate || s.NoiseMultiplier != 0
+	prepare := func() error {
+		if !calibrated {
+			sigma, err := accounting.CalibrateNoise(ctx, acc, func(z float64) accounting.Event { return accounting.DPSGD(z, cfg.SamplingRate, steps) }, s.Epsilon, s.Delta)
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return err
+				}
+				return invalid(err)
+			}
+			cfg.NoiseMultiplier, calibrated = sigma, true
+		}
+		resv, err = reserve(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, ledgerOf("dpsgd training", dpsgd.PlannedEvent(cfg)))
+		return err
+	}
+	if _, isRDP := acc.(accounting.RDP); isRDP || calibrated {
+		if err := prepare(); err != nil {
+			return nil, nil, err
+		}
+	}
+	train, test, err := s.Data.load(s.Warn)
+	if err != nil {
+		return nil, nil, resv.done(accounting.Ledger{}, err)
+	}
+	if resv == nil {
+		if err := prepare(); err != nil {
+			return nil, nil, err
+		}
+	}
+	net, err := model.New(s.Data.Arch, randsrc.New(cfg.Seed, "init"))
+	if err != nil {
+		return nil, nil, resv.done(accounting.Ledger{}, err)
+	}
+	if s.Started != nil {
+		s.Started(cfg)
+	}
+	run, trainErr := dpsgd.Train(ctx, net, train, cfg, nil, s.progress(acc, cfg))
+	var ledger accounting.Ledger
+	ledger.Add("dpsgd training", run.Event)
+	diag := &NotPrivateDiagnostics{MeanBatchSize: run.MeanBatchSize}
+	interrupted := errors.Is(trainErr, context.Canceled)
+	rep := &TrainReport{Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Private: !s.NonPrivate, Delta: s.Delta, Accountant: acc.Name(),
+		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: cfg.SamplingRate, BatchSize: s.BatchSize,
+		Steps: run.Steps, PlannedSteps: steps, Epochs: float64(run.Steps) / float64(steps/s.Epochs), LearningRate: s.LearningRate,
+		Momentum: s.Momentum, Seeded: cfg.Seed != nil, SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
+	rel := &Release{Report: rep, Ledger: ledger, Delta: s.Delta, Accountant: acc.Name()}
+	if trainErr != nil && !interrupted {
+		// The steps taken touched the data: their ledger is released alone.
+		rep.Failed, rel.Failed = trainErr.Error(), true
+		return rel, diag, resv.done(ledger, trainErr)
+	}
+	if !s.NonPrivate {
+		g, err := ledger.Spent(acc, s.Delta)
+		rep.Epsilon, rep.RDPOrder, rep.EpsilonNote = finiteEpsilon(g, err)
+	} else {
+		rep.Delta, rep.Accountant, rel.Delta, rel.Accountant = 0, "", 0, ""
+	}
+	rel.Epsilon = rep.Epsilon
+	if !interrupted {
+		m, err := dpsgd.Evaluate(ctx, net, test.X, test.Y)
+		interrupted = errors.Is(err, context.Canceled)
+		if err != nil && !interrupted {
+			return rel, diag, resv.done(ledger, err)
+		}
+		if err == nil {
+			rep.TestAccuracy, rep.TestLoss = &m.Accuracy, &m.Loss
+		}
+	}
+	rep.Interrupted = interrupted
+	rel.Model = net
+	rel.hyper = map[string]any{"noise_multiplier": cfg.NoiseMultiplier, "clip_norm": cfg.ClipNorm, "sampling_rate": cfg.SamplingRate,
+		"steps": run.Steps, "learning_rate": s.LearningRate, "momentum": s.Momentum, "private": !s.NonPrivate}
+	diag.WallSeconds = time.Since(start).Seconds()
+	if interrupted {
+		return rel, diag, resv.done(ledger, fmt.Errorf("interrupted after %d of %d steps: %w", run.Steps, steps, context.Canceled))
+	}
+	return rel, diag, resv.done(ledger, nil)
+}
+
+// progress turns dpsgd's per-step progress into TrainProgress, with the ε
+// spent before each epoch.
+func (s TrainSpec) progress(acc accounting.Accountant, cfg dpsgd.Config) func(dpsgd.Progress) {
+	if s.Progress == nil {
+		return nil
+	}
+	perEpoch := cfg.Steps / s.Epochs
+	var before *float64
+	return func(p dpsgd.Progress) {
+		inEpoch := (p.Step-1)%perEpoch + 1
+		if inEpoch == 1 && !cfg.NonPrivate {
+			g, err := acc.Epsilon(accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, p.Step-1), s.Delta)
+			before, _, _ = finiteEpsilon(g, err)
+		}
+		s.Progress(TrainProgress{Step: p.Step, Steps: p.Steps, Epoch: (p.Step-1)/perEpoch + 1, Epochs: s.Epochs,
+			StepInEpoch: inEpoch, StepsPerEpoch: perEpoch, Loss: p.Loss, EpsilonBefore: before})
+	}
+}
