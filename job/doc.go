@@ -1,0 +1,65 @@
+// Package job is dptune's library front door: one documented call per job,
+// each owning every privacy decision of that job — nominal sizes,
+// calibration, validation splits, the budget charge, what is evaluated and
+// what goes into the release. The dptune command only parses flags, shows
+// progress and prints what these calls return; a Go program gets exactly
+// the same guarantees by calling them.
+//
+// # What dptune does, one call each
+//
+// Train a private image classifier with DP-SGD to a target ε:
+//
+//	src, _ := job.Dataset("mnist", "")
+//	rel, _, err := job.Train(ctx, job.TrainSpec{Data: src, Epsilon: 3, Delta: 1e-5,
+//		ClipNorm: 1, BatchSize: 256, Epochs: 10, LearningRate: job.DefaultLearningRate})
+//	err = rel.Save("out/mnist")
+//
+// Choose hyperparameters privately, under one total budget for tuning and
+// release (random-stop, DP-HyPO's GP, or the doubling tuner):
+//
+//	space, _ := tuning.LoadSpace("mnist-dphypo")
+//	rel, diag, err := job.Tune(ctx, job.TuneSpec{Data: src, Tuner: job.GP, Space: space,
+//		Epsilon: 8, Delta: 1e-5, Epochs: 3, BatchSize: 256,
+//		Repetitions: reps, GPOptions: tuning.DefaultGPOptions(),
+//		Validation: "private", ValSize: 5000, ScoreNoise: 20})
+//
+// Answer an accounting question — ε of a run, σ for a target, the steps a
+// budget allows — alone or inside random-stop tuning:
+//
+//	res, err := job.Account(ctx, job.AccountSpec{Solve: "epsilon", NoiseMultiplier: 1.1,
+//		SamplingRate: 256.0 / 60000, Steps: 14063, Delta: 1e-5, Accountant: "pld"})
+//
+// Keep one honest budget across runs: create a budget file
+// (budget.Init, or `dptune budget init`) and name it in every spec's Budget;
+// each job reserves its worst case before it reads the data and is refused
+// (ErrInvalid) if the file's RDP filter would exceed the cap.
+//
+// Measure what per-sample gradients cost: bench.PerSample.
+//
+// # Releases
+//
+// A job returns a Release — the model, the selected hyperparameters, the
+// released score, the guarantee, the ledger and the report — and, apart, a
+// NotPrivateDiagnostics for the data curator (the number of tuning runs,
+// every run's score, the realised batch sizes, the wall time), which must
+// never be published. Release.Save writes model.json, params.bin and
+// report.json (or failed-report.json).
+//
+// Rules every job keeps (DESIGN.md):
+//   - Sizes are nominal: sampling rates, divisors and report fields use
+//     Source.NominalN and the declared validation size, never a count of the
+//     private data.
+//   - Nothing is released as a float with float noise: private scores are
+//     integer counts plus discrete Gaussian noise; DP-SGD noise is drawn in
+//     secure mode unless a seed is given.
+//   - The ledger covers every mechanism that touched the private data, even
+//     when the job fails or is cancelled.
+//
+// # Errors
+//
+// A request that cannot be run is refused before any work with an error
+// wrapping ErrInvalid (the command maps it to exit status 2). Once the data
+// is touched, a job always returns its Release with its error: cancelled
+// (ctx's error; the command exits 130) or failed (Release.Failed; only the
+// ledger is released).
+package job
