@@ -2,6 +2,8 @@ package budget
 
 import (
 	"math"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
 )
 
 // DefaultOrders are the RDP orders Init writes into a new budget file. An
@@ -32,28 +34,10 @@ func releaseEpsilon(orders, rdp []float64, delta float64) float64 {
 }
 
 // convert is the conversion of RDP to (ε, δ)-DP with δ split evenly over m
-// orders (see the package documentation, steps 3–5).
+// orders (see the package documentation, steps 3–5): Balle et al.'s
+// conversion (accounting.RDPToDP) at δ/m.
 func convert(orders, rdp []float64, delta float64, m int) (eps, order float64) {
-	zero := true
-	for _, r := range rdp {
-		zero = zero && r == 0
-	}
-	if zero {
-		return 0, 0
-	}
-	eps = math.Inf(1)
-	logDelta := math.Log(delta) - math.Log(float64(m))
-	for j, a := range orders {
-		r := rdp[j]
-		if !(a > 1) || math.IsNaN(r) || math.IsInf(r, 1) {
-			continue
-		}
-		e := r + math.Log1p(-1/a) - (logDelta+math.Log(a))/(a-1)
-		if e < eps {
-			eps, order = e, a
-		}
-	}
-	return math.Max(eps, 0), order
+	return accounting.RDPToDP(orders, rdp, delta/float64(m))
 }
 
 // addCurve returns a + b per order.
