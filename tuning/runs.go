@@ -22,6 +22,15 @@ func DrawRuns(rep accounting.Repetitions, rng *rand.Rand) (int, error) {
 	if err := rep.Check(); err != nil {
 		return 0, err
 	}
+	switch rep.Distribution {
+	case accounting.Fixed:
+		return rep.L, nil
+	case accounting.Binary:
+		if rng.Float64() < rep.S {
+			return 1, nil
+		}
+		return rep.L, nil
+	}
 	u := rng.Float64()
 	var k int
 	var p float64

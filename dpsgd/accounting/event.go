@@ -212,7 +212,7 @@ func (a AdaptiveRepeatAndSelect) check() error {
 func MarshalEvent(e Event) ([]byte, error) {
 	var fields any
 	switch v := e.(type) {
-	case Gaussian, DiscreteGaussian, Laplace, EpsilonDelta, Vote, AboveThreshold, NonPrivate:
+	case Gaussian, DiscreteGaussian, Laplace, EpsilonDelta, Vote, AboveThreshold, NonPrivate, GaussianSelect:
 		fields = v
 	case PoissonSampled:
 		inner, err := MarshalEvent(v.Event)
@@ -313,6 +313,10 @@ func unmarshalEvent(b []byte, version int) (Event, error) {
 		if version == 1 && e.Sensitivity > 0 {
 			e.NoiseMultiplier /= e.Sensitivity
 		}
+		out = e
+	case "gaussian_select":
+		var e GaussianSelect
+		err = json.Unmarshal(b, &e)
 		out = e
 	case "discrete_gaussian":
 		var e DiscreteGaussian

@@ -126,6 +126,14 @@ func (a RDP) add(acc, orders []float64, e Event, times float64) error {
 			return fmt.Errorf("accounting: sampling rate %v is outside [0, 1]", v.SamplingRate)
 		}
 		each(func(o float64) float64 { return SubsampledGaussianRDP(v.SamplingRate, r, o) })
+	case GaussianSelect:
+		for i, o := range orders {
+			r, err := GaussianSelectRDP(v.Mu, v.Repetitions, o)
+			if err != nil {
+				return err
+			}
+			acc[i] += times * r
+		}
 	case RepeatAndSelect:
 		sel, err := a.repeatAndSelectRDP(v.Event, v.Repetitions, 1, 1)
 		if err != nil {
@@ -179,7 +187,31 @@ func (a RDP) Epsilon(e Event, delta float64) (Guarantee, error) {
 		return Guarantee{}, err
 	}
 	eps, order := RDPToDP(a.orders(), rdp, delta)
-	return Guarantee{Epsilon: eps, Delta: delta, Accountant: "rdp", Order: order}, nil
+	return Guarantee{Epsilon: eps, Delta: delta, Accountant: "rdp", Order: order, Approximate: approximate(e)}, nil
+}
+
+// approximate reports whether e contains an event whose RDP is an
+// approximation rather than a proved bound (GaussianSelect).
+func approximate(e Event) bool {
+	switch v := e.(type) {
+	case GaussianSelect:
+		return true
+	case PoissonSampled:
+		return approximate(v.Event)
+	case SelfComposed:
+		return approximate(v.Event)
+	case Composed:
+		for _, ev := range v.Events {
+			if approximate(ev) {
+				return true
+			}
+		}
+	case RepeatAndSelect:
+		return approximate(v.Event)
+	case AdaptiveRepeatAndSelect:
+		return approximate(v.Event)
+	}
+	return false
 }
 
 // RDPToDP converts RDP guarantees rdp[i] at orders[i] into the smallest ε

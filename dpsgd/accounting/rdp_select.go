@@ -74,6 +74,8 @@ func (a RDP) repeatAndSelectRDP(base Event, rep Repetitions, maxRatio, minRatio 
 			}
 			out[i] = rho[i] + rep.Mu*deltaHat + math.Log(rep.Mu)/(o-1)
 		}
+	default:
+		return nil, fmt.Errorf("accounting: Papernot & Steinke's bounds cover TNB and Poisson repetitions, not %s (GaussianSelect counts it for Gaussian-like bases): %w", rep, ErrUnsupported)
 	}
 	return out, nil
 }

@@ -9,6 +9,11 @@ import (
 const (
 	TNB     = "tnb"     // truncated negative binomial TNB(η, γ)
 	Poisson = "poisson" // Poisson(μ)
+	// Binary is Xiang et al.'s eq. (21): K = 1 with probability S, K = L
+	// otherwise. Only their GaussianSelect bound counts it.
+	Binary = "binary"
+	// Fixed is a point mass on K runs. Only GaussianSelect counts it.
+	Fixed = "fixed"
 )
 
 // Repetitions is the distribution of the number of runs K in RepeatAndSelect:
@@ -19,12 +24,26 @@ const (
 //     P[K = k] = (1−γ)^k/(k·log(1/γ)) for η = 0 (logarithmic);
 //     η = 1 is the geometric distribution P[K = k] = γ(1−γ)^{k−1}.
 //   - Poisson(μ) on {0, 1, 2, …} (K = 0 releases nothing).
+//   - Binary(L, s): K = 1 with probability s, K = L otherwise (Xiang et
+//     al., eq. 21).
+//   - Fixed(K): K runs, always.
 type Repetitions struct {
-	Distribution string  `json:"distribution"`    // TNB or Poisson
+	Distribution string  `json:"distribution"`    // TNB, Poisson, Binary or Fixed
 	Eta          float64 `json:"eta,omitempty"`   // η, TNB only
 	Gamma        float64 `json:"gamma,omitempty"` // γ, TNB only
 	Mu           float64 `json:"mu,omitempty"`    // μ, Poisson only
+	L            int     `json:"l,omitempty"`     // Binary's large K; Fixed's K
+	S            float64 `json:"s,omitempty"`     // Binary's P[K = 1]
 }
+
+// BinaryRepetitions returns Xiang et al.'s eq. (21): K = 1 with
+// probability s, K = l otherwise.
+func BinaryRepetitions(l int, s float64) Repetitions {
+	return Repetitions{Distribution: Binary, L: l, S: s}
+}
+
+// FixedRepetitions returns a point mass on k runs.
+func FixedRepetitions(k int) Repetitions { return Repetitions{Distribution: Fixed, L: k} }
 
 // TNBRepetitions returns TNB(η, γ). Check reports invalid parameters.
 func TNBRepetitions(eta, gamma float64) Repetitions {
@@ -82,17 +101,31 @@ func (r Repetitions) Check() error {
 		if !(r.Mu >= 1) || math.IsInf(r.Mu, 1) {
 			return fmt.Errorf("accounting: Poisson number of runs needs a finite mean μ ≥ 1, have %v", r.Mu)
 		}
+	case Binary:
+		if r.L < 1 || r.L > 1<<30 || !(r.S >= 0 && r.S <= 1) {
+			return fmt.Errorf("accounting: binary number of runs needs 1 ≤ L ≤ 2^30 and s in [0, 1], have L = %d, s = %v", r.L, r.S)
+		}
+	case Fixed:
+		if r.L < 1 || r.L > 1<<30 {
+			return fmt.Errorf("accounting: a fixed number of runs must be in [1, 2^30], have %d", r.L)
+		}
 	default:
-		return fmt.Errorf("accounting: unknown distribution of the number of runs %q (want %q or %q)", r.Distribution, TNB, Poisson)
+		return fmt.Errorf("accounting: unknown distribution of the number of runs %q (want %q, %q, %q or %q)", r.Distribution, TNB, Poisson, Binary, Fixed)
 	}
 	return nil
 }
 
 // Mean is E[K]: η(1−γ)/(γ(1−γ^η)) for TNB with η ≠ 0, (1/γ − 1)/log(1/γ) for
-// η = 0 (DP-HyPO, Definition B.1), μ for Poisson.
+// η = 0 (DP-HyPO, Definition B.1), μ for Poisson, s + (1−s)L for Binary, K
+// for Fixed.
 func (r Repetitions) Mean() float64 {
-	if r.Distribution == Poisson {
+	switch r.Distribution {
+	case Poisson:
 		return r.Mu
+	case Binary:
+		return r.S + (1-r.S)*float64(r.L)
+	case Fixed:
+		return float64(r.L)
 	}
 	g, eta := r.Gamma, r.Eta
 	lg := math.Log(g)
@@ -104,6 +137,22 @@ func (r Repetitions) Mean() float64 {
 
 // PMF is P[K = k].
 func (r Repetitions) PMF(k int) float64 {
+	switch r.Distribution {
+	case Binary:
+		p := 0.0
+		if k == 1 {
+			p += r.S
+		}
+		if k == r.L {
+			p += 1 - r.S
+		}
+		return p
+	case Fixed:
+		if k == r.L {
+			return 1
+		}
+		return 0
+	}
 	if r.Distribution == Poisson {
 		if k < 0 {
 			return 0
@@ -128,8 +177,13 @@ func (r Repetitions) PMF(k int) float64 {
 }
 
 func (r Repetitions) String() string {
-	if r.Distribution == Poisson {
+	switch r.Distribution {
+	case Poisson:
 		return fmt.Sprintf("Poisson(μ = %g)", r.Mu)
+	case Binary:
+		return fmt.Sprintf("Binary(L = %d, s = %g)", r.L, r.S)
+	case Fixed:
+		return fmt.Sprintf("Fixed(K = %d)", r.L)
 	}
 	return fmt.Sprintf("TNB(η = %g, γ = %.6g)", r.Eta, r.Gamma)
 }

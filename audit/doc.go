@@ -1,0 +1,44 @@
+// Package audit runs the distinguishing game of Xiang, Wang, Wang, "How
+// Does Selection Leak Privacy: Revisiting Private Selection and Improved
+// Results for Hyper-parameter Tuning" (Algorithm 1, Game-based Privacy
+// Audit), and concludes from it a lower bound ε_L, in nats, on the privacy
+// loss of a protocol.
+//
+// An audit is the empirical counterpart of accounting. Accounting gives an
+// upper bound ε_U: the protocol is at least as private as ε_U claims. An
+// audit gives a lower bound ε_L, with a stated confidence: the protocol's
+// true ε is at least ε_L, unless an event of probability at most 1 −
+// confidence occurred. A correct accountant never reports ε_U < ε_L (beyond
+// that probability); an accounting bug that under-reports ε — or an
+// implementation that adds less noise than it claims — shows up as
+// ε_L > ε_U.
+//
+// The procedure (Xiang et al., Section 2.2 and Appendix A.3):
+//
+//  1. Run (Algorithm 1), once per trial: the trainer flips a fair coin b,
+//     runs the private protocol on X (b = 0) or on its neighbour X′ (b = 1),
+//     and the adversary computes a real statistic λ from what was released.
+//  2. The adversary guesses b = 1 when λ > th for a threshold th; its false
+//     positive rate FP (guessing 1 when b = 0) and false negative rate FN
+//     (guessing 0 when b = 1) are binomial proportions, bounded above by
+//     Clopper–Pearson intervals (ClopperPearson).
+//  3. By the hypothesis-testing characterisation of (ε, δ)-DP (Kairouz, Oh,
+//     Viswanath 2015; Xiang et al., Theorem 1 and eq. (4)), any (ε, δ)-DP
+//     protocol has FP + e^ε·FN ≥ 1 − δ and FN + e^ε·FP ≥ 1 − δ, so
+//     ε_L = max{log((1−δ−FP)/FN), log((1−δ−FN)/FP), 0} at the upper ends
+//     of FP and FN is a lower bound on ε (EpsilonLower).
+//  4. The threshold is optimised (Appendix A.3, step 3).
+//
+// Choosing the threshold on the same trials it is then evaluated on
+// overstates ε_L: the maximum over many thresholds of an estimate is biased
+// upwards, and the Clopper–Pearson confidence no longer holds for the
+// maximising threshold. EpsilonLower therefore chooses the threshold on the
+// first half of the trials and evaluates it, once, on the second half, so
+// the stated confidence is honest.
+//
+// ReducedTuning is the reduced game of private hyperparameter tuning
+// (Xiang et al., Fig. 5 and Section 5.2), cheap enough to play millions of
+// times (their Section 5.4 plays it 10⁶ times); Run plays any Protocol in
+// parallel, reproducibly from a seed, and can stream results to a CSV file
+// from which an interrupted audit resumes.
+package audit
