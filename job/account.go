@@ -19,9 +19,18 @@ type AccountSpec struct {
 	SamplingRate    float64
 	Steps           int
 	Epsilon, Delta  float64 // ε in nats
-	// Accountant is "rdp" (default), "pld" or "gdp" (an approximation,
-	// labelled as such).
+	// Accountant is "rdp" (default), "pld", "gdp" (an approximation,
+	// labelled as such), or "xiang-o" / "xiang-g": random-stop tuning of
+	// DP-SGD by Xiang et al.'s Algorithm 3 (accounting.GaussianSelect), with
+	// μ = τ√N/σ (their eq. 19) or the GDP central limit theorem's μ (their
+	// Corollary 2), approximate and labelled so. They answer "epsilon" only
+	// and need Repetitions.
 	Accountant string
+	// GDPMu gives the xiang accountants' μ directly (σ, τ and steps unused).
+	GDPMu float64
+	// BaseEpsilon, for the xiang accountants instead of NoiseMultiplier,
+	// calibrates σ so that one DP-SGD run is (BaseEpsilon, Delta)-DP by RDP.
+	BaseEpsilon float64
 	// Repetitions, when set, makes the question one about random-stop
 	// tuning whose every run is the DP-SGD run (Papernot & Steinke 2022);
 	// MaxRatio and MinRatio (C and c) > 0 make it DP-HyPO's (Wang et al.
@@ -44,6 +53,11 @@ type AccountResult struct {
 	Approximate     bool           `json:"approximate,omitempty"`
 	Solved          string         `json:"solved_for"` // "epsilon", "noise_multiplier" or "steps"
 	Tuning          *TuningAccount `json:"tuning,omitempty"`
+	// Mu is the reduced game's μ (xiang accountants).
+	Mu float64 `json:"mu,omitempty"`
+	// GenericEpsilon is Papernot & Steinke's ε of the same tuning (xiang
+	// accountants, TNB or Poisson repetitions, σ known), for comparison.
+	GenericEpsilon *float64 `json:"papernot_steinke_epsilon,omitempty"`
 }
 
 // TuningAccount is the tuning part of an AccountResult.
@@ -110,6 +124,9 @@ func (s AccountSpec) check() (accounting.Accountant, error) {
 // tuning. An impossible question is an error wrapping ErrInvalid; a
 // cancelled search returns ctx's error.
 func Account(ctx context.Context, s AccountSpec) (AccountResult, error) {
+	if s.Accountant == "xiang-o" || s.Accountant == "xiang-g" {
+		return accountXiang(ctx, s)
+	}
 	res := AccountResult{Solved: s.Solve, Delta: s.Delta, SamplingRate: s.SamplingRate, NoiseMultiplier: s.NoiseMultiplier, Steps: s.Steps}
 	acc, err := s.check()
 	if err != nil {
@@ -150,5 +167,82 @@ func Account(ctx context.Context, s AccountSpec) (AccountResult, error) {
 		res.Tuning = &TuningAccount{Repetitions: *s.Repetitions, MeanRuns: s.Repetitions.Mean(), MaxRatio: s.MaxRatio, MinRatio: s.MinRatio}
 		res.Tuning.BaseEpsilon, _, _ = finiteEpsilon(b, nil)
 	}
+	return res, nil
+}
+
+// accountXiang answers s by Xiang et al.'s Algorithm 3 (see AccountSpec).
+func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
+	res := AccountResult{Solved: "epsilon", Delta: s.Delta, Accountant: s.Accountant, SamplingRate: s.SamplingRate,
+		NoiseMultiplier: s.NoiseMultiplier, Steps: s.Steps, Approximate: true}
+	switch {
+	case s.Solve != "epsilon":
+		return res, invalidf("the %s accountant computes ε only", s.Accountant)
+	case s.Repetitions == nil:
+		return res, invalidf("the %s accountant counts random-stop tuning: it needs a distribution of the number of runs", s.Accountant)
+	case s.MaxRatio > 0:
+		return res, invalidf("the %s accountant does not count adaptive (DP-HyPO) tuning", s.Accountant)
+	}
+	if err := s.Repetitions.Check(); err != nil {
+		return res, invalid(err)
+	}
+	if err := accounting.CheckDelta(s.Delta); err != nil {
+		return res, invalidf("delta: %v", err)
+	}
+	reduction := s.Accountant
+	mu := s.GDPMu
+	if mu != 0 {
+		if !(mu > 0) || math.IsInf(mu, 1) {
+			return res, invalidf("μ = %v must be positive and finite", mu)
+		}
+		reduction = "gdp-mu"
+	} else {
+		switch {
+		case !(s.SamplingRate > 0 && s.SamplingRate <= 1):
+			return res, invalidf("sampling rate %v is outside (0, 1]", s.SamplingRate)
+		case s.Steps < 1 || s.Steps > dpsgd.MaxSteps:
+			return res, invalidf("steps %d is outside [1, %d]", s.Steps, dpsgd.MaxSteps)
+		}
+		if s.BaseEpsilon != 0 {
+			if err := accounting.CheckEpsilon(s.BaseEpsilon); err != nil {
+				return res, invalidf("base epsilon: %v", err)
+			}
+			sigma, err := accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event {
+				return accounting.DPSGD(z, s.SamplingRate, s.Steps)
+			}, s.BaseEpsilon, s.Delta)
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return res, err
+				}
+				return res, invalid(err)
+			}
+			res.NoiseMultiplier = sigma
+		}
+		if !(res.NoiseMultiplier > 0) || math.IsInf(res.NoiseMultiplier, 1) {
+			return res, invalidf("noise multiplier %v must be positive and finite", res.NoiseMultiplier)
+		}
+		if s.Accountant == "xiang-o" {
+			mu = accounting.XiangMu(s.SamplingRate, res.NoiseMultiplier, s.Steps)
+		} else {
+			mu = accounting.GDPMuUniform(s.SamplingRate, res.NoiseMultiplier, s.Steps)
+		}
+		if r := s.Repetitions.Distribution; r == accounting.TNB || r == accounting.Poisson {
+			g, err := accounting.RDP{}.Epsilon(accounting.RepeatAndSelect{Event: accounting.DPSGD(res.NoiseMultiplier, s.SamplingRate, s.Steps),
+				Repetitions: *s.Repetitions}, s.Delta)
+			res.GenericEpsilon, _, _ = finiteEpsilon(g, err)
+		}
+	}
+	res.Mu = mu
+	g, err := accounting.RDP{}.Epsilon(accounting.GaussianSelect{Mu: mu, Repetitions: *s.Repetitions, Reduction: reduction}, s.Delta)
+	if err != nil {
+		return res, invalid(err)
+	}
+	res.Epsilon, res.Order, res.EpsilonNote = finiteEpsilon(g, nil)
+	res.Tuning = &TuningAccount{Repetitions: *s.Repetitions, MeanRuns: s.Repetitions.Mean()}
+	var base accounting.Event = accounting.Gaussian{NoiseMultiplier: 1 / mu, Sensitivity: 1}
+	if res.NoiseMultiplier > 0 {
+		base = accounting.DPSGD(res.NoiseMultiplier, s.SamplingRate, s.Steps)
+	}
+	b, err := accounting.RDP{}.Epsilon(base, s.Delta)
+	res.Tuning.BaseEpsilon, _, _ = finiteEpsilon(b, err)
 	return res, nil
 }

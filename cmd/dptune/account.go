@@ -18,8 +18,9 @@ import (
 type accountFlags struct {
 	noiseMultiplier, samplingRate, delta, epsilon float64
 	steps, epochs                                 int
-	accountant, repeat, adaptiveRatio             string
-	eta, gamma, meanRuns                          float64
+	accountant, adaptiveRatio                     string
+	baseEpsilon, gdpMu                            float64
+	repeat                                        repeatFlags
 	json                                          bool
 }
 
@@ -39,7 +40,17 @@ With --repeat the question is about random-stop tuning whose every run is
 that DP-SGD run: K ~ TNB(η, γ) (--repeat tnb, set by --gamma or --mean-runs)
 or Poisson (--repeat poisson --mean-runs μ), counted by Papernot & Steinke
 2022; --adaptive-ratio C/c makes it DP-HyPO (Wang et al. 2023, Theorem 1).
-Tuning is counted by the rdp accountant only.`,
+Tuning is counted by the rdp accountant only.
+
+--accountant xiang-o or xiang-g counts random-stop tuning of DP-SGD by Xiang
+et al.'s Algorithm 3 ("Selection leaks privacy", §5): the whole run reduced to
+one Gaussian shift μ = τ√N/σ (xiang-o, their eq. 19) or μ from the GDP
+central limit theorem (xiang-g, their Corollary 2), or --gdp-mu μ given, and
+K ~ --repeat tnb|poisson|binary|fixed. It is an APPROXIMATION (a law-of-large-
+numbers or central-limit step), labelled as such, never a default:
+
+  dptune account --accountant xiang-o --repeat binary --binary-l 100 --binary-s 0.01 \
+      --base-epsilon 2 --sampling-rate 1 --steps 500`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAccount(cmd, f) },
 	}
@@ -50,11 +61,10 @@ Tuning is counted by the rdp accountant only.`,
 	fl.IntVar(&f.epochs, "epochs", 0, "number of epochs: steps = epochs·⌈1/q⌉ (instead of --steps)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ in (0, 1)")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "target ε in nats: calibrate σ (given steps) or the steps (given σ)")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "rdp, pld (tightest) or gdp (central-limit approximation)")
-	fl.StringVar(&f.repeat, "repeat", "", "random-stop tuning: tnb or poisson distribution of the number of runs")
-	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
-	fl.Float64Var(&f.gamma, "gamma", 0, "TNB parameter γ in (0, 1) (instead of --mean-runs)")
-	fl.Float64Var(&f.meanRuns, "mean-runs", 0, "expected number of runs E[K] (TNB: > 1; Poisson: μ ≥ 1)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "rdp, pld (tightest), gdp (central-limit approximation), or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
+	f.repeat.add(fl)
+	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "xiang: calibrate σ so that one DP-SGD run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
+	fl.Float64Var(&f.gdpMu, "gdp-mu", 0, "xiang: the reduced game's μ, instead of σ, τ and steps")
 	fl.StringVar(&f.adaptiveRatio, "adaptive-ratio", "", "DP-HyPO density bounds C/c, e.g. 2/0.75")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	return cmd
@@ -64,6 +74,14 @@ Tuning is counted by the rdp accountant only.`,
 func (f *accountFlags) validate(cmd *cobra.Command) (job.AccountSpec, error) {
 	p := job.AccountSpec{NoiseMultiplier: f.noiseMultiplier, SamplingRate: f.samplingRate, Epsilon: f.epsilon, Delta: f.delta, Accountant: f.accountant}
 	ch := cmd.Flags().Changed
+	if strings.HasPrefix(f.accountant, "xiang") {
+		return f.validateXiang(cmd, p)
+	}
+	for _, n := range []string{"base-epsilon", "gdp-mu"} {
+		if ch(n) {
+			return p, usagef("--%s is a --accountant xiang-o|xiang-g option", n)
+		}
+	}
 	if _, err := job.Accountant(f.accountant, true); err != nil {
 		return p, err
 	}
@@ -116,52 +134,20 @@ func (f *accountFlags) validate(cmd *cobra.Command) (job.AccountSpec, error) {
 
 func (f *accountFlags) validateTuning(cmd *cobra.Command, p *job.AccountSpec) error {
 	ch := cmd.Flags().Changed
-	if f.repeat == "" {
-		for _, name := range []string{"eta", "gamma", "mean-runs", "adaptive-ratio"} {
-			if ch(name) {
-				return usagef("--%s needs --repeat tnb or --repeat poisson", name)
-			}
+	rep, err := f.repeat.parse(cmd)
+	if err != nil || rep == nil {
+		if err == nil && ch("adaptive-ratio") {
+			return usagef("--adaptive-ratio needs --repeat tnb")
 		}
-		return nil
+		return err
 	}
 	if f.accountant != "rdp" {
 		return usagef("tuning (--repeat) is counted by the rdp accountant only (Papernot & Steinke 2022), not %s", f.accountant)
 	}
-	var rep accounting.Repetitions
-	switch f.repeat {
-	case accounting.TNB:
-		if !(f.eta > -1) || math.IsInf(f.eta, 1) {
-			return usagef("--eta %v must be greater than −1", f.eta)
-		}
-		switch {
-		case ch("gamma") && ch("mean-runs"):
-			return usagef("give --gamma or --mean-runs, not both")
-		case ch("gamma"):
-			if !(f.gamma > 0 && f.gamma < 1) {
-				return usagef("--gamma %v is outside (0, 1)", f.gamma)
-			}
-			rep = accounting.TNBRepetitions(f.eta, f.gamma)
-		case ch("mean-runs"):
-			r, err := accounting.TNBWithMean(f.eta, f.meanRuns)
-			if err != nil {
-				return usagef("--mean-runs %v: a TNB's mean must be finite and above 1", f.meanRuns)
-			}
-			rep = r
-		default:
-			return usagef("--repeat tnb needs --gamma or --mean-runs")
-		}
-	case accounting.Poisson:
-		if ch("gamma") || ch("eta") {
-			return usagef("--repeat poisson takes --mean-runs, not --gamma or --eta")
-		}
-		if !(f.meanRuns >= 1) || math.IsInf(f.meanRuns, 1) {
-			return usagef("--repeat poisson needs --mean-runs μ ≥ 1 (the bound is proved for those), have %v", f.meanRuns)
-		}
-		rep = accounting.PoissonRepetitions(f.meanRuns)
-	default:
-		return usagef("unknown --repeat %q (want tnb or poisson)", f.repeat)
+	if rep.Distribution != accounting.TNB && rep.Distribution != accounting.Poisson {
+		return usagef("--repeat %s is counted only by --accountant xiang-o or xiang-g", rep.Distribution)
 	}
-	p.Repetitions = &rep
+	p.Repetitions = rep
 	if f.adaptiveRatio != "" {
 		if rep.Distribution != accounting.TNB {
 			return usagef("--adaptive-ratio (DP-HyPO) is proved for --repeat tnb only")
@@ -175,6 +161,50 @@ func (f *accountFlags) validateTuning(cmd *cobra.Command, p *job.AccountSpec) er
 		p.MaxRatio, p.MinRatio = hi, lo
 	}
 	return nil
+}
+
+// validateXiang checks the flags of a question for Xiang et al.'s bound:
+// ε only, of --repeat tuning, with μ given or from σ (or ε_B), τ and steps.
+func (f *accountFlags) validateXiang(cmd *cobra.Command, p job.AccountSpec) (job.AccountSpec, error) {
+	ch := cmd.Flags().Changed
+	p.Solve = "epsilon"
+	if ch("epsilon") || ch("adaptive-ratio") {
+		return p, usagef("--accountant %s computes ε of random-stop tuning: it takes no --epsilon or --adaptive-ratio", f.accountant)
+	}
+	rep, err := f.repeat.parse(cmd)
+	if err != nil {
+		return p, err
+	}
+	if rep == nil {
+		return p, usagef("--accountant %s needs --repeat tnb|poisson|binary|fixed", f.accountant)
+	}
+	p.Repetitions = rep
+	if err := accounting.CheckDelta(f.delta); err != nil {
+		return p, usagef("--delta: %v", err)
+	}
+	if ch("gdp-mu") {
+		for _, n := range []string{"noise-multiplier", "base-epsilon", "sampling-rate", "steps", "epochs"} {
+			if ch(n) {
+				return p, usagef("--gdp-mu replaces --%s", n)
+			}
+		}
+		p.GDPMu = f.gdpMu
+		return p, nil
+	}
+	if ch("noise-multiplier") == ch("base-epsilon") {
+		return p, usagef("give --noise-multiplier or --base-epsilon (or --gdp-mu)")
+	}
+	if ch("steps") && ch("epochs") {
+		return p, usagef("give --steps or --epochs, not both")
+	}
+	if ch("epochs") {
+		if err := dpsgd.CheckEpochs(f.epochs, f.samplingRate); err != nil {
+			return p, usagef("--epochs %d: %v", f.epochs, err)
+		}
+		f.steps = dpsgd.StepsForEpochs(f.epochs, f.samplingRate)
+	}
+	p.Steps, p.BaseEpsilon = f.steps, f.baseEpsilon
+	return p, nil
 }
 
 func runAccount(cmd *cobra.Command, f accountFlags) error {
@@ -224,7 +254,13 @@ func printAccount(w io.Writer, r job.AccountResult) {
 	if r.Tuning != nil {
 		what = "ε of tuning"
 	}
+	if r.Mu > 0 {
+		fmt.Fprintf(w, "reduced game μ      %.6g\n", r.Mu)
+	}
 	fmt.Fprintf(w, "%-19s %s at δ = %g  (%s)%s\n", what, fmtEpsilon(r.Epsilon), r.Delta, describeAccountant(r.Accountant, r.Order), mark("epsilon"))
+	if r.GenericEpsilon != nil {
+		fmt.Fprintf(w, "Papernot–Steinke   ε = %s (the generic bound, for comparison)\n", fmtEpsilon(r.GenericEpsilon))
+	}
 }
 
 // fmtEpsilon prints ε in nats: four decimals, or six significant digits

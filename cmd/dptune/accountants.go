@@ -15,6 +15,8 @@ func describeAccountant(name string, order float64) string {
 		return "pld accountant, upper bound"
 	case "gdp":
 		return "gdp accountant: central-limit approximation, not a bound"
+	case "xiang-o", "xiang-g":
+		return name + ": Xiang et al.'s Algorithm 3, an APPROXIMATION, not a proved bound"
 	}
 	return name + " accountant"
 }
