@@ -8,6 +8,7 @@
 //	dptune account --noise-multiplier 1.1 --sampling-rate 0.0042667 --steps 14063
 //	dptune bench   persample|tuners|doubling
 //	dptune budget  init FILE --epsilon 4 --delta 1e-5 --dataset mnist | show FILE
+//	dptune audit   reduced|dpsgd|tuner|score|above-threshold --trials N --out DIR
 //
 // Exit status: 0 on success, 1 when the work failed (unreadable data, a
 // failed write), 2 for an impossible request (bad flag, ε ≤ 0, δ ∉ (0, 1),
@@ -43,7 +44,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newTrainCmd(), newEvalCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd(), newBudgetCmd())
+	root.AddCommand(newTrainCmd(), newEvalCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd(), newBudgetCmd(), newAuditCmd())
 	return root
 }
 

@@ -1,0 +1,144 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+)
+
+// diracEngine is an AUDIT-ONLY engine hook: it makes the example at index
+// canary have the clipped gradient C·e₁ (the clipping norm along the first
+// parameter), the worst-case "Dirac gradient canary" of Xiang et al.'s ETCV
+// setting (§4), and passes the other examples to inner — or, when inner is
+// nil, gives them zero gradient (the setting X = ∅). Never use it to train.
+type diracEngine struct {
+	inner  dpsgd.Engine
+	canary int
+	rest   []int
+}
+
+func (e *diracEngine) ClippedSum(x []float32, y []uint8, idx []int, clip float64, sum []float32) (float64, error) {
+	e.rest = e.rest[:0]
+	present := false
+	for _, i := range idx {
+		if i == e.canary {
+			present = true
+		} else {
+			e.rest = append(e.rest, i)
+		}
+	}
+	var loss float64
+	if e.inner != nil && len(e.rest) > 0 {
+		var err error
+		if loss, err = e.inner.ClippedSum(x, y, e.rest, clip, sum); err != nil {
+			return 0, err
+		}
+	}
+	if present {
+		sum[0] += float32(clip)
+	}
+	return loss, nil
+}
+
+// DPSGDCanary audits one DP-SGD run (Xiang et al., §4, ETCV with the Dirac
+// gradient canary): X is Base (or, when Base is nil, Size examples that
+// contribute no gradient: X = ∅), X′ is X with the canary z appended, whose
+// clipped gradient is ClipNorm·e₁ in every step that samples it. The run is
+// dptune's real dpsgd.Train path — Poisson sampling at SamplingRate,
+// clipping, Gaussian noise of NoiseMultiplier·ClipNorm, division by the
+// nominal expected batch size — with the canary injected by an audit-only
+// engine hook. The adversary is white-box: it sees the whole trajectory and
+// its statistic is the sum of the first coordinate's updates, in units of
+// the clipping norm: under X ∅ it is N(0, T·σ²), under X′ the same shifted
+// by the number of steps that sampled z. With SamplingRate 1 that is the
+// Gaussian mechanism with μ = √T/σ (their eq. 15) and ε_L should come
+// close to the claim; with Poisson sampling this statistic is far from
+// optimal and a large gap is expected, not a finding.
+type DPSGDCanary struct {
+	Arch            model.Arch
+	Base            *data.Dataset // nil: Size examples without gradient
+	Size            int
+	NoiseMultiplier float64
+	ClipNorm        float64
+	SamplingRate    float64
+	Steps           int
+}
+
+// Check returns an error for settings no run can have.
+func (p DPSGDCanary) Check() error {
+	switch {
+	case p.Base == nil && p.Size < 1:
+		return fmt.Errorf("audit: DP-SGD canary needs a base set or a size ≥ 1")
+	case !(p.NoiseMultiplier > 0) || math.IsInf(p.NoiseMultiplier, 1):
+		return fmt.Errorf("audit: noise multiplier %v must be positive and finite", p.NoiseMultiplier)
+	case !(p.ClipNorm > 0) || math.IsInf(p.ClipNorm, 1):
+		return fmt.Errorf("audit: clipping norm %v must be positive and finite", p.ClipNorm)
+	case !(p.SamplingRate > 0 && p.SamplingRate <= 1):
+		return fmt.Errorf("audit: sampling rate %v is outside (0, 1]", p.SamplingRate)
+	case p.Steps < 1 || p.Steps > dpsgd.MaxSteps:
+		return fmt.Errorf("audit: steps %d is outside [1, %d]", p.Steps, dpsgd.MaxSteps)
+	}
+	return nil
+}
+
+// Trial runs DP-SGD on X (b = 0) or X′ (b = 1) and returns the sum of the
+// first parameter's updates over ClipNorm (see DPSGDCanary).
+func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64, error) {
+	if b != 0 && b != 1 {
+		return 0, fmt.Errorf("audit: the coin b must be 0 or 1, have %d", b)
+	}
+	if err := p.Check(); err != nil {
+		return 0, err
+	}
+	base := p.Base
+	if base == nil {
+		base = blank(p.Arch, p.Size)
+	}
+	set := base
+	if b == 1 {
+		set = withCanary(base)
+	}
+	seed := rng.Uint64()
+	net, err := model.New(p.Arch, randsrc.Seeded(seed, "init"))
+	if err != nil {
+		return 0, err
+	}
+	expected := p.SamplingRate * float64(base.N) // the nominal size is X's: the same divisor in both worlds
+	var inner dpsgd.Engine
+	if p.Base != nil {
+		if inner, err = dpsgd.NewEngine(net, max(1, int(math.Ceil(expected)))); err != nil {
+			return 0, err
+		}
+	}
+	w0 := float64(net.Params[0])
+	const lr = 1
+	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, SamplingRate: p.SamplingRate, Steps: p.Steps,
+		ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast}
+	if _, err := dpsgd.Train(ctx, net, set, cfg, &diracEngine{inner: inner, canary: base.N}, nil); err != nil {
+		return 0, err
+	}
+	return (w0 - float64(net.Params[0])) * expected / (lr * p.ClipNorm), nil
+}
+
+// blank is n examples of zeros for arch (they never reach an engine).
+func blank(a model.Arch, n int) *data.Dataset {
+	return &data.Dataset{Name: "blank", N: n, C: a.C, H: a.H, W: a.W, Classes: a.Classes,
+		X: make([]float32, n*a.C*a.H*a.W), Y: make([]uint8, n)}
+}
+
+// withCanary is d with one more example (the canary's slot, index d.N; its
+// gradient comes from the audit engine, not from its pixels).
+func withCanary(d *data.Dataset) *data.Dataset {
+	c := *d
+	size := d.C * d.H * d.W
+	c.X = append(append(make([]float32, 0, len(d.X)+size), d.X...), make([]float32, size)...)
+	c.Y = append(append(make([]uint8, 0, d.N+1), d.Y...), 0)
+	c.N = d.N + 1
+	return &c
+}

@@ -1,0 +1,191 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dptune/dptune/audit"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
+)
+
+// The protocols Audit plays (Xiang et al., Algorithm 1).
+const (
+	AuditReduced        = "reduced"         // the reduced tuning game of their Fig. 5
+	AuditDPSGD          = "dpsgd"           // one DP-SGD run, Dirac gradient canary (ETCV, §4)
+	AuditTuner          = "tuner"           // random-stop tuning of such runs
+	AuditScore          = "score"           // the private score's integer release
+	AuditAboveThreshold = "above-threshold" // the doubling tuner's capped search
+)
+
+// AuditSpec is one privacy audit: Trials games of Protocol, the lower bound
+// ε_L at Delta with Confidence (Clopper–Pearson, two-sided), and the claims
+// ε_U of every accountant that covers the protocol.
+type AuditSpec struct {
+	Protocol   string
+	Trials     int
+	Seed       uint64
+	Delta      float64
+	Confidence float64 // default 0.95
+	// CSV streams the trials' statistics (an interrupted audit resumes);
+	// Progress is called as trials finish.
+	CSV      string
+	Progress func(done, total int)
+
+	// Mu (reduced) is the reduced game's shift; Repetitions (reduced,
+	// tuner) the distribution of the number of runs.
+	Mu          float64
+	Repetitions accounting.Repetitions
+	// DP-SGD runs (dpsgd, tuner): σ (or BaseEpsilon, calibrating σ by RDP),
+	// τ, steps, C, on Size examples without gradient (X = ∅).
+	NoiseMultiplier, BaseEpsilon, SamplingRate, ClipNorm float64
+	Steps, Size                                          int
+	// ScoreNoise (score) is the discrete Gaussian's σ on a count.
+	ScoreNoise float64
+	// Doubling (above-threshold) is the search's configuration; its first
+	// candidate's utility rises by 1/k on X′.
+	Doubling tuning.DoublingConfig
+}
+
+// AuditResult is audit.json: exactly these keys.
+type AuditResult struct {
+	EpsilonLower float64            `json:"epsilon_lower"`
+	Confidence   float64            `json:"confidence"`
+	Delta        float64            `json:"delta"`
+	Trials       int                `json:"trials"`
+	EpsilonUpper map[string]float64 `json:"epsilon_upper"` // by accountant; "xiang-o" is approximate for DP-SGD
+	// Detail is the lower bound's working (threshold, rates); Stats0 and
+	// Stats1 the statistics, for plots.
+	Detail         audit.LowerBound `json:"-"`
+	Stats0, Stats1 []float64        `json:"-"`
+}
+
+// Audit plays s.Trials games of s.Protocol on all cores (audit.Run), bounds
+// ε from below (audit.EpsilonLower: threshold chosen on one half of the
+// trials, evaluated on the other) and computes the claims ε_U it is
+// compared with:
+//
+//   - reduced: Papernot–Steinke's bound for a Gaussian base of RDP α·μ²/2
+//     ("rdp", TNB and Poisson only) and Algorithm 3 ("xiang-o", exact for
+//     this game);
+//   - dpsgd: RDP and PLD of the run;
+//   - tuner: Papernot–Steinke of the runs ("rdp") and Algorithm 3 with
+//     μ = τ√T/σ ("xiang-o", approximate);
+//   - score: RDP of the discrete Gaussian;
+//   - above-threshold: the search's pure ε at its cap ("basic") and RDP.
+//
+// A refused request wraps ErrInvalid; cancellation returns ctx's error
+// (finished trials stay in the CSV).
+func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
+	if s.Confidence == 0 {
+		s.Confidence = 0.95
+	}
+	switch {
+	case s.Trials < 4:
+		return nil, invalidf("an audit needs at least 4 trials, have %d", s.Trials)
+	case !(s.Confidence > 0 && s.Confidence < 1):
+		return nil, invalidf("confidence %v is outside (0, 1)", s.Confidence)
+	}
+	if err := accounting.CheckDelta(s.Delta); err != nil {
+		return nil, invalidf("delta: %v", err)
+	}
+	p, claims, err := s.protocol(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &AuditResult{Confidence: s.Confidence, Delta: s.Delta, Trials: s.Trials, EpsilonUpper: map[string]float64{}}
+	accountants := map[string]accounting.Accountant{"rdp": accounting.RDP{}, "pld": accounting.PLD{}, "basic": accounting.Basic{}, "xiang-o": accounting.RDP{}}
+	for name, e := range claims {
+		g, err := accountants[name].Epsilon(e, s.Delta)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		if !math.IsInf(g.Epsilon, 0) {
+			res.EpsilonUpper[name] = g.Epsilon
+		}
+	}
+	s0, s1, err := audit.Run(ctx, p, audit.Config{Trials: s.Trials, Seed: s.Seed, CSV: s.CSV, Progress: s.Progress})
+	if err != nil {
+		return nil, err
+	}
+	lb, err := audit.EpsilonLower(s0, s1, s.Delta, s.Confidence)
+	if err != nil {
+		return nil, err
+	}
+	res.EpsilonLower, res.Detail, res.Stats0, res.Stats1 = lb.EpsilonLower, lb, s0, s1
+	return res, nil
+}
+
+// protocol builds s's protocol and the events of its claims, by accountant.
+func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]accounting.Event, error) {
+	claims := map[string]accounting.Event{}
+	switch s.Protocol {
+	case AuditReduced:
+		if err := s.Repetitions.Check(); err != nil {
+			return nil, nil, invalid(err)
+		}
+		if !(s.Mu > 0) || math.IsInf(s.Mu, 1) {
+			return nil, nil, invalidf("μ = %v must be positive and finite", s.Mu)
+		}
+		claims["xiang-o"] = accounting.GaussianSelect{Mu: s.Mu, Repetitions: s.Repetitions, Reduction: "gdp-mu"}
+		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
+			claims["rdp"] = accounting.RepeatAndSelect{Event: accounting.Gaussian{NoiseMultiplier: 1 / s.Mu, Sensitivity: 1}, Repetitions: s.Repetitions}
+		}
+		return audit.ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
+	case AuditDPSGD, AuditTuner:
+		sigma := s.NoiseMultiplier
+		if s.BaseEpsilon != 0 {
+			var err error
+			if sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event {
+				return accounting.DPSGD(z, s.SamplingRate, s.Steps)
+			}, s.BaseEpsilon, s.Delta); err != nil {
+				if errors.Is(err, context.Canceled) {
+					return nil, nil, err
+				}
+				return nil, nil, invalid(err)
+			}
+		}
+		run := audit.DPSGDCanary{Arch: model.MNIST, Size: max(1, s.Size), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
+			SamplingRate: s.SamplingRate, Steps: s.Steps}
+		if err := run.Check(); err != nil {
+			return nil, nil, invalid(err)
+		}
+		base := accounting.DPSGD(sigma, s.SamplingRate, s.Steps)
+		if s.Protocol == AuditDPSGD {
+			claims["rdp"], claims["pld"] = base, base
+			return run, claims, nil
+		}
+		if err := s.Repetitions.Check(); err != nil {
+			return nil, nil, invalid(err)
+		}
+		claims["xiang-o"] = accounting.GaussianSelect{Mu: accounting.XiangMu(s.SamplingRate, sigma, s.Steps), Repetitions: s.Repetitions, Reduction: "xiang-o"}
+		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
+			claims["rdp"] = accounting.RepeatAndSelect{Event: base, Repetitions: s.Repetitions}
+		}
+		return audit.TunerCanary{Run: run, Repetitions: s.Repetitions}, claims, nil
+	case AuditScore:
+		if !(s.ScoreNoise > 0) {
+			return nil, nil, invalidf("score noise %v must be positive", s.ScoreNoise)
+		}
+		claims["rdp"] = accounting.DiscreteGaussian{NoiseMultiplier: s.ScoreNoise, Sensitivity: 1}
+		return audit.NoisyScore{Count: 1000, Sigma: s.ScoreNoise}, claims, nil
+	case AuditAboveThreshold:
+		if err := s.Doubling.Check(); err != nil {
+			return nil, nil, invalid(err)
+		}
+		e := accounting.AboveThreshold{Epsilon: s.Doubling.IterationEpsilon(), MaxIterations: s.Doubling.MaxIterations}
+		claims["basic"], claims["rdp"] = e, e
+		// One candidate just below the first threshold u₀ + g: the step
+		// that X′'s extra 1/k can tip.
+		return audit.DoublingSearch{Config: s.Doubling, Utilities: []float64{s.Doubling.U0 + s.Doubling.Granularity - 0.5/float64(s.Doubling.Partitions)}}, claims, nil
+	}
+	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, score or above-threshold)", s.Protocol)
+}
+
+// String describes the result for people.
+func (r *AuditResult) String() string {
+	return fmt.Sprintf("ε_L = %.4f (%.0f%% confidence, δ = %g, %d trials) against ε_U %v", r.EpsilonLower, 100*r.Confidence, r.Delta, r.Trials, r.EpsilonUpper)
+}

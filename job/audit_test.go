@@ -1,0 +1,51 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/tuning"
+)
+
+// The standing check: for every mechanism dptune ships, a small audit's
+// lower bound stays below every claim (ε_L ≤ ε_U). A claim below ε_L is a
+// bug that under-reports ε; the audit package's tests show the same audits
+// catch a mechanism whose noise is secretly smaller than claimed.
+func TestEveryClaimIsAboveItsAudit(t *testing.T) {
+	tnb, _ := accounting.TNBWithMean(1, 5)
+	for _, s := range []AuditSpec{
+		{Protocol: AuditReduced, Trials: 200000, Mu: 1, Repetitions: tnb},
+		{Protocol: AuditReduced, Trials: 200000, Mu: 0.5, Repetitions: accounting.BinaryRepetitions(100, 0.01)},
+		{Protocol: AuditScore, Trials: 100000, ScoreNoise: 2},
+		{Protocol: AuditAboveThreshold, Trials: 100000, Doubling: tuning.DoublingConfig{Partitions: 10, Epsilon0: 1, Granularity: 0.05, MaxIterations: 8}},
+		{Protocol: AuditDPSGD, Trials: 2000, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2},
+		{Protocol: AuditTuner, Trials: 600, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2, Repetitions: accounting.PoissonRepetitions(2)},
+	} {
+		s.Seed, s.Delta = 3, 1e-5
+		res, err := Audit(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", s.Protocol, err)
+		}
+		if len(res.EpsilonUpper) == 0 {
+			t.Fatalf("%s: no claim", s.Protocol)
+		}
+		t.Logf("%s: %v", s.Protocol, res)
+		for name, u := range res.EpsilonUpper {
+			if res.EpsilonLower > u+1e-9 {
+				t.Errorf("%s: ε_L %.4f above the %s claim %.4f", s.Protocol, res.EpsilonLower, name, u)
+			}
+		}
+		b, _ := json.Marshal(res)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		if len(m) != 5 || m["epsilon_lower"] == nil || m["epsilon_upper"] == nil || m["trials"] != float64(s.Trials) {
+			t.Errorf("%s: audit.json %s", s.Protocol, b)
+		}
+		if math.IsNaN(res.EpsilonLower) {
+			t.Errorf("%s: NaN", s.Protocol)
+		}
+	}
+}
