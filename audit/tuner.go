@@ -2,38 +2,65 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/tuning"
 )
 
-// TunerCanary audits random-stop tuning (Xiang et al., Algorithm 2) on real
-// DP-SGD runs in their ETCV setting with the score manipulation "first
-// coordinate of w₀ − w_N": K ∼ Repetitions runs of Run (each a DPSGDCanary
-// trial in the same world), each scored by its own statistic, and the best
-// released; the adversary's statistic is the released score (−Inf when
-// K = 0). The candidates do not matter to the canary, so the tuner's choice
-// of hyperparameters is left out.
+// TunerCanary audits private tuning (Xiang et al., Algorithm 2, and
+// DP-HyPO) on real DP-SGD runs in their ETCV setting with the score
+// manipulation "first coordinate of w₀ − w_N": dptune's own tuner
+// (tuning.RandomStop, or tuning.GPTune when GP is set) runs K ∼ Repetitions
+// trainings, each a DPSGDCanary trial in the same world whose score is its
+// own statistic, and releases the best; the adversary's statistic is the
+// released score (−Inf when nothing is released). The candidates (a small
+// grid of learning rates) do not change a canary run, so only the selection
+// matters — which is what the audit tests.
 type TunerCanary struct {
 	Run         DPSGDCanary
 	Repetitions accounting.Repetitions
+	GP          *tuning.GPOptions // nil: random-stop
+}
+
+// canaryTrainer is a tuning.Trainer whose every run is a canary trial.
+type canaryTrainer struct {
+	run DPSGDCanary
+	b   int
+}
+
+func (t canaryTrainer) Event() accounting.Event {
+	return accounting.DPSGD(t.run.NoiseMultiplier, t.run.SamplingRate, t.run.Steps)
+}
+
+func (t canaryTrainer) Train(ctx context.Context, _ tuning.Candidate, seed *uint64) (tuning.Run, error) {
+	if seed == nil {
+		return tuning.Run{}, fmt.Errorf("audit: canary runs are seeded")
+	}
+	s, err := t.run.Trial(ctx, t.b, randsrc.Seeded(*seed, "canary run"))
+	return tuning.Run{Score: s}, err
 }
 
 // Trial plays the tuning once on X (b = 0) or X′ (b = 1).
 func (p TunerCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64, error) {
-	k, err := tuning.DrawRuns(p.Repetitions, rng)
+	seed := rng.Uint64()
+	space := tuning.Space{Name: "audit", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.2, 0.4, 0.8}, Log: true}}}
+	cfg := tuning.Config{Space: space, Trainer: canaryTrainer{p.Run, b}, Repetitions: p.Repetitions, Seed: &seed}
+	var res tuning.Result
+	var err error
+	if p.GP != nil {
+		res, err = tuning.GPTune(ctx, cfg, *p.GP)
+	} else {
+		res, err = tuning.RandomStop(ctx, cfg)
+	}
 	if err != nil {
 		return 0, err
 	}
-	best := math.Inf(-1)
-	for range k {
-		s, err := p.Run.Trial(ctx, b, rng)
-		if err != nil {
-			return 0, err
-		}
-		best = max(best, s)
+	if res.Selected == nil {
+		return math.Inf(-1), nil
 	}
-	return best, nil
+	return res.Score, nil
 }

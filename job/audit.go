@@ -17,6 +17,7 @@ const (
 	AuditReduced        = "reduced"         // the reduced tuning game of their Fig. 5
 	AuditDPSGD          = "dpsgd"           // one DP-SGD run, Dirac gradient canary (ETCV, §4)
 	AuditTuner          = "tuner"           // random-stop tuning of such runs
+	AuditGP             = "gp"              // DP-HyPO tuning of such runs
 	AuditScore          = "score"           // the private score's integer release
 	AuditAboveThreshold = "above-threshold" // the doubling tuner's capped search
 )
@@ -43,6 +44,8 @@ type AuditSpec struct {
 	// τ, steps, C, on Size examples without gradient (X = ∅).
 	NoiseMultiplier, BaseEpsilon, SamplingRate, ClipNorm float64
 	Steps, Size                                          int
+	// GPOptions (gp) are DP-HyPO's.
+	GPOptions tuning.GPOptions
 	// ScoreNoise (score) is the discrete Gaussian's σ on a count.
 	ScoreNoise float64
 	// Doubling (above-threshold) is the search's configuration; its first
@@ -74,6 +77,7 @@ type AuditResult struct {
 //   - dpsgd: RDP and PLD of the run;
 //   - tuner: Papernot–Steinke of the runs ("rdp") and Algorithm 3 with
 //     μ = τ√T/σ ("xiang-o", approximate);
+//   - gp: DP-HyPO's Theorem 1 ("rdp");
 //   - score: RDP of the discrete Gaussian;
 //   - above-threshold: the search's pure ε at its cap ("basic") and RDP.
 //
@@ -135,7 +139,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			claims["rdp"] = accounting.RepeatAndSelect{Event: accounting.Gaussian{NoiseMultiplier: 1 / s.Mu, Sensitivity: 1}, Repetitions: s.Repetitions}
 		}
 		return audit.ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
-	case AuditDPSGD, AuditTuner:
+	case AuditDPSGD, AuditTuner, AuditGP:
 		sigma := s.NoiseMultiplier
 		if s.BaseEpsilon != 0 {
 			var err error
@@ -161,6 +165,17 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		if err := s.Repetitions.Check(); err != nil {
 			return nil, nil, invalid(err)
 		}
+		if s.Protocol == AuditGP {
+			if err := s.GPOptions.Check(); err != nil {
+				return nil, nil, invalid(err)
+			}
+			if s.Repetitions.Distribution != accounting.TNB {
+				return nil, nil, invalidf("the gp tuner needs TNB repetitions (DP-HyPO's Theorem 1)")
+			}
+			o := s.GPOptions
+			claims["rdp"] = tuning.Pipeline(base, s.Repetitions, &o)
+			return audit.TunerCanary{Run: run, Repetitions: s.Repetitions, GP: &o}, claims, nil
+		}
 		claims["xiang-o"] = accounting.GaussianSelect{Mu: accounting.XiangMu(s.SamplingRate, sigma, s.Steps), Repetitions: s.Repetitions, Reduction: "xiang-o"}
 		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
 			claims["rdp"] = accounting.RepeatAndSelect{Event: base, Repetitions: s.Repetitions}
@@ -182,7 +197,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		// that X′'s extra 1/k can tip.
 		return audit.DoublingSearch{Config: s.Doubling, Utilities: []float64{s.Doubling.U0 + s.Doubling.Granularity - 0.5/float64(s.Doubling.Partitions)}}, claims, nil
 	}
-	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, score or above-threshold)", s.Protocol)
+	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, score or above-threshold)", s.Protocol)
 }
 
 // String describes the result for people.

@@ -23,6 +23,7 @@ func TestEveryClaimIsAboveItsAudit(t *testing.T) {
 		{Protocol: AuditAboveThreshold, Trials: 100000, Doubling: tuning.DoublingConfig{Partitions: 10, Epsilon0: 1, Granularity: 0.05, MaxIterations: 8}},
 		{Protocol: AuditDPSGD, Trials: 2000, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2},
 		{Protocol: AuditTuner, Trials: 600, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2, Repetitions: accounting.PoissonRepetitions(2)},
+		{Protocol: AuditGP, Trials: 400, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2, Repetitions: tnb, GPOptions: tuning.DefaultGPOptions()},
 	} {
 		s.Seed, s.Delta = 3, 1e-5
 		res, err := Audit(context.Background(), s)

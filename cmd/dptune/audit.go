@@ -32,7 +32,7 @@ type auditFlags struct {
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit reduced|dpsgd|tuner|score|above-threshold",
+		Use:   "audit reduced|dpsgd|tuner|gp|score|above-threshold",
 		Short: "Privacy audit: a lower bound ε_L on ε from the distinguishing game, beside the claimed ε_U",
 		Long: `audit plays Xiang et al.'s distinguishing game ("Selection leaks privacy",
 Algorithm 1) --trials times on all cores: a fair coin chooses X or X′, the
@@ -45,6 +45,7 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
                    from N(0,1) or N(--gdp-mu, 1)
   dpsgd            one DP-SGD run, Dirac gradient canary, white-box (ETCV, §4)
   tuner            random-stop tuning of such runs, score = the canary's sum
+  gp               DP-HyPO (GP) tuning of such runs (--repeat tnb)
   score            the private score's integer count + discrete Gaussian
   above-threshold  the doubling tuner's capped AboveThreshold search
 
@@ -84,7 +85,10 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
 		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise,
 		CSV: filepath.Join(f.out, "trials.csv")}
-	if protocol == job.AuditReduced || protocol == job.AuditTuner {
+	if protocol == job.AuditGP {
+		spec.GPOptions = tuning.DefaultGPOptions()
+	}
+	if protocol == job.AuditReduced || protocol == job.AuditTuner || protocol == job.AuditGP {
 		rep, err := f.repeat.parse(cmd)
 		if err != nil {
 			return err
