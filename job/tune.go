@@ -53,6 +53,13 @@ type TuneSpec struct {
 	// Doubling holds the doubling tuner's settings.
 	Doubling DoublingSpec
 
+	// Accountant is "rdp" (default: Papernot & Steinke, DP-HyPO) or
+	// "xiang-o": random-stop tuning counted by Xiang et al.'s Algorithm 3
+	// with μ = τ√T/σ (accounting.GaussianSelect) — an APPROXIMATION,
+	// labelled so in the report beside Papernot & Steinke's ε, for
+	// random-stop with public validation and no budget file only.
+	Accountant string
+
 	// Seed makes the tuning reproducible (fast noise); nil: crypto/rand.
 	Seed *uint64
 	// Budget is the curator's budget file ("" for none); Label says what
@@ -112,7 +119,22 @@ type TuneReport struct {
 	SecureNoise         bool                   `json:"secure_noise"`
 	Interrupted         bool                   `json:"interrupted"`
 	Failed              string                 `json:"failed,omitempty"`
-	Ledger              accounting.Ledger      `json:"ledger"`
+	// Approximate marks an ε that is not a proved bound (xiang-o), and
+	// GenericEpsilon is then Papernot & Steinke's proved ε of the same run.
+	Approximate    bool              `json:"approximate,omitempty"`
+	GenericEpsilon *float64          `json:"papernot_steinke_epsilon,omitempty"`
+	Ledger         accounting.Ledger `json:"ledger"`
+}
+
+// xiangOrders are the RDP orders of the xiang-o accountant in tuning: its
+// Algorithm 3 integrates numerically at every order, so a compact set keeps
+// calibration fast (the ε it gives is at least the full set's).
+var xiangOrders = []float64{1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64}
+
+// xiangEvent is the xiang-o accountant's event of random-stop tuning of
+// trainer's runs at noise multiplier sigma.
+func xiangEvent(t *tuning.DPSGDTrainer, rep accounting.Repetitions, sigma float64) accounting.Event {
+	return accounting.GaussianSelect{Mu: accounting.XiangMu(t.SamplingRate, sigma, t.Steps), Repetitions: rep, Reduction: "xiang-o"}
 }
 
 // checkCommon checks what every tuner needs.
@@ -196,7 +218,23 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 	if s.Validation == "private" {
 		t.ScoreNoise, t.ValSize = s.ScoreNoise, s.ValSize
 	}
-	sigma, err := tuning.CalibrateBase(ctx, t.EventFor, s.Repetitions, gp, s.Epsilon, s.Delta)
+	var sigma float64
+	var err error
+	switch s.Accountant {
+	case "", "rdp":
+		sigma, err = tuning.CalibrateBase(ctx, t.EventFor, s.Repetitions, gp, s.Epsilon, s.Delta)
+	case "xiang-o":
+		switch {
+		case s.Tuner != RandomStop || s.Validation != "public":
+			return nil, nil, invalidf("the xiang-o accountant counts random-stop tuning with public validation only")
+		case s.Budget != "":
+			return nil, nil, invalidf("the xiang-o accountant is an approximation: a budget file composes proved bounds only")
+		}
+		sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{Orders: xiangOrders},
+			func(z float64) accounting.Event { return xiangEvent(t, s.Repetitions, z) }, s.Epsilon, s.Delta)
+	default:
+		return nil, nil, invalidf("unknown tuning accountant %q (want rdp or xiang-o)", s.Accountant)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, nil, err
@@ -273,7 +311,22 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 		Steps: trainer.Steps, Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	diag := &NotPrivateDiagnostics{Runs: res.Diagnostics}
-	if g, err := res.Ledger.Spent(accounting.RDP{}, s.Delta); err == nil {
+	if s.Accountant == "xiang-o" {
+		// The ledger says what the release claims: Algorithm 3's event
+		// (approximate); Papernot & Steinke's proved ε goes beside it.
+		if len(res.Ledger.Entries) > 0 {
+			g, err := res.Ledger.Spent(accounting.RDP{}, s.Delta)
+			rep.GenericEpsilon, _, _ = finiteEpsilon(g, err)
+			rep.Ledger = ledgerOf("random-stop tuning, "+s.Repetitions.String()+" runs, best released (Xiang et al., Algorithm 3: APPROXIMATE)",
+				xiangEvent(trainer, s.Repetitions, trainer.NoiseMultiplier))
+		}
+		rel.Ledger, rep.Accountant, rel.Accountant, rep.Approximate = rep.Ledger, "xiang-o", "xiang-o", true
+	}
+	acc := accounting.Accountant(accounting.RDP{})
+	if s.Accountant == "xiang-o" {
+		acc = accounting.RDP{Orders: xiangOrders}
+	}
+	if g, err := rel.Ledger.Spent(acc, s.Delta); err == nil {
 		rep.Epsilon = g.Epsilon
 		rel.Epsilon = &rep.Epsilon
 	} else if tuneErr == nil {
@@ -284,7 +337,7 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 		rep.Failed, rel.Failed = tuneErr.Error(), true
 		return rel, diag, resv.done(res.Ledger, tuneErr)
 	}
-	if b, err := (accounting.RDP{}).Epsilon(trainer.Event(), s.Delta); err == nil {
+	if b, err := acc.Epsilon(trainer.Event(), s.Delta); err == nil {
 		rep.BaseEpsilon, rep.TuningOverhead = b.Epsilon, rep.Epsilon-b.Epsilon
 	}
 	if !interrupted && res.Selected != nil && res.Model != nil {

@@ -19,7 +19,7 @@ import (
 type tuneFlags struct {
 	data                                           dataFlags
 	tuner, space, runsDist, validation, publicVal  string
-	out, diagnostics                               string
+	out, diagnostics, accountant                   string
 	epsilon, delta, eta, meanRuns, momentum, score float64
 	maxRatio, minRatio, tau, beta                  float64
 	epochs, batchSize, valSize                     int
@@ -74,6 +74,7 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	fl.IntVar(&f.valSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
 	fl.StringVar(&f.validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
 	fl.StringVar(&f.publicVal, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "randomstop with --validation public: rdp (Papernot & Steinke, proved) or xiang-o (Xiang et al.'s Algorithm 3 for DP-SGD bases: an APPROXIMATION, reported beside the proved ε)")
 	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score: standard deviation of the discrete Gaussian added to the count of correct predictions")
 	fl.Float64Var(&f.maxRatio, "C", 2, "gp: upper density bound C (× the uniform prior)")
 	fl.Float64Var(&f.minRatio, "c", 0.75, "gp: lower density bound c, in (0, 1]")
@@ -155,7 +156,7 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	ch := cmd.Flags().Changed
 	spec := job.TuneSpec{Tuner: f.tuner, Epsilon: f.epsilon, Delta: f.delta, Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum,
 		Validation: f.validation, ValSize: f.valSize, ScoreNoise: f.score, Seed: seedFlag(cmd, f.seed), Budget: f.data.budget,
-		Label: fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), Diagnostics: f.diagnostics != ""}
+		Label: fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), Diagnostics: f.diagnostics != "", Accountant: f.accountant}
 	var notMine []string
 	switch f.tuner {
 	case job.RandomStop, job.GP:
@@ -246,8 +247,11 @@ func printTune(w io.Writer, r *job.TuneReport) {
 			fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
 		}
 	}
-	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g in total (rdp): one run alone ε = %.4f, tuning overhead %.4f\n",
-		r.Epsilon, r.Delta, r.BaseEpsilon, r.TuningOverhead)
+	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g in total (%s): one run alone ε = %.4f, tuning overhead %.4f\n",
+		r.Epsilon, r.Delta, r.Accountant, r.BaseEpsilon, r.TuningOverhead)
+	if r.Approximate {
+		fmt.Fprintf(w, "               APPROXIMATE (Xiang et al.'s Algorithm 3, not a proved bound); Papernot–Steinke's proved ε of the same run: %s\n", fmtEpsilon(r.GenericEpsilon))
+	}
 	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps, %s\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
 }
 

@@ -35,3 +35,36 @@ func TestAccountXiang(t *testing.T) {
 		}
 	}
 }
+
+// tune --accountant xiang-o: random-stop with public validation, σ
+// calibrated by Algorithm 3 to the total ε (approximate, labelled), the
+// proved Papernot–Steinke ε of the same run beside it (larger); refused
+// with private scores or a budget file.
+func TestTuneXiangAccountant(t *testing.T) {
+	private, public := writeMNISTDir(t, 300, 30, -1), writeMNISTDir(t, 100, 10, -1)
+	space := writeFile(t, "small.json", `{"name": "small", "dims": [{"name": "learning_rate", "values": [0.5]}]}`)
+	out := t.TempDir() + "/x"
+	code, text := run(t, "tune", "--accountant", "xiang-o", "--validation", "public", "--public-val-dir", public, "--space", space,
+		"--data-dir", private, "--nominal-size", "300", "--batch-size", "50", "--epochs", "1", "--mean-runs", "2", "--epsilon", "4",
+		"--seed", "1", "--out", out)
+	if code != 0 || !strings.Contains(text, "APPROXIMATE") {
+		t.Fatalf("exit %d: %s", code, text)
+	}
+	rep := readReport(t, out+"/report.json")
+	var eps, generic float64
+	json.Unmarshal(rep["epsilon"], &eps)
+	json.Unmarshal(rep["papernot_steinke_epsilon"], &generic)
+	if string(rep["approximate"]) != "true" || string(rep["accountant"]) != `"xiang-o"` || eps > 4 || eps < 3.99 || !(generic > eps) ||
+		!strings.Contains(string(rep["ledger"]), "gaussian_select") {
+		t.Errorf("ε %v, Papernot–Steinke %v, report %s / %s / %s", eps, generic, rep["approximate"], rep["accountant"], rep["ledger"])
+	}
+	for _, args := range [][]string{
+		{"tune", "--accountant", "xiang-o", "--data-dir", private},
+		{"tune", "--accountant", "xiang-o", "--validation", "public", "--public-val-dir", public, "--data-dir", private, "--budget", "b.budget"},
+		{"tune", "--accountant", "moments", "--data-dir", private},
+	} {
+		if code, out := run(t, args...); code != 2 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, out)
+		}
+	}
+}
