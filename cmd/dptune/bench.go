@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +21,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Reproducible measurements",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd(), newBenchDoublingCmd())
+	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd(), newBenchDoublingCmd(), newBenchAuditCmd())
 	return cmd
 }
 
@@ -171,5 +172,49 @@ func newBenchDoublingCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "out/bench-doubling", "directory for the figures")
 	cmd.Flags().IntVar(&seeds, "seeds", 20, "trajectories in Figure 1")
 	cmd.Flags().IntVar(&reps, "reps", 10, "repetitions per n in Figure 4")
+	return cmd
+}
+
+func newBenchAuditCmd() *cobra.Command {
+	var c bench.AuditFigureConfig
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Xiang et al.'s Figure 6 (bounds and audits of random-stop tuning) and the DP-SGD canary audit, at 2-core scale",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c.Trials < 4 || c.DPSGDTrials < 4 || c.DPSGDSteps < 1 || len(c.BaseEpsilons) == 0 {
+				return usagef("--trials and --dpsgd-trials must be at least 4, --dpsgd-steps at least 1, --base-epsilons not empty")
+			}
+			if err := job.CheckOut(c.Out); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			w := cmd.ErrOrStderr()
+			start := time.Now()
+			c.Progress = func(s string) { fmt.Fprintf(w, "%s (%.0f s)\n", s, time.Since(start).Seconds()) }
+			panels, runs, err := bench.AuditFigures(cmd.Context(), c)
+			out := cmd.OutOrStdout()
+			for _, p := range panels {
+				fmt.Fprintf(out, "\nτ = %g, K ~ %s\n  ε_B    ε_U-P   ε_U-G   ε_U-O   ε_L\n", p.Tau, p.Repetitions)
+				for _, a := range p.Points {
+					fmt.Fprintf(out, "  %-5g  %6.3f  %6.3f  %6.3f  %6.3f\n", a.BaseEpsilon, a.UpperP, a.UpperG, a.UpperO, a.Lower)
+				}
+			}
+			if len(runs) > 0 {
+				fmt.Fprintf(out, "\nDP-SGD, Dirac canary, τ = 1, %d steps, %d trials\n  ε_B    rdp     pld     ε_L     seconds\n", c.DPSGDSteps, c.DPSGDTrials)
+				for _, r := range runs {
+					fmt.Fprintf(out, "  %-5g  %6.3f  %6.3f  %6.3f  %6.1f\n", r.BaseEpsilon, r.ClaimRDP, r.ClaimPLD, r.Lower, r.Seconds)
+				}
+			}
+			fmt.Fprintf(w, "wall time %.1f s; figures and audit-figures.json in %s\n", time.Since(start).Seconds(), c.Out)
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&c.Out, "out", "out/bench-audit", "directory for the figures and JSON")
+	fl.IntVar(&c.Trials, "trials", 200000, "trials of each reduced-game audit (the paper: 1000000)")
+	fl.IntVar(&c.DPSGDTrials, "dpsgd-trials", 2000, "trials of each DP-SGD audit")
+	fl.IntVar(&c.DPSGDSteps, "dpsgd-steps", 20, "steps of each audited DP-SGD run")
+	fl.Float64SliceVar(&c.BaseEpsilons, "base-epsilons", []float64{0.5, 1, 2, 4}, "ε_B of one run")
+	fl.Uint64Var(&c.Seed, "seed", 1, "seed of the audits")
 	return cmd
 }

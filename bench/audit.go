@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
+)
+
+// AuditFigureConfig says what AuditFigures measures.
+type AuditFigureConfig struct {
+	Out          string
+	Trials       int       // trials of each reduced-game audit (the paper: 10⁶)
+	DPSGDTrials  int       // trials of each DP-SGD audit
+	DPSGDSteps   int       // steps of each audited DP-SGD run (τ = 1)
+	BaseEpsilons []float64 // ε_B on the horizontal axis
+	Seed         uint64
+	Progress     func(what string)
+}
+
+// AuditPoint is one point of Figure 6: at base budget ε_B, the generic bound
+// ε_U-P (Papernot & Steinke), Algorithm 3 with the GDP μ (ε_U-G) and with
+// eq. 19's μ (ε_U-O), and the reduced game's audited ε_L.
+type AuditPoint struct {
+	BaseEpsilon float64 `json:"base_epsilon"`
+	UpperP      float64 `json:"epsilon_upper_p"`
+	UpperG      float64 `json:"epsilon_upper_g"`
+	UpperO      float64 `json:"epsilon_upper_o"`
+	Lower       float64 `json:"epsilon_lower"`
+	Seconds     float64 `json:"audit_seconds"`
+}
+
+// AuditPanel is one panel of Figure 6: a sampling rate τ and a distribution
+// of the number of runs.
+type AuditPanel struct {
+	Tau         float64                `json:"tau"`
+	Repetitions accounting.Repetitions `json:"repetitions"`
+	Points      []AuditPoint           `json:"points"`
+}
+
+// DPSGDAudit is one DP-SGD audit (ETCV, Dirac canary, τ = 1): the claimed
+// ε by RDP and PLD and the audited ε_L.
+type DPSGDAudit struct {
+	BaseEpsilon float64 `json:"base_epsilon"`
+	ClaimRDP    float64 `json:"epsilon_upper_rdp"`
+	ClaimPLD    float64 `json:"epsilon_upper_pld"`
+	Lower       float64 `json:"epsilon_lower"`
+	Seconds     float64 `json:"audit_seconds"`
+}
+
+// AuditFigures reproduces, at a scale that fits a 2-core machine, Xiang et
+// al.'s Figure 6 — for τ ∈ {1, 0.1} and two TNB distributions of K (mean 10,
+// η = 1 geometric and η = 0 logarithmic), N = 500 steps, δ = 10⁻⁵, against
+// ε_B — and the DP-SGD audit of their Figure 4 (ETCV, Dirac gradient
+// canary, X = ∅, τ = 1) at each ε_B. It writes audit-figures.json and one
+// PNG per panel to Out.
+func AuditFigures(ctx context.Context, c AuditFigureConfig) ([]AuditPanel, []DPSGDAudit, error) {
+	const steps, delta = 500, 1e-5
+	geo, err := accounting.TNBWithMean(1, 10)
+	if err != nil {
+		return nil, nil, err
+	}
+	lg, err := accounting.TNBWithMean(0, 10)
+	if err != nil {
+		return nil, nil, err
+	}
+	progress := func(s string) {
+		if c.Progress != nil {
+			c.Progress(s)
+		}
+	}
+	var panels []AuditPanel
+	for _, tau := range []float64{1, 0.1} {
+		for _, rep := range []accounting.Repetitions{geo, lg} {
+			panel := AuditPanel{Tau: tau, Repetitions: rep}
+			for _, eb := range c.BaseEpsilons {
+				progress(fmt.Sprintf("figure 6: τ = %g, %s, ε_B = %g", tau, rep, eb))
+				pt := AuditPoint{BaseEpsilon: eb}
+				for _, v := range []struct {
+					acc string
+					out *float64
+				}{{"xiang-g", &pt.UpperG}, {"xiang-o", &pt.UpperO}} {
+					res, err := job.Account(ctx, job.AccountSpec{Solve: "epsilon", Accountant: v.acc, BaseEpsilon: eb, SamplingRate: tau,
+						Steps: steps, Delta: delta, Repetitions: &rep})
+					if err != nil {
+						return panels, nil, err
+					}
+					*v.out = *res.Epsilon
+					if v.acc == "xiang-o" {
+						pt.UpperP = *res.GenericEpsilon
+						start := time.Now()
+						a, err := job.Audit(ctx, job.AuditSpec{Protocol: job.AuditReduced, Trials: c.Trials, Seed: c.Seed, Delta: delta,
+							Mu: res.Mu, Repetitions: rep})
+						if err != nil {
+							return panels, nil, err
+						}
+						pt.Lower, pt.Seconds = a.EpsilonLower, time.Since(start).Seconds()
+					}
+				}
+				panel.Points = append(panel.Points, pt)
+			}
+			panels = append(panels, panel)
+			if err := plotAuditPanel(panel, filepath.Join(c.Out, fmt.Sprintf("figure6-tau%g-eta%g.png", tau, rep.Eta))); err != nil {
+				return panels, nil, err
+			}
+		}
+	}
+	var runs []DPSGDAudit
+	for _, eb := range c.BaseEpsilons {
+		progress(fmt.Sprintf("DP-SGD audit (ETCV, τ = 1, %d steps): ε_B = %g", c.DPSGDSteps, eb))
+		start := time.Now()
+		a, err := job.Audit(ctx, job.AuditSpec{Protocol: job.AuditDPSGD, Trials: c.DPSGDTrials, Seed: c.Seed, Delta: delta,
+			BaseEpsilon: eb, SamplingRate: 1, ClipNorm: 1, Steps: c.DPSGDSteps, Size: 1})
+		if err != nil {
+			return panels, runs, err
+		}
+		runs = append(runs, DPSGDAudit{BaseEpsilon: eb, ClaimRDP: a.EpsilonUpper["rdp"], ClaimPLD: a.EpsilonUpper["pld"],
+			Lower: a.EpsilonLower, Seconds: time.Since(start).Seconds()})
+	}
+	js, err := json.MarshalIndent(map[string]any{"figure6": panels, "dpsgd_etcv": runs, "steps": steps, "delta": delta,
+		"reduced_trials": c.Trials, "dpsgd_trials": c.DPSGDTrials, "dpsgd_steps": c.DPSGDSteps}, "", "  ")
+	if err != nil {
+		return panels, runs, err
+	}
+	return panels, runs, os.WriteFile(filepath.Join(c.Out, "audit-figures.json"), append(js, '\n'), 0o644)
+}
+
+// plotAuditPanel draws one panel of Figure 6.
+func plotAuditPanel(p AuditPanel, path string) error {
+	pl := plot.New()
+	pl.Title.Text = fmt.Sprintf("random-stop tuning of DP-SGD (N = 500, δ = 1e-5): τ = %g, K ~ %s", p.Tau, p.Repetitions)
+	pl.X.Label.Text = "ε_B of one run"
+	pl.Y.Label.Text = "ε of the tuning"
+	for k, s := range []struct {
+		name string
+		get  func(AuditPoint) float64
+	}{{"ε_U-P (Papernot–Steinke)", func(a AuditPoint) float64 { return a.UpperP }},
+		{"ε_U-G (Algorithm 3, GDP μ)", func(a AuditPoint) float64 { return a.UpperG }},
+		{"ε_U-O (Algorithm 3, eq. 19 μ)", func(a AuditPoint) float64 { return a.UpperO }},
+		{"ε_L (audit of the reduced game)", func(a AuditPoint) float64 { return a.Lower }}} {
+		pts := make(plotter.XYs, len(p.Points))
+		for i, a := range p.Points {
+			pts[i] = plotter.XY{X: a.BaseEpsilon, Y: s.get(a)}
+		}
+		l, sc, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		l.Color, sc.Color = plotutil.Color(k), plotutil.Color(k)
+		sc.Shape = plotutil.Shape(k)
+		pl.Add(l, sc)
+		pl.Legend.Add(s.name, l, sc)
+	}
+	pl.Legend.Top, pl.Legend.Left = true, true
+	pl.Add(plotter.NewGrid())
+	return pl.Save(vg.Points(560), vg.Points(380), path)
+}
