@@ -18,6 +18,7 @@ const (
 	AuditDPSGD          = "dpsgd"           // one DP-SGD run, Dirac gradient canary (ETCV, §4)
 	AuditTuner          = "tuner"           // random-stop tuning of such runs
 	AuditGP             = "gp"              // DP-HyPO tuning of such runs
+	AuditNatural        = "natural"         // one DP-SGD run on real data, out-of-distribution image canary
 	AuditScore          = "score"           // the private score's integer release
 	AuditAboveThreshold = "above-threshold" // the doubling tuner's capped search
 )
@@ -44,6 +45,10 @@ type AuditSpec struct {
 	// τ, steps, C, on Size examples without gradient (X = ∅).
 	NoiseMultiplier, BaseEpsilon, SamplingRate, ClipNorm float64
 	Steps, Size                                          int
+	// Data and Size (natural): the real training subset is the first Size
+	// training examples of Data; LearningRate trains it.
+	Data         Source
+	LearningRate float64
 	// GPOptions (gp) are DP-HyPO's.
 	GPOptions tuning.GPOptions
 	// ScoreNoise (score) is the discrete Gaussian's σ on a count.
@@ -78,6 +83,7 @@ type AuditResult struct {
 //   - tuner: Papernot–Steinke of the runs ("rdp") and Algorithm 3 with
 //     μ = τ√T/σ ("xiang-o", approximate);
 //   - gp: DP-HyPO's Theorem 1 ("rdp");
+//   - natural: RDP and PLD of the run;
 //   - score: RDP of the discrete Gaussian;
 //   - above-threshold: the search's pure ε at its cap ("basic") and RDP.
 //
@@ -181,6 +187,37 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			claims["rdp"] = accounting.RepeatAndSelect{Event: base, Repetitions: s.Repetitions}
 		}
 		return audit.TunerCanary{Run: run, Repetitions: s.Repetitions}, claims, nil
+	case AuditNatural:
+		if err := s.Data.Check(); err != nil {
+			return nil, nil, err
+		}
+		train, _, err := s.Data.Load()
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.Size < 1 || s.Size > train.N {
+			return nil, nil, invalidf("size %d is outside [1, %d]", s.Size, train.N)
+		}
+		first := make([]int, s.Size)
+		for i := range first {
+			first[i] = i
+		}
+		base := train.Subset("audit base", first)
+		sigma := s.NoiseMultiplier
+		if s.BaseEpsilon != 0 {
+			if sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event {
+				return accounting.DPSGD(z, s.SamplingRate, s.Steps)
+			}, s.BaseEpsilon, s.Delta); err != nil {
+				if errors.Is(err, context.Canceled) {
+					return nil, nil, err
+				}
+				return nil, nil, invalid(err)
+			}
+		}
+		run := accounting.DPSGD(sigma, s.SamplingRate, s.Steps)
+		claims["rdp"], claims["pld"] = run, run
+		return audit.NaturalCanary{Arch: s.Data.Arch, Base: base, Image: audit.CheckerCanary(s.Data.Arch), Label: 0,
+			NoiseMultiplier: sigma, ClipNorm: s.ClipNorm, SamplingRate: s.SamplingRate, Steps: s.Steps, LearningRate: s.LearningRate}, claims, nil
 	case AuditScore:
 		if !(s.ScoreNoise > 0) {
 			return nil, nil, invalidf("score noise %v must be positive", s.ScoreNoise)
@@ -197,7 +234,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		// that X′'s extra 1/k can tip.
 		return audit.DoublingSearch{Config: s.Doubling, Utilities: []float64{s.Doubling.U0 + s.Doubling.Granularity - 0.5/float64(s.Doubling.Partitions)}}, claims, nil
 	}
-	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, score or above-threshold)", s.Protocol)
+	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
 }
 
 // String describes the result for people.

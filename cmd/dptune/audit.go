@@ -27,12 +27,14 @@ type auditFlags struct {
 	scoreNoise                                           float64
 	partitions, maxIterations                            int
 	epsilon0, granularity, u0                            float64
+	dataset, dataDir                                     string
+	lr                                                   float64
 }
 
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit reduced|dpsgd|tuner|gp|score|above-threshold",
+		Use:   "audit reduced|dpsgd|tuner|gp|natural|score|above-threshold",
 		Short: "Privacy audit: a lower bound ε_L on ε from the distinguishing game, beside the claimed ε_U",
 		Long: `audit plays Xiang et al.'s distinguishing game ("Selection leaks privacy",
 Algorithm 1) --trials times on all cores: a fair coin chooses X or X′, the
@@ -46,6 +48,9 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
   dpsgd            one DP-SGD run, Dirac gradient canary, white-box (ETCV, §4)
   tuner            random-stop tuning of such runs, score = the canary's sum
   gp               DP-HyPO (GP) tuning of such runs (--repeat tnb)
+  natural          one DP-SGD run on --size real training examples with an
+                   out-of-distribution checkerboard canary; statistic = −loss
+                   on it (the realistic, black-box ε_L)
   score            the private score's integer count + discrete Gaussian
   above-threshold  the doubling tuner's capped AboveThreshold search
 
@@ -70,7 +75,10 @@ epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv
 	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, "dpsgd, tuner: Poisson sampling rate τ")
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "dpsgd, tuner: clipping norm C")
 	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner: DP-SGD steps T")
-	fl.IntVar(&f.size, "size", 1, "dpsgd, tuner: examples of X besides the canary (without gradient: X = ∅)")
+	fl.IntVar(&f.size, "size", 1, "dpsgd, tuner: examples of X besides the canary (without gradient: X = ∅); natural: real training examples")
+	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: mnist or cifar10")
+	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default for mnist: the GoMNIST module)")
+	fl.Float64Var(&f.lr, "lr", 0.5, "natural: learning rate")
 	fl.Float64Var(&f.scoreNoise, "score-noise", 20, "score: the discrete Gaussian's σ on the count")
 	fl.IntVar(&f.partitions, "partitions", 10, "above-threshold: k")
 	fl.Float64Var(&f.epsilon0, "epsilon0", 1, "above-threshold: ϵ of one iteration, nats")
@@ -85,6 +93,13 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
 		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise,
 		CSV: filepath.Join(f.out, "trials.csv")}
+	if protocol == job.AuditNatural {
+		src, err := job.Dataset(f.dataset, f.dataDir)
+		if err != nil {
+			return err
+		}
+		spec.Data, spec.LearningRate = src, f.lr
+	}
 	if protocol == job.AuditGP {
 		spec.GPOptions = tuning.DefaultGPOptions()
 	}
