@@ -203,17 +203,9 @@ func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
 			return res, invalidf("steps %d is outside [1, %d]", s.Steps, dpsgd.MaxSteps)
 		}
 		if s.BaseEpsilon != 0 {
-			if err := accounting.CheckEpsilon(s.BaseEpsilon); err != nil {
-				return res, invalidf("base epsilon: %v", err)
-			}
-			sigma, err := accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event {
-				return accounting.DPSGD(z, s.SamplingRate, s.Steps)
-			}, s.BaseEpsilon, s.Delta)
+			sigma, err := calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps)
 			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					return res, err
-				}
-				return res, invalid(err)
+				return res, err
 			}
 			res.NoiseMultiplier = sigma
 		}
@@ -245,4 +237,18 @@ func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
 	b, err := accounting.RDP{}.Epsilon(base, s.Delta)
 	res.Tuning.BaseEpsilon, _, _ = finiteEpsilon(b, err)
 	return res, nil
+}
+
+// calibrateRun is the noise multiplier σ such that one DP-SGD run of steps
+// at sampling rate q is (eps, delta)-DP by RDP; an impossible target wraps
+// ErrInvalid, cancellation returns ctx's error.
+func calibrateRun(ctx context.Context, eps, delta, q float64, steps int) (float64, error) {
+	if err := accounting.CheckEpsilon(eps); err != nil {
+		return 0, invalidf("base epsilon: %v", err)
+	}
+	sigma, err := accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event { return accounting.DPSGD(z, q, steps) }, eps, delta)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return 0, invalid(err)
+	}
+	return sigma, err
 }

@@ -2,7 +2,6 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -146,17 +145,9 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		}
 		return audit.ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
 	case AuditDPSGD, AuditTuner, AuditGP:
-		sigma := s.NoiseMultiplier
-		if s.BaseEpsilon != 0 {
-			var err error
-			if sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event {
-				return accounting.DPSGD(z, s.SamplingRate, s.Steps)
-			}, s.BaseEpsilon, s.Delta); err != nil {
-				if errors.Is(err, context.Canceled) {
-					return nil, nil, err
-				}
-				return nil, nil, invalid(err)
-			}
+		sigma, err := s.noiseMultiplier(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
 		run := audit.DPSGDCanary{Arch: model.MNIST, Size: max(1, s.Size), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
 			SamplingRate: s.SamplingRate, Steps: s.Steps}
@@ -203,16 +194,9 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			first[i] = i
 		}
 		base := train.Subset("audit base", first)
-		sigma := s.NoiseMultiplier
-		if s.BaseEpsilon != 0 {
-			if sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event {
-				return accounting.DPSGD(z, s.SamplingRate, s.Steps)
-			}, s.BaseEpsilon, s.Delta); err != nil {
-				if errors.Is(err, context.Canceled) {
-					return nil, nil, err
-				}
-				return nil, nil, invalid(err)
-			}
+		sigma, err := s.noiseMultiplier(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
 		run := accounting.DPSGD(sigma, s.SamplingRate, s.Steps)
 		claims["rdp"], claims["pld"] = run, run
@@ -235,6 +219,15 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		return audit.DoublingSearch{Config: s.Doubling, Utilities: []float64{s.Doubling.U0 + s.Doubling.Granularity - 0.5/float64(s.Doubling.Partitions)}}, claims, nil
 	}
 	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
+}
+
+// noiseMultiplier is the audited runs' σ: NoiseMultiplier, or σ calibrated
+// so that one run is (BaseEpsilon, Delta)-DP.
+func (s AuditSpec) noiseMultiplier(ctx context.Context) (float64, error) {
+	if s.BaseEpsilon == 0 {
+		return s.NoiseMultiplier, nil
+	}
+	return calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps)
 }
 
 // String describes the result for people.

@@ -68,6 +68,10 @@ func TestRefusalsComeBeforeTheData(t *testing.T) {
 			s.Tuner, s.Doubling = Doubling, DoublingSpec{Partitions: 9, Epsilon0: 0.1, Granularity: 0.01, PartEpochs: 1}
 		},
 		"seeded under budget": func(s *TuneSpec) { s.Seed, s.Budget = &seed, "any.budget" },
+		"xiang for doubling": func(s *TuneSpec) {
+			s.Tuner, s.Accountant, s.Doubling = Doubling, "xiang-o", DoublingSpec{Partitions: 2, Epsilon0: 0.1, Granularity: 0.1, PartEpochs: 1}
+		},
+		"xiang, private scores": func(s *TuneSpec) { s.Accountant = "xiang-o" },
 	}
 	for name, f := range tunes {
 		s := tune

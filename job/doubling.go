@@ -99,6 +99,8 @@ func (s TuneSpec) planDoubling(ctx context.Context) (*doublingPlan, error) {
 	nominal := s.Data.NominalN
 	fitN := nominal - s.ValSize
 	switch {
+	case s.Accountant != "" && s.Accountant != "rdp":
+		return nil, invalidf("the doubling tuner is counted by the rdp accountant only, not %s", s.Accountant)
 	case s.Validation != "" && s.Validation != "private" || s.PublicVal != nil:
 		return nil, invalidf("the doubling tuner scores on a private validation split only")
 	case s.ValSize < 100 || s.ValSize >= nominal/2:
