@@ -315,21 +315,13 @@ func unmarshalEvent(b []byte, version int) (Event, error) {
 		}
 		out = e
 	case "gaussian_select":
-		var e GaussianSelect
-		err = json.Unmarshal(b, &e)
-		out = e
+		out, err = decode[GaussianSelect](b)
 	case "discrete_gaussian":
-		var e DiscreteGaussian
-		err = json.Unmarshal(b, &e)
-		out = e
+		out, err = decode[DiscreteGaussian](b)
 	case "laplace":
-		var e Laplace
-		err = json.Unmarshal(b, &e)
-		out = e
+		out, err = decode[Laplace](b)
 	case "epsilon_delta":
-		var e EpsilonDelta
-		err = json.Unmarshal(b, &e)
-		out = e
+		out, err = decode[EpsilonDelta](b)
 	case "vote":
 		var e Vote
 		if version == 1 {
@@ -344,13 +336,9 @@ func unmarshalEvent(b []byte, version int) (Event, error) {
 		}
 		out = e
 	case "above_threshold":
-		var e AboveThreshold
-		err = json.Unmarshal(b, &e)
-		out = e
+		out, err = decode[AboveThreshold](b)
 	case "non_private":
-		var e NonPrivate
-		err = json.Unmarshal(b, &e)
-		out = e
+		out, err = decode[NonPrivate](b)
 	case "poisson_sampled":
 		var e struct {
 			SamplingRate float64 `json:"sampling_rate"`
@@ -404,4 +392,11 @@ func unmarshalEvent(b []byte, version int) (Event, error) {
 		return nil, fmt.Errorf("accounting: decoding %s event: %w", head.Type, err)
 	}
 	return out, nil
+}
+
+// decode reads a plain event (one without inner events) of type T.
+func decode[T Event](b []byte) (Event, error) {
+	var e T
+	err := json.Unmarshal(b, &e)
+	return e, err
 }
