@@ -54,6 +54,7 @@ type PerSampleReport struct {
 	Dataset    string        `json:"dataset"`
 	Arch       string        `json:"arch"`
 	Parameters int           `json:"parameters"`
+	Layers     []string      `json:"layers"` // the layers with parameters, in order
 	Steps      int           `json:"steps"`
 	GOMAXPROCS int           `json:"gomaxprocs"`
 	Results    []BatchResult `json:"results"`
@@ -83,6 +84,9 @@ func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error
 		return rep, err
 	}
 	rep.Parameters = net.NumParams()
+	for _, l := range model.ParamLayers(net.Layers) {
+		rep.Layers = append(rep.Layers, l.Name)
+	}
 	init := append([]float32(nil), net.Params...)
 	for _, b := range cfg.BatchSizes {
 		res := BatchResult{BatchSize: b}
@@ -156,7 +160,7 @@ func measure(ctx context.Context, net *model.Net, cfg PerSampleConfig, batch int
 	for ph := dpsgd.Phase(0); ph < dpsgd.NumPhases; ph++ {
 		out.Phases[ph.String()] = ms(res.Timings.Phase[ph])
 	}
-	for l, layer := range net.Layers {
+	for l, layer := range model.ParamLayers(net.Layers) {
 		out.LayersForward[layer.Name] = ms(res.Timings.Forward[l])
 		out.LayersBackward[layer.Name] = ms(res.Timings.Backward[l])
 	}

@@ -46,7 +46,7 @@ func benchStep(b *testing.B, nonPrivate bool, newEngine func(*model.Net, int) (E
 	for ph := Phase(0); ph < NumPhases; ph++ {
 		b.ReportMetric(ms(res.Timings.Phase[ph]), ph.String()+"-ms")
 	}
-	for l, layer := range net.Layers {
+	for l, layer := range model.ParamLayers(net.Layers) {
 		b.ReportMetric(ms(res.Timings.Forward[l]), layer.Name+"-fwd-ms")
 		b.ReportMetric(ms(res.Timings.Backward[l]), layer.Name+"-bwd-ms")
 	}

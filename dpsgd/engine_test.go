@@ -2,8 +2,11 @@ package dpsgd
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
@@ -39,6 +42,19 @@ func relErr(a, b []float32) float64 {
 	return d / m
 }
 
+// perturbGroupNorms moves every group norm's weight and bias away from 1
+// and 0, where they start, so that their gradients are tested in general.
+func perturbGroupNorms(net *model.Net, seed uint64) {
+	rng := randsrc.Seeded(seed, "perturb")
+	for _, l := range net.Layers {
+		if l.Kind == model.GroupNormLayer {
+			for k := l.WeightOffset; k < l.BiasOffset+l.Out; k++ {
+				net.Params[k] += float32(0.3 * rng.NormFloat64())
+			}
+		}
+	}
+}
+
 // perExampleNorms returns each example's gradient norm from the reference engine.
 func perExampleNorms(t *testing.T, net *model.Net, x []float32, y []uint8, idx []int) []float64 {
 	ref, err := NewReferenceEngine(net)
@@ -57,18 +73,40 @@ func perExampleNorms(t *testing.T, net *model.Net, x []float32, y []uint8, idx [
 }
 
 // The native engine's clipped sum equals the batch-of-one reference to 1e-5
-// relative, for the MNIST and CIFAR-10 shapes, clipped and unclipped, for a
-// single example, a partial chunk (7 examples in chunks of 8) and a batch
-// split between workers into full and partial chunks (19 examples).
+// relative, for every built-in network and for random specs (a new seed
+// each run, logged), clipped and unclipped, for a single example, a partial
+// chunk (7 examples in chunks of 8) and a batch split between workers into
+// full and partial chunks (19 examples).
 func TestEngineMatchesReference(t *testing.T) {
-	for _, arch := range []model.Arch{model.MNIST, model.CIFAR10} {
+	var archs []model.Arch
+	for _, s := range model.BuiltinSpecs() {
+		a := model.MNIST
+		if strings.Contains(s.Name, "cifar") {
+			a = model.CIFAR10
+		}
+		a.Spec = s
+		archs = append(archs, a)
+	}
+	seed := uint64(time.Now().UnixNano())
+	for i := range 8 {
+		a := model.RandomArch(randsrc.Seeded(seed+uint64(i), "spec"))
+		js, _ := json.Marshal(a)
+		t.Logf("random spec, seed %d: %s", seed+uint64(i), js)
+		archs = append(archs, a)
+	}
+	for _, arch := range archs {
 		net, x, y := randomData(t, arch, 24, 1)
+		perturbGroupNorms(net, 2)
 		fast, err := NewEngine(net, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ref, _ := NewReferenceEngine(net)
-		for _, n := range []int{1, 7, 19} {
+		sizes := []int{1, 7, 19}
+		if net.NumParams() > 100000 {
+			sizes = []int{1, 3} // tb-cifar10: the reference takes a second an example
+		}
+		for _, n := range sizes {
 			idx := make([]int, n)
 			for i := range idx {
 				idx[i] = (5*i + 3) % 24
@@ -139,7 +177,7 @@ func TestIm2colMatchesDirectIndexing(t *testing.T) {
 		in[i] = float32(i + 1)
 	}
 	col := make([]float32, l.Positions()*l.FanIn())
-	im2colNCHW(l, [][]float32{in}, col)
+	im2colNCHW(l, 1, in, col)
 	for _, c := range []struct{ oh, ow, ki, kj int }{{0, 0, 0, 0}, {0, 0, 3, 3}, {5, 7, 2, 6}, {13, 13, 7, 7}, {13, 0, 4, 1}} {
 		r, q := c.oh*2-3+c.ki, c.ow*2-3+c.kj
 		want := float32(0)
@@ -156,7 +194,7 @@ func TestIm2colMatchesDirectIndexing(t *testing.T) {
 // and permuteKernel's inverse undoes it.
 func TestCol2imIsAdjointOfIm2col(t *testing.T) {
 	net, _ := model.NewZero(model.CIFAR10)
-	l := net.Layers[1]
+	l := model.ParamLayers(net.Layers)[1]
 	l.Pad = 1 // exercise the padding branch too
 	l.OutH, l.OutW = (l.InH+2-l.Kernel)/l.Stride+1, (l.InW+2-l.Kernel)/l.Stride+1
 	rng := randsrc.Seeded(9, "test")

@@ -29,24 +29,25 @@ func Evaluate(ctx context.Context, net *model.Net, x []float32, y []uint8) (mode
 	}
 	e.prepare()
 	w := e.newWorker()
-	idx := make([]int, 0, chunkSize)
-	var fw [4]time.Duration
+	idx := make([]int, 0, e.chunk)
+	var fw [MaxLayers]time.Duration
 	var loss float64
 	var correct int
-	O := e.fc2.Out
-	for start := 0; start < len(y); start += chunkSize {
-		if start%(64*chunkSize) == 0 {
+	O := a.Classes
+	logits := w.acts[len(w.acts)-1]
+	for start := 0; start < len(y); start += e.chunk {
+		if start%(64*e.chunk) == 0 {
 			if err := ctx.Err(); err != nil {
 				return model.Metrics{}, err
 			}
 		}
 		idx = idx[:0]
-		for i := start; i < min(start+chunkSize, len(y)); i++ {
+		for i := start; i < min(start+e.chunk, len(y)); i++ {
 			idx = append(idx, i)
 		}
 		loss += w.forward(x, y, idx, &fw)
 		for k, i := range idx {
-			row := w.logits[k*O : (k+1)*O]
+			row := logits[k*O : (k+1)*O]
 			best := 0
 			for o, v := range row {
 				if v > row[best] {

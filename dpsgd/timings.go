@@ -28,8 +28,9 @@ func (p Phase) String() string {
 	return phaseNames[p]
 }
 
-// MaxLayers bounds the layers Timings records.
-const MaxLayers = 8
+// MaxLayers bounds the layers with parameters Timings records (deeper
+// layers count in the last).
+const MaxLayers = 16
 
 // Timings accumulate the time spent per phase and, for the engine's
 // forward and backward phases, per layer (a convolution's time includes its

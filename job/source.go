@@ -26,14 +26,22 @@ type Source struct {
 // Datasets are the names Dataset knows.
 var Datasets = []string{"mnist", "cifar10"}
 
+// Default networks of the built-in datasets: Tramèr & Boneh's CNNs
+// (model.TBMNIST, model.TBCIFAR10). Source.WithModel chooses another.
+var (
+	MNISTArch   = model.Arch{Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10}
+	CIFAR10Arch = model.Arch{Spec: model.TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10}
+)
+
 // Dataset returns the Source of a built-in dataset: "mnist" (dir "" means the
 // GoMNIST module's files in the Go module cache) or "cifar10" (dir
-// required), with the published nominal size (60,000 or 50,000). It returns
-// an error wrapping ErrInvalid for an unknown name or a missing directory.
+// required), with the published nominal size (60,000 or 50,000) and the
+// default network (MNISTArch, CIFAR10Arch). It returns an error wrapping
+// ErrInvalid for an unknown name or a missing directory.
 func Dataset(name, dir string) (Source, error) {
 	switch name {
 	case "mnist":
-		return Source{Name: name, Dir: dir, Arch: model.MNIST, NominalN: 60000, Load: func() (*data.Dataset, *data.Dataset, error) {
+		return Source{Name: name, Dir: dir, Arch: MNISTArch, NominalN: 60000, Load: func() (*data.Dataset, *data.Dataset, error) {
 			d := dir
 			if d == "" {
 				var err error
@@ -47,7 +55,7 @@ func Dataset(name, dir string) (Source, error) {
 		if dir == "" {
 			return Source{}, invalidf("a data directory is required for cifar10 (the directory holding its binary files)")
 		}
-		return Source{Name: name, Dir: dir, Arch: model.CIFAR10, NominalN: 50000, Load: func() (*data.Dataset, *data.Dataset, error) {
+		return Source{Name: name, Dir: dir, Arch: CIFAR10Arch, NominalN: 50000, Load: func() (*data.Dataset, *data.Dataset, error) {
 			return wrapLoad(name, dir, data.LoadCIFAR10)
 		}}, nil
 	}
@@ -67,6 +75,18 @@ func wrapLoad(name, dir string, load func(string) (*data.Dataset, *data.Dataset,
 func (s Source) WithNominalSize(n int) Source {
 	s.NominalN = n
 	return s
+}
+
+// WithModel returns s training the network spec on the same inputs, or an
+// error wrapping ErrInvalid naming the first layer whose shape does not
+// fit them.
+func (s Source) WithModel(spec model.Spec) (Source, error) {
+	a, err := model.NewArch(spec, s.Arch.C, s.Arch.H, s.Arch.W, s.Arch.Classes)
+	if err != nil {
+		return s, invalidf("%v", err)
+	}
+	s.Arch = a
+	return s, nil
 }
 
 // Check returns an error wrapping ErrInvalid unless s can be loaded and has

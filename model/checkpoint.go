@@ -13,8 +13,8 @@ import (
 
 // Checkpoint format, version 1. A model directory holds two files:
 //
-//   - model.json: {"format": "dptune-model/1", "arch": {name, channels,
-//     height, width, classes}, "tensors": [{name, shape, offset}, …],
+//   - model.json: {"format": "dptune-model/1", "arch": {name, layers,
+//     channels, height, width, classes}, "tensors": [{name, shape, offset}, …],
 //     "params_file": "params.bin", "params_sha256": hex digest of params.bin,
 //     "hyperparameters": {…}, "ledger": {…}} — the hyperparameters and the
 //     privacy ledger of the run that produced the parameters, as the trainer
@@ -69,7 +69,10 @@ func (n *Net) Save(dir string, meta Metadata) error {
 }
 
 // Load reads a network saved by Save from dir. It returns an error naming the
-// file if either file is missing or corrupt: unknown format or architecture,
+// file if either file is missing or corrupt: unknown format, a spec whose
+// shapes do not work (model.json's "layers"; a checkpoint written before
+// specs existed has none, and its "name" mnist-cnn or cifar10-cnn names the
+// opacus-mnist or opacus-cifar10 spec),
 // tensors that do not match the architecture, a params.bin of the wrong size
 // or whose SHA-256 differs from the one recorded.
 func Load(dir string) (*Net, Metadata, error) {
@@ -85,12 +88,9 @@ func Load(dir string) (*Net, Metadata, error) {
 	if h.Format != CheckpointFormat {
 		return nil, Metadata{}, fmt.Errorf("model: %s: format %q, want %q", mpath, h.Format, CheckpointFormat)
 	}
-	arch, err := ArchByName(h.Arch.Name)
+	arch, err := h.Arch.Resolve()
 	if err != nil {
 		return nil, Metadata{}, fmt.Errorf("model: %s: %w", mpath, err)
-	}
-	if arch != h.Arch {
-		return nil, Metadata{}, fmt.Errorf("model: %s: architecture %+v does not match %s (%+v)", mpath, h.Arch, arch.Name, arch)
 	}
 	n, err := NewZero(arch)
 	if err != nil {

@@ -14,21 +14,20 @@ type Mode int
 const (
 	// Forward computes logits only.
 	Forward Mode = iota
-	// LayerGrads also backpropagates the summed loss down to each layer's
-	// output (not to the parameters) and exposes a Trace.
-	LayerGrads
 	// ParamGrads also computes the gradient of the summed loss with respect
 	// to every parameter (gorgonia's G.Grad).
 	ParamGrads
 )
 
-// Graph is the network built with gorgonia for a fixed batch size B.
+// Graph is the network built with gorgonia for a fixed batch size B: the
+// definition of what an Arch computes, built layer by layer from its Spec,
+// and the test oracle of dpsgd's native engine.
 //
-// Fill X and Y, call Run, then read Logits, Loss and — depending on the
-// mode — Trace or ParamGrad. The loss is the SUM over the batch of each
-// example's softmax cross-entropy, so an example whose one-hot row in Y is
-// all zero contributes nothing and has zero gradient: batches smaller than B
-// are padded that way. A Graph is not safe for concurrent use.
+// Fill X and Y, call Run, then read Logits, Loss and — in ParamGrads mode —
+// ParamGrad. The loss is the SUM over the batch of each example's softmax
+// cross-entropy, so an example whose one-hot row in Y is all zero
+// contributes nothing and has zero gradient: batches smaller than B are
+// padded that way. A Graph is not safe for concurrent use.
 type Graph struct {
 	Net  *Net
 	B    int
@@ -39,21 +38,8 @@ type Graph struct {
 	vm       G.VM
 	logits   G.Value
 	loss     G.Value
-	layerIn  []G.Value // per layer: its input
-	outGrad  []G.Value // per layer: d loss / d (layer output, bias included)
 	paramGrd []G.Value // per tensor of Net.Tensors (ParamGrads)
 	grad     []float32
-}
-
-// Trace is what one LayerGrads pass exposes for each layer l (in Net.Layers order):
-// In[l], the layer's input, [B, In, InH, InW] (linear: [B, In]); and OutGrad[l],
-// the gradient of the summed loss with respect to the layer's output
-// including its bias, [B, Out, OutH, OutW] (linear: [B, Out]). Per-example
-// parameter gradients follow from these alone (e.g. Goodfellow 2015,
-// "Efficient per-example gradient computations"; Opacus's grad samplers).
-// The slices are owned by the Graph and valid until its next Run.
-type Trace struct {
-	In, OutGrad [][]float32
 }
 
 // NewGraph builds the network for batch size B in the given mode. The graph
@@ -63,8 +49,7 @@ func (n *Net) NewGraph(B int, mode Mode) (*Graph, error) {
 		return nil, fmt.Errorf("model: batch size %d < 1", B)
 	}
 	gr := &Graph{Net: n, B: B, Mode: mode,
-		X: make([]float32, B*n.Arch.C*n.Arch.H*n.Arch.W), Y: make([]float32, B*n.Arch.Classes),
-		layerIn: make([]G.Value, len(n.Layers)), outGrad: make([]G.Value, len(n.Layers))}
+		X: make([]float32, B*n.Arch.C*n.Arch.H*n.Arch.W), Y: make([]float32, B*n.Arch.Classes)}
 	if err := gr.build(); err != nil {
 		return nil, fmt.Errorf("model: building the %s graph for batch %d: %w", n.Arch.Name, B, err)
 	}
@@ -90,34 +75,48 @@ func (gr *Graph) build() (err error) {
 	y := G.NewMatrix(g, tensor.Float32, G.WithShape(B, a.Classes), G.WithName("y"),
 		G.WithValue(tensor.New(tensor.WithShape(B, a.Classes), tensor.WithBacking(gr.Y))))
 
-	ins := make([]*G.Node, len(n.Layers))
-	outs := make([]*G.Node, len(n.Layers))
 	h := x
-	for li, l := range n.Layers {
-		w, b := param[2*li], param[2*li+1]
-		ins[li] = h
+	pi := 0 // the next parameter tensor
+	// A flatten is applied when a layer needs flat features (a linear
+	// layer, or the logits): elementwise layers in between act on the
+	// feature map, which is the same. Applied at once, gorgonia v0.9.18
+	// would let an activation after the flatten overwrite, through the
+	// reshape's shared storage, the tanh output that tanh's gradient reads.
+	flatten := 0
+	for _, l := range n.Layers {
+		if flatten > 0 && l.Kind == LinearLayer {
+			h, flatten = G.Must(G.Reshape(h, tensor.Shape{B, flatten})), 0
+		}
+		var w, b *G.Node
+		if l.HasParams() {
+			w, b = param[pi], param[pi+1]
+			pi += 2
+		}
 		switch l.Kind {
 		case ConvLayer:
-			if li > 0 && n.Layers[li-1].Kind != ConvLayer {
-				return fmt.Errorf("convolution after a linear layer")
-			}
 			c := G.Must(G.Conv2d(h, w, tensor.Shape{l.Kernel, l.Kernel}, []int{l.Pad, l.Pad}, []int{l.Stride, l.Stride}, nil))
-			b4 := G.Must(G.Reshape(b, tensor.Shape{1, l.Out, 1, 1}))
-			outs[li] = G.Must(G.BroadcastAdd(c, b4, nil, []byte{0, 2, 3}))
-			r := G.Must(G.Rectify(outs[li]))
-			h = G.Must(G.MaxPool2D(r, tensor.Shape{2, 2}, []int{0, 0}, []int{1, 1}))
-			if li+1 < len(n.Layers) && n.Layers[li+1].Kind == LinearLayer {
-				h = G.Must(G.Reshape(h, tensor.Shape{B, n.Layers[li+1].In}))
-			}
+			h = G.Must(G.BroadcastAdd(c, G.Must(G.Reshape(b, tensor.Shape{1, l.Out, 1, 1})), nil, []byte{0, 2, 3}))
 		case LinearLayer:
 			z := G.Must(G.Mul(h, G.Must(G.Transpose(w))))
-			b2 := G.Must(G.Reshape(b, tensor.Shape{1, l.Out}))
-			outs[li] = G.Must(G.BroadcastAdd(z, b2, nil, []byte{0}))
-			h = outs[li]
-			if li+1 < len(n.Layers) {
-				h = G.Must(G.Rectify(h))
-			}
+			h = G.Must(G.BroadcastAdd(z, G.Must(G.Reshape(b, tensor.Shape{1, l.Out})), nil, []byte{0}))
+		case GroupNormLayer:
+			h = groupNorm(g, h, w, b, l, B)
+		case ReLULayer:
+			h = G.Must(G.Rectify(h))
+		case TanhLayer:
+			h = G.Must(G.Tanh(h))
+		case MaxPoolLayer:
+			h = G.Must(G.MaxPool2D(h, tensor.Shape{l.Kernel, l.Kernel}, []int{0, 0}, []int{l.Stride, l.Stride}))
+		case AvgPoolLayer:
+			h = avgPool(g, h, l, B)
+		case FlattenLayer:
+			flatten = l.Out
+		default:
+			return fmt.Errorf("layer %s: unknown kind %d", l.Name, l.Kind)
 		}
+	}
+	if flatten > 0 {
+		h = G.Must(G.Reshape(h, tensor.Shape{B, flatten}))
 	}
 	logits := h
 	logp := G.Must(G.LogSoftMax(logits, 1))
@@ -125,21 +124,7 @@ func (gr *Graph) build() (err error) {
 	G.Read(logits, &gr.logits)
 	G.Read(loss, &gr.loss)
 
-	switch gr.Mode {
-	case LayerGrads:
-		one := g.AddNode(G.NewConstant(float32(1)))
-		if _, err := G.Backpropagate(G.Nodes{loss}, G.Nodes{one}, G.Nodes{outs[0]}); err != nil {
-			return err
-		}
-		for li := range n.Layers {
-			d := outs[li].Deriv()
-			if d == nil {
-				return fmt.Errorf("no gradient for the output of layer %s", n.Layers[li].Name)
-			}
-			G.Read(d, &gr.outGrad[li])
-			G.Read(ins[li], &gr.layerIn[li])
-		}
-	case ParamGrads:
+	if gr.Mode == ParamGrads {
 		grads, err := G.Grad(loss, param...)
 		if err != nil {
 			return err
@@ -152,6 +137,63 @@ func (gr *Graph) build() (err error) {
 	}
 	gr.vm = G.NewTapeMachine(g)
 	return nil
+}
+
+// groupNorm is PyTorch's GroupNorm on h ([B, C, H, W], or [B, C] on a flat
+// input): each example's channels are split into l.Groups groups of
+// consecutive channels, each group is normalised by its mean and biased
+// variance over its channels and positions (ε = GroupNormEpsilon), and
+// channel c is then scaled by w[c] and shifted by b[c]. Every broadcast is
+// a matrix product with a constant vector of ones, and 1/√(σ² + ε) is
+// Inverse(Sqrt(·)): gorgonia v0.9.18's gradients of its broadcasting
+// operators (with respect to the broadcast operand) and of InverseSqrt
+// disagree with finite differences.
+func groupNorm(g *G.ExprGraph, h, w, b *G.Node, l Layer, B int) *G.Node {
+	P := l.InH * l.InW
+	rows, M := B*l.Groups, l.In/l.Groups*P
+	ones := func(name string, r, c int, v float32) *G.Node {
+		d := make([]float32, r*c)
+		for i := range d {
+			d[i] = v
+		}
+		return G.NewMatrix(g, tensor.Float32, G.WithShape(r, c), G.WithName(l.Name+name),
+			G.WithValue(tensor.New(tensor.WithShape(r, c), tensor.WithBacking(d))))
+	}
+	avg, spread := ones(".avg", M, 1, 1/float32(M)), ones(".spread", 1, M, 1)
+	xr := G.Must(G.Reshape(h, tensor.Shape{rows, M}))
+	mean := G.Must(G.Mul(xr, avg)) // [rows, 1]
+	xc := G.Must(G.Sub(xr, G.Must(G.Mul(mean, spread))))
+	variance := G.Must(G.Mul(G.Must(G.Square(xc)), avg))
+	eps := g.AddNode(G.NewConstant(float32(GroupNormEpsilon)))
+	rstd := G.Must(G.Inverse(G.Must(G.Sqrt(G.Must(G.Add(variance, eps))))))
+	xhat := G.Must(G.HadamardProd(xc, G.Must(G.Mul(rstd, spread))))
+	// Per-channel scale and shift, spread over examples and positions.
+	perChannel := func(v *G.Node) *G.Node {
+		rowsOf := G.Must(G.Mul(ones(".batch", B, 1, 1), G.Must(G.Reshape(v, tensor.Shape{1, l.In})))) // [B, C]
+		return G.Must(G.Mul(G.Must(G.Reshape(rowsOf, tensor.Shape{B * l.In, 1})), ones(".positions", 1, P, 1)))
+	}
+	flat := tensor.Shape{B * l.In, P}
+	out := G.Must(G.Add(G.Must(G.HadamardProd(G.Must(G.Reshape(xhat, flat)), perChannel(w))), perChannel(b)))
+	if l.Flat {
+		return G.Must(G.Reshape(out, tensor.Shape{B, l.In}))
+	}
+	return G.Must(G.Reshape(out, tensor.Shape{B, l.In, l.InH, l.InW}))
+}
+
+// avgPool is average pooling (no padding) of h ([B, C, H, W]), built as a
+// convolution of every channel, on its own, with a constant k×k kernel of
+// 1/k² (gorgonia v0.9 has no average pooling).
+func avgPool(g *G.ExprGraph, h *G.Node, l Layer, B int) *G.Node {
+	k := l.Kernel
+	one := make([]float32, k*k)
+	for i := range one {
+		one[i] = 1 / float32(k*k)
+	}
+	filter := G.NewTensor(g, tensor.Float32, 4, G.WithShape(1, 1, k, k), G.WithName(l.Name+".kernel"),
+		G.WithValue(tensor.New(tensor.WithShape(1, 1, k, k), tensor.WithBacking(one))))
+	planes := G.Must(G.Reshape(h, tensor.Shape{B * l.In, 1, l.InH, l.InW}))
+	p := G.Must(G.Conv2d(planes, filter, tensor.Shape{k, k}, []int{0, 0}, []int{l.Stride, l.Stride}, nil))
+	return G.Must(G.Reshape(p, tensor.Shape{B, l.Out, l.OutH, l.OutW}))
 }
 
 // Run executes the graph on the current X and Y.
@@ -168,18 +210,6 @@ func (gr *Graph) Loss() float32 { return gr.loss.Data().(float32) }
 
 // Logits returns the last Run's logits, [B, Classes], owned by the Graph.
 func (gr *Graph) Logits() []float32 { return gr.logits.Data().([]float32) }
-
-// Trace returns the last Run's layer inputs and output gradients (LayerGrads mode).
-func (gr *Graph) Trace() Trace {
-	t := Trace{In: make([][]float32, len(gr.layerIn)), OutGrad: make([][]float32, len(gr.outGrad))}
-	for i := range gr.layerIn {
-		if gr.layerIn[i] != nil {
-			t.In[i] = gr.layerIn[i].Data().([]float32)
-			t.OutGrad[i] = gr.outGrad[i].Data().([]float32)
-		}
-	}
-	return t
-}
 
 // ParamGrad returns the last Run's gradient of the summed loss with respect
 // to Net.Params, laid out like Params (ParamGrads mode), owned by the Graph.

@@ -6,9 +6,11 @@ import (
 	"math/rand/v2"
 )
 
-// Net is the CNN's architecture and parameters.
+// Net is a network (Arch) and its parameters.
 type Net struct {
-	Arch   Arch
+	Arch Arch
+	// Layers are the Arch's layers with their shapes (Arch.Layers), those
+	// without parameters included.
 	Layers []Layer
 	// Tensors lists the parameter tensors in Params, in PyTorch's
 	// named_parameters order (conv1.weight, conv1.bias, …, fc2.bias).
@@ -19,16 +21,28 @@ type Net struct {
 }
 
 // New returns the network for arch with PyTorch's default initialisation,
-// so that results compare with the Python stacks: every weight is drawn from
-// Kaiming-uniform with a = √5, i.e. U(−1/√fan_in, 1/√fan_in), and every bias
-// from U(−1/√fan_in, 1/√fan_in) (torch.nn.Conv2d / torch.nn.Linear
-// reset_parameters). Randomness comes from rng.
+// so that results compare with the Python stacks: every convolution and
+// linear weight is drawn from Kaiming-uniform with a = √5, i.e.
+// U(−1/√fan_in, 1/√fan_in), and every bias from U(−1/√fan_in, 1/√fan_in)
+// (torch.nn.Conv2d / torch.nn.Linear reset_parameters); a group norm's
+// weight is 1 and its bias 0. Randomness comes from rng, drawn layer by
+// layer, weight then bias.
 func New(arch Arch, rng *rand.Rand) (*Net, error) {
 	n, err := NewZero(arch)
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range n.Layers {
+		switch l.Kind {
+		case GroupNormLayer:
+			for i := range l.Out {
+				n.Params[l.WeightOffset+i] = 1
+			}
+			continue
+		case ConvLayer, LinearLayer:
+		default:
+			continue
+		}
 		bound := 1 / math.Sqrt(float64(l.FanIn()))
 		for i := l.WeightOffset; i < l.BiasOffset+l.Out; i++ {
 			n.Params[i] = float32((2*rng.Float64() - 1) * bound)

@@ -2,19 +2,23 @@ package model
 
 import "math"
 
-// refForward is an independent float64 implementation of the CNN, written
-// from the PyTorch definition (DP-HyPO Appendix E.1) with plain loops: it
-// returns the logits of one example x ([C, H, W]) under params p.
+// refForward is an independent float64 implementation of any Arch, written
+// from PyTorch's definitions of its layers with plain loops on the
+// (channel, row, column) layout: it returns the logits of one example x
+// ([C, H, W]) under params p.
 func refForward(n *Net, p []float64, x []float64) []float64 {
-	a := n.Arch
-	h, w, c := a.H, a.W, a.C
 	act := x
 	for _, l := range n.Layers {
-		W := p[l.WeightOffset : l.WeightOffset+l.WeightSize()]
-		b := p[l.BiasOffset : l.BiasOffset+l.Out]
-		if l.Kind == ConvLayer {
-			oh, ow := l.OutH, l.OutW
-			out := make([]float64, l.Out*oh*ow)
+		var W, b []float64
+		if l.HasParams() {
+			W = p[l.WeightOffset : l.WeightOffset+l.WeightSize()]
+			b = p[l.BiasOffset : l.BiasOffset+l.Out]
+		}
+		c, h, w := l.In, l.InH, l.InW
+		oh, ow := l.OutH, l.OutW
+		out := make([]float64, l.OutSize())
+		switch l.Kind {
+		case ConvLayer:
 			for o := 0; o < l.Out; o++ {
 				for i := 0; i < oh; i++ {
 					for j := 0; j < ow; j++ {
@@ -30,41 +34,65 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 								}
 							}
 						}
-						out[(o*oh+i)*ow+j] = math.Max(s, 0) // ReLU
+						out[(o*oh+i)*ow+j] = s
 					}
 				}
 			}
-			// max-pool 2×2, stride 1
-			ph, pw := oh-1, ow-1
-			pooled := make([]float64, l.Out*ph*pw)
-			for o := 0; o < l.Out; o++ {
-				for i := 0; i < ph; i++ {
-					for j := 0; j < pw; j++ {
-						m := math.Inf(-1)
-						for di := 0; di < 2; di++ {
-							for dj := 0; dj < 2; dj++ {
-								m = math.Max(m, out[(o*oh+i+di)*ow+j+dj])
+		case MaxPoolLayer, AvgPoolLayer:
+			k := l.Kernel
+			for o := 0; o < c; o++ {
+				for i := 0; i < oh; i++ {
+					for j := 0; j < ow; j++ {
+						m, s := math.Inf(-1), 0.0
+						for di := 0; di < k; di++ {
+							for dj := 0; dj < k; dj++ {
+								v := act[(o*h+i*l.Stride+di)*w+j*l.Stride+dj]
+								m, s = math.Max(m, v), s+v
 							}
 						}
-						pooled[(o*ph+i)*pw+j] = m
+						if l.Kind == AvgPoolLayer {
+							m = s / float64(k*k)
+						}
+						out[(o*oh+i)*ow+j] = m
 					}
 				}
 			}
-			act, c, h, w = pooled, l.Out, ph, pw
-			continue
-		}
-		out := make([]float64, l.Out)
-		for o := range out {
-			s := b[o]
-			for i := 0; i < l.In; i++ {
-				s += W[o*l.In+i] * act[i]
+		case LinearLayer:
+			for o := range out {
+				s := b[o]
+				for i := 0; i < l.In; i++ {
+					s += W[o*l.In+i] * act[i]
+				}
+				out[o] = s
 			}
-			out[o] = s
-		}
-		if l.Name != n.Layers[len(n.Layers)-1].Name {
-			for i := range out {
-				out[i] = math.Max(out[i], 0)
+		case GroupNormLayer:
+			per := c / l.Groups * h * w // a group's channels are consecutive
+			for g := 0; g < l.Groups; g++ {
+				v := act[g*per : (g+1)*per]
+				var mean, variance float64
+				for _, e := range v {
+					mean += e
+				}
+				mean /= float64(per)
+				for _, e := range v {
+					variance += (e - mean) * (e - mean)
+				}
+				variance /= float64(per)
+				for i, e := range v {
+					ch := (g*per + i) / (h * w)
+					out[g*per+i] = (e-mean)/math.Sqrt(variance+GroupNormEpsilon)*W[ch] + b[ch]
+				}
 			}
+		case ReLULayer:
+			for i, v := range act {
+				out[i] = math.Max(v, 0)
+			}
+		case TanhLayer:
+			for i, v := range act {
+				out[i] = math.Tanh(v)
+			}
+		case FlattenLayer:
+			copy(out, act) // the (channel, row, column) layout is PyTorch's flatten order
 		}
 		act = out
 	}

@@ -26,10 +26,10 @@ func newBenchCmd() *cobra.Command {
 }
 
 type benchPerSampleFlags struct {
-	dataset, dataDir, jsonOut, plotOut string
-	batchSizes                         []int
-	steps, warmup                      int
-	seed                               uint64
+	dataset, dataDir, jsonOut, plotOut, model string
+	batchSizes                                []int
+	steps, warmup                             int
+	seed                                      uint64
 }
 
 func newBenchPerSampleCmd() *cobra.Command {
@@ -48,6 +48,7 @@ and per layer, allocations per step and the peak resident memory.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default for mnist: the GoMNIST module)")
+	addModelFlag(fl, &f.model)
 	fl.IntSliceVar(&f.batchSizes, "batch-size", []int{256}, "expected batch sizes, e.g. 64,128,256,512")
 	fl.IntVar(&f.steps, "steps", 50, "measured steps per batch size and mode")
 	fl.IntVar(&f.warmup, "warmup", 5, "unmeasured steps before them")
@@ -59,6 +60,9 @@ and per layer, allocations per step and the peak resident memory.`,
 
 func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 	src, err := job.Dataset(f.dataset, f.dataDir)
+	if err == nil {
+		src, err = withModel(src, f.model)
+	}
 	if err != nil {
 		return err
 	}
@@ -133,7 +137,7 @@ func printPerSample(out io.Writer, rep bench.PerSampleReport) {
 	tw.Flush()
 	fmt.Fprintln(out, "\nDP-SGD time per layer, ms/step, forward / backward (with per-example gradients):")
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	layers := []string{"conv1", "conv2", "fc1", "fc2"}
+	layers := rep.Layers
 	fmt.Fprintf(tw, "batch\t%s\t\n", strings.Join(layers, "\t"))
 	for _, r := range rep.Results {
 		fmt.Fprintf(tw, "%d", r.BatchSize)

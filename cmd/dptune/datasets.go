@@ -8,12 +8,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/tuning"
 )
 
 // dataFlags are the flags of every command that reads the private data.
 type dataFlags struct {
 	dataset, dataDir, budget string
+	model                    string
 	nominalSize              int
 }
 
@@ -21,6 +23,7 @@ func addDataFlags(fl *pflag.FlagSet, d *dataFlags) {
 	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module in the Go module cache)")
 	fl.IntVar(&d.nominalSize, "nominal-size", 0, "public size of the training set in --data-dir, used for every sampling rate and divisor (default: the dataset's published size, 60000 for mnist, 50000 for cifar10); the loaded count is never used")
+	addModelFlag(fl, &d.model)
 	fl.StringVar(&d.budget, "budget", "", "curator's budget file (dptune budget init): the run is refused if it could exceed it, and is recorded in it")
 }
 
@@ -37,7 +40,24 @@ func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
 		}
 		src = src.WithNominalSize(d.nominalSize)
 	}
-	return src, nil
+	return withModel(src, d.model)
+}
+
+// addModelFlag adds --model: the network trained.
+func addModelFlag(fl *pflag.FlagSet, m *string) {
+	fl.StringVar(m, "model", "", "network: a built-in spec (tb-mnist, opacus-mnist, tb-cifar10, opacus-cifar10) or a JSON spec file (default: tb-mnist for mnist, tb-cifar10 for cifar10)")
+}
+
+// withModel is src training the network --model names ("" keeps its default).
+func withModel(src job.Source, name string) (job.Source, error) {
+	if name == "" {
+		return src, nil
+	}
+	spec, err := model.LoadSpec(name)
+	if err != nil {
+		return src, usageError{err}
+	}
+	return src.WithModel(spec)
 }
 
 // seedFlag is --seed when given, else nil (crypto/rand, secure noise).

@@ -33,8 +33,9 @@ not all finite is refused (exit 1).`,
 			if err != nil {
 				return err
 			}
-			if net.Arch != src.Arch {
-				return usagef("the model in %s is a %s network; %s needs %s", modelDir, net.Arch.Name, dataset, src.Arch.Name)
+			if !net.Arch.SameInput(src.Arch) {
+				return usagef("the model in %s reads %d×%d×%d inputs of %d classes; %s has %d×%d×%d inputs of %d", modelDir,
+					net.Arch.C, net.Arch.H, net.Arch.W, net.Arch.Classes, dataset, src.Arch.C, src.Arch.H, src.Arch.W, src.Arch.Classes)
 			}
 			if err := net.CheckFinite(); err != nil {
 				return fmt.Errorf("the model in %s: %w", modelDir, err)

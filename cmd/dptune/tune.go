@@ -207,6 +207,9 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 		return spec, usagef("--score-noise and --val-size apply to --validation private only")
 	case f.validation == "public":
 		pub, err := job.Dataset(f.data.dataset, f.publicVal)
+		if err == nil {
+			pub, err = withModel(pub, f.data.model)
+		}
 		if err != nil {
 			return spec, err
 		}

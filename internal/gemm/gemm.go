@@ -84,3 +84,13 @@ func generic(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []f
 		}
 	}
 }
+
+// Kernel names the micro-kernel Mul uses on this machine, chosen at
+// start-up: "avx2-fma" or "go" (no AVX2/FMA, another architecture, or the
+// purego build tag).
+func Kernel() string {
+	if haveKernel {
+		return "avx2-fma"
+	}
+	return "go"
+}

@@ -1,0 +1,316 @@
+package dpsgd
+
+import (
+	"github.com/dptune/dptune/internal/gemm"
+	"github.com/dptune/dptune/model"
+)
+
+// convStage is a convolution (with the activation after it fused in) on
+// positions-major feature maps: its forward pass is one GEMM of the
+// unfolded input (im2col, [n·P, K]) and the weight ([K, Out]), its backward
+// pass to the input one GEMM and a col2im.
+//
+// Per-example gradients follow Opacus's grad sampler for nn.Conv2d: example
+// i's weight gradient is the product of its output gradient and unfolded
+// input, g_iᵀ·a_i ([Out, K], one GEMM per example; Goodfellow 2015,
+// Rochette et al. 2019), whose norm enters the clip factor and which is
+// added, scaled, to the sum. When that is dearer than the ghost norm —
+// ‖g_iᵀ·a_i‖²_F = Σ_{t,t'} (g_t·g_t')(a_t·a_t') from the two P×P Gram
+// matrices, after which the clipped sum is one GEMM of the scaled output
+// gradients — the ghost norm is used instead: Bu et al. 2023 ("mixed ghost
+// clipping") choose per layer by the cost of each; on a CPU, where both
+// ways also pay one P·Out·K pass for the sum, ghost wins when
+// P²·(Out + K) < Out·K. Every convolution of the built-in networks
+// instantiates (their P is large); small late feature maps go ghost.
+type convStage struct {
+	l       model.Layer
+	act     activation
+	nchw    bool // reads the network's input in the dataset's [C, H, W] layout
+	ghosted bool
+	w       []float32 // [Out, K], K in (channel, row, column) order if nchw, else (row, column, channel)
+	wT      []float32 // [K, Out]
+	bias    []float32 // in Net.Params
+}
+
+type convBuffers struct {
+	cols, dcols []float32 // [n·P, K]
+	g, gb       []float32 // instantiated: per-example weight [n, Out·K] and bias [n, Out] gradients
+	tg, ta      []float32 // ghost: one example's transposed output gradient [Out, P] and input [K, P]
+	gram        []float32 // ghost: [2, P, P]
+}
+
+func newConvStage(l model.Layer, act activation, nchw bool) *convStage {
+	P, K, O := int64(l.Positions()), int64(l.FanIn()), int64(l.Out)
+	return &convStage{l: l, act: act, nchw: nchw, ghosted: P*P*(O+K) < O*K,
+		w: make([]float32, l.WeightSize()), wT: make([]float32, l.WeightSize())}
+}
+
+func (s *convStage) layer() model.Layer { return s.l }
+func (s *convStage) ghost() bool        { return s.ghosted }
+
+func (s *convStage) newBuffers(chunk int) any {
+	l := s.l
+	P, K, O := l.Positions(), l.FanIn(), l.Out
+	b := &convBuffers{cols: make([]float32, chunk*P*K)}
+	if !s.nchw {
+		b.dcols = make([]float32, chunk*P*K)
+	}
+	if s.ghosted {
+		b.tg, b.ta, b.gram = make([]float32, O*P), make([]float32, K*P), make([]float32, 2*P*P)
+	} else {
+		b.g, b.gb = make([]float32, chunk*O*K), make([]float32, chunk*O)
+	}
+	return b
+}
+
+// exampleFloats is the buffer space one example of a chunk takes.
+func (s *convStage) exampleFloats() int {
+	l := s.l
+	P, K, O := l.Positions(), l.FanIn(), l.Out
+	if s.ghosted {
+		return 2 * P * K
+	}
+	return 2*P*K + O*K + O
+}
+
+func (s *convStage) prepare(p []float32) {
+	l := s.l
+	w := p[l.WeightOffset : l.WeightOffset+l.WeightSize()]
+	if s.nchw {
+		copy(s.w, w)
+	} else {
+		permuteKernel(l, w, s.w, false)
+	}
+	transpose(l.Out, l.FanIn(), s.w, s.wT)
+	s.bias = p[l.BiasOffset : l.BiasOffset+l.Out]
+}
+
+func (s *convStage) forward(buf any, n int, in, out []float32) {
+	b, l := buf.(*convBuffers), s.l
+	P, K, O := l.Positions(), l.FanIn(), l.Out
+	cols, z := b.cols[:n*P*K], out[:n*P*O]
+	if s.nchw {
+		im2colNCHW(l, n, in, cols)
+	} else {
+		im2colNHWC(l, n, in, cols)
+	}
+	clear(z)
+	gemm.Mul(n*P, O, K, cols, K, 1, s.wT, O, z, O)
+	biasAct(z, s.bias, s.act)
+}
+
+func (s *convStage) backward(buf any, n int, in, out, gOut, gIn []float32) {
+	b, l := buf.(*convBuffers), s.l
+	P, K, O := l.Positions(), l.FanIn(), l.Out
+	g := gOut[:n*P*O]
+	s.act.mask(g, out)
+	if gIn == nil {
+		return
+	}
+	dcols := b.dcols[:n*P*K]
+	clear(dcols)
+	gemm.Mul(n*P, K, O, g, O, 1, s.w, K, dcols, K)
+	gIn = gIn[:n*l.InSize()]
+	clear(gIn)
+	col2imNHWC(l, n, dcols, gIn)
+}
+
+func (s *convStage) norms(buf any, n int, _, gOut []float32, norm2 []float64) {
+	b, l := buf.(*convBuffers), s.l
+	P, K, O := l.Positions(), l.FanIn(), l.Out
+	for k := 0; k < n; k++ {
+		gk, ak := gOut[k*P*O:(k+1)*P*O], b.cols[k*P*K:(k+1)*P*K]
+		if !s.ghosted {
+			g, gb := b.g[k*O*K:(k+1)*O*K], b.gb[k*O:(k+1)*O]
+			clear(g)
+			gemm.Mul(O, K, P, gk, 1, O, ak, K, g, K)
+			sumRows(gk, gb, true)
+			norm2[k] += sq(g) + sq(gb)
+			continue
+		}
+		gg, ga := b.gram[:P*P], b.gram[P*P:]
+		transpose(P, O, gk, b.tg)
+		transpose(P, K, ak, b.ta)
+		clear(b.gram)
+		gemm.Mul(P, P, O, gk, O, 1, b.tg, P, gg, P)
+		gemm.Mul(P, P, K, ak, K, 1, b.ta, P, ga, P)
+		var w float64
+		for i, v := range gg {
+			w += float64(v) * float64(ga[i])
+		}
+		bias := b.tg[:O] // Σ_t g_t, reusing the transpose buffer
+		sumRows(gk, bias, true)
+		norm2[k] += w + sq(bias)
+	}
+}
+
+func (s *convStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, acc []float32) {
+	b, l := buf.(*convBuffers), s.l
+	P, K, O := l.Positions(), l.FanIn(), l.Out
+	accW, accB := acc[l.WeightOffset:l.WeightOffset+O*K], acc[l.BiasOffset:l.BiasOffset+O]
+	if s.ghosted {
+		for k := 0; k < n; k++ {
+			scale(gOut[k*P*O:(k+1)*P*O], f[k])
+		}
+		s.sum(buf, n, nil, gOut, acc)
+		return
+	}
+	for k := 0; k < n; k++ {
+		if f[k] == 0 {
+			continue // a non-finite gradient is left out
+		}
+		axpy(accW, f[k], b.g[k*O*K:(k+1)*O*K])
+		axpy(accB, f[k], b.gb[k*O:(k+1)*O])
+	}
+}
+
+func (s *convStage) sum(buf any, n int, _, gOut []float32, acc []float32) {
+	b, l := buf.(*convBuffers), s.l
+	P, K, O := l.Positions(), l.FanIn(), l.Out
+	gemm.Mul(O, K, n*P, gOut, 1, O, b.cols, K, acc[l.WeightOffset:], K)
+	sumRows(gOut[:n*P*O], acc[l.BiasOffset:l.BiasOffset+O], false)
+}
+
+func (s *convStage) export(acc, out []float32) {
+	l := s.l
+	w, b := l.WeightOffset, l.BiasOffset
+	if s.nchw {
+		copy(out[w:w+l.WeightSize()], acc[w:w+l.WeightSize()])
+	} else {
+		permuteKernel(l, acc[w:w+l.WeightSize()], out[w:w+l.WeightSize()], true)
+	}
+	copy(out[b:b+l.Out], acc[b:b+l.Out])
+}
+
+// im2colNCHW unfolds n examples of in (each [In, InH, InW], the dataset's
+// layout) for convolution l into cols, one row of l.FanIn() per output
+// position, in the (channel, kernel row, kernel column) order of the
+// weight's [Out, In, kh, kw] layout; zero where the receptive field reaches
+// into the padding. cols is [n·Positions, FanIn].
+func im2colNCHW(l model.Layer, n int, in, cols []float32) {
+	k, K := l.Kernel, l.FanIn()
+	size := l.InSize()
+	r := 0
+	for e := 0; e < n; e++ {
+		x := in[e*size : (e+1)*size]
+		for oh := 0; oh < l.OutH; oh++ {
+			for ow := 0; ow < l.OutW; ow++ {
+				row := cols[r*K : (r+1)*K]
+				r++
+				r0, c0 := oh*l.Stride-l.Pad, ow*l.Stride-l.Pad
+				j := 0
+				for c := 0; c < l.In; c++ {
+					plane := x[c*l.InH*l.InW : (c+1)*l.InH*l.InW]
+					for ki := 0; ki < k; ki++ {
+						rr := r0 + ki
+						if rr < 0 || rr >= l.InH {
+							clear(row[j : j+k])
+							j += k
+							continue
+						}
+						line := plane[rr*l.InW : (rr+1)*l.InW]
+						if c0 >= 0 && c0+k <= l.InW {
+							copy(row[j:j+k], line[c0:c0+k])
+							j += k
+							continue
+						}
+						for kj := 0; kj < k; kj++ {
+							if cc := c0 + kj; cc < 0 || cc >= l.InW {
+								row[j] = 0
+							} else {
+								row[j] = line[cc]
+							}
+							j++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// im2colNHWC unfolds n examples of in ([n, InH, InW, In]) for convolution l
+// into cols ([n·Positions, Kernel²·In]) in (kernel row, kernel column,
+// channel) order: each receptive-field pixel is one contiguous run of In
+// channels. The weight must be permuted to the same order (permuteKernel).
+func im2colNHWC(l model.Layer, n int, in, cols []float32) {
+	k, C := l.Kernel, l.In
+	K := k * k * C
+	r := 0
+	for e := 0; e < n; e++ {
+		img := in[e*l.InH*l.InW*C : (e+1)*l.InH*l.InW*C]
+		for oh := 0; oh < l.OutH; oh++ {
+			for ow := 0; ow < l.OutW; ow++ {
+				row := cols[r*K : (r+1)*K]
+				r++
+				r0, c0 := oh*l.Stride-l.Pad, ow*l.Stride-l.Pad
+				j := 0
+				for ki := 0; ki < k; ki++ {
+					rr := r0 + ki
+					for kj := 0; kj < k; kj++ {
+						cc := c0 + kj
+						if rr < 0 || rr >= l.InH || cc < 0 || cc >= l.InW {
+							clear(row[j : j+C])
+						} else {
+							copy(row[j:j+C], img[(rr*l.InW+cc)*C:(rr*l.InW+cc+1)*C])
+						}
+						j += C
+					}
+				}
+			}
+		}
+	}
+}
+
+// col2imNHWC is the adjoint of im2colNHWC: it adds each row of dcols back
+// onto the input positions it was read from, in ([n, InH, InW, In]).
+func col2imNHWC(l model.Layer, n int, dcols, in []float32) {
+	k, C := l.Kernel, l.In
+	K := k * k * C
+	r := 0
+	for e := 0; e < n; e++ {
+		img := in[e*l.InH*l.InW*C : (e+1)*l.InH*l.InW*C]
+		for oh := 0; oh < l.OutH; oh++ {
+			for ow := 0; ow < l.OutW; ow++ {
+				row := dcols[r*K : (r+1)*K]
+				r++
+				r0, c0 := oh*l.Stride-l.Pad, ow*l.Stride-l.Pad
+				j := 0
+				for ki := 0; ki < k; ki++ {
+					rr := r0 + ki
+					for kj := 0; kj < k; kj++ {
+						cc := c0 + kj
+						if rr >= 0 && rr < l.InH && cc >= 0 && cc < l.InW {
+							dst := img[(rr*l.InW+cc)*C : (rr*l.InW+cc+1)*C]
+							for c, v := range row[j : j+C] {
+								dst[c] += v
+							}
+						}
+						j += C
+					}
+				}
+			}
+		}
+	}
+}
+
+// permuteKernel writes w ([Out, In, k, k], PyTorch) as dst ([Out, k, k, In]),
+// the order of im2colNHWC; inverse reverses it.
+func permuteKernel(l model.Layer, w, dst []float32, inverse bool) {
+	k, C := l.Kernel, l.In
+	for o := 0; o < l.Out; o++ {
+		for c := 0; c < C; c++ {
+			for ki := 0; ki < k; ki++ {
+				for kj := 0; kj < k; kj++ {
+					a := ((o*C+c)*k+ki)*k + kj
+					b := ((o*k+ki)*k+kj)*C + c
+					if inverse {
+						dst[a] = w[b]
+					} else {
+						dst[b] = w[a]
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// The layer types of a Spec (LayerSpec.Type), named as in PyTorch's
+// torch.nn (Conv2d, Linear, ReLU, Tanh, MaxPool2d, AvgPool2d, GroupNorm,
+// Flatten), lower-cased.
+const (
+	TypeConv2d    = "conv2d"
+	TypeLinear    = "linear"
+	TypeReLU      = "relu"
+	TypeTanh      = "tanh"
+	TypeMaxPool2d = "maxpool2d"
+	TypeAvgPool2d = "avgpool2d"
+	TypeGroupNorm = "groupnorm"
+	TypeFlatten   = "flatten"
+)
+
+// LayerSpec is one layer of a Spec and its hyperparameters. Which fields a
+// type uses:
+//
+//   - conv2d: Out (output channels), Kernel (square), Stride (default 1),
+//     Padding (zeros, default 0); a bias per output channel.
+//   - linear: Out (output features); needs a flat input (a flatten layer
+//     after any convolution or pooling); a bias per output feature.
+//   - maxpool2d, avgpool2d: Kernel (square), Stride (default Kernel, as in
+//     PyTorch); no padding.
+//   - groupnorm: Groups, which must divide the channels; an affine weight
+//     (initialised to 1) and bias (0) per channel, ε = 10⁻⁵ as in PyTorch.
+//     The normalisation Opacus recommends in place of BatchNorm, which
+//     couples the examples of a batch and so has no per-example gradient.
+//   - relu, tanh, flatten: no fields.
+type LayerSpec struct {
+	Type    string `json:"type"`
+	Out     int    `json:"out,omitempty"`
+	Kernel  int    `json:"kernel,omitempty"`
+	Stride  int    `json:"stride,omitempty"`
+	Padding int    `json:"padding,omitempty"`
+	Groups  int    `json:"groups,omitempty"`
+}
+
+// Spec is a network definition: a sequence of layers, like PyTorch's
+// nn.Sequential, ending in as many features as the data has classes (the
+// logits of a softmax cross-entropy loss). Shapes are inferred from the
+// input (Spec.Arch). The model package builds the gorgonia graph from a
+// Spec and the dpsgd engine its native plan from the same Spec: no network
+// is written twice. A Spec serialises to JSON, for example
+//
+//	{"name": "my-cnn", "layers": [
+//	  {"type": "conv2d", "out": 16, "kernel": 5, "padding": 2}, {"type": "tanh"},
+//	  {"type": "avgpool2d", "kernel": 2},
+//	  {"type": "flatten"}, {"type": "linear", "out": 10}]}
+type Spec struct {
+	Name   string      `json:"name"`
+	Layers []LayerSpec `json:"layers"`
+}
+
+// Limits a Spec must keep, so that a hostile file gets an error, not an
+// allocation that takes the machine down.
+const (
+	MaxSpecLayers = 64
+	MaxWidth      = 4096    // output channels or features of one layer
+	MaxKernel     = 32      // kernel size, stride and padding
+	MaxParams     = 1 << 26 // parameters of a network (256 MiB of float32)
+	MaxActivation = 1 << 22 // floats one example's activation or unfolded input may take in one layer
+)
+
+// Constructors of LayerSpecs, for writing specs in Go.
+func Conv2d(out, kernel, stride, padding int) LayerSpec {
+	return LayerSpec{Type: TypeConv2d, Out: out, Kernel: kernel, Stride: stride, Padding: padding}
+}
+func Linear(out int) LayerSpec { return LayerSpec{Type: TypeLinear, Out: out} }
+func ReLU() LayerSpec          { return LayerSpec{Type: TypeReLU} }
+func Tanh() LayerSpec          { return LayerSpec{Type: TypeTanh} }
+func MaxPool2d(kernel, stride int) LayerSpec {
+	return LayerSpec{Type: TypeMaxPool2d, Kernel: kernel, Stride: stride}
+}
+func AvgPool2d(kernel, stride int) LayerSpec {
+	return LayerSpec{Type: TypeAvgPool2d, Kernel: kernel, Stride: stride}
+}
+func GroupNorm(groups int) LayerSpec { return LayerSpec{Type: TypeGroupNorm, Groups: groups} }
+func Flatten() LayerSpec             { return LayerSpec{Type: TypeFlatten} }
+
+// The built-in specs.
+var (
+	// OpacusMNIST is the CNN of Opacus's MNIST example (and of TensorFlow
+	// Privacy's): conv 16 8×8 s2 p3, ReLU, max-pool 2 s1, conv 32 4×4 s2,
+	// ReLU, max-pool 2 s1, linear 32, ReLU, linear 10.
+	OpacusMNIST = Spec{Name: "opacus-mnist", Layers: []LayerSpec{
+		Conv2d(16, 8, 2, 3), ReLU(), MaxPool2d(2, 1),
+		Conv2d(32, 4, 2, 0), ReLU(), MaxPool2d(2, 1),
+		Flatten(), Linear(32), ReLU(), Linear(10)}}
+	// OpacusCIFAR10 is the same network on CIFAR-10's 3×32×32 input.
+	OpacusCIFAR10 = Spec{Name: "opacus-cifar10", Layers: OpacusMNIST.Layers}
+	// TBMNIST is Tramèr & Boneh's MNIST CNN ("Differentially Private
+	// Learning Needs Better Features (or Much More Data)", ICLR 2021,
+	// Table 9): conv 16 8×8 s2 p2, tanh, max-pool 2 s1, conv 32 4×4 s2,
+	// tanh, max-pool 2 s1, linear 32, tanh, linear 10.
+	TBMNIST = Spec{Name: "tb-mnist", Layers: []LayerSpec{
+		Conv2d(16, 8, 2, 2), Tanh(), MaxPool2d(2, 1),
+		Conv2d(32, 4, 2, 0), Tanh(), MaxPool2d(2, 1),
+		Flatten(), Linear(32), Tanh(), Linear(10)}}
+	// TBCIFAR10 is Tramèr & Boneh's CIFAR-10 CNN (Table 9): six 3×3
+	// convolutions with padding 1 (32, 32, 64, 64, 128, 128 channels), each
+	// followed by tanh, a 2×2 stride-2 max-pool after every second one,
+	// linear 128, tanh, linear 10: 550,570 parameters.
+	TBCIFAR10 = Spec{Name: "tb-cifar10", Layers: []LayerSpec{
+		Conv2d(32, 3, 1, 1), Tanh(), Conv2d(32, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
+		Conv2d(64, 3, 1, 1), Tanh(), Conv2d(64, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
+		Conv2d(128, 3, 1, 1), Tanh(), Conv2d(128, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
+		Flatten(), Linear(128), Tanh(), Linear(10)}}
+)
+
+// BuiltinSpecs lists the built-in specs by name.
+func BuiltinSpecs() []Spec { return []Spec{OpacusMNIST, TBMNIST, OpacusCIFAR10, TBCIFAR10} }
+
+// legacyNames are the architecture names of checkpoints written before
+// specs existed, and the specs they are.
+var legacyNames = map[string]Spec{"mnist-cnn": OpacusMNIST, "cifar10-cnn": OpacusCIFAR10}
+
+// SpecByName returns the built-in spec called name.
+func SpecByName(name string) (Spec, error) {
+	for _, s := range BuiltinSpecs() {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	if s, ok := legacyNames[name]; ok {
+		return s, nil
+	}
+	names := make([]string, 0, 4)
+	for _, s := range BuiltinSpecs() {
+		names = append(names, s.Name)
+	}
+	return Spec{}, fmt.Errorf("model: unknown network %q (built in: %s; or a spec file ending in .json)", name, strings.Join(names, ", "))
+}
+
+// ParseSpec reads a JSON spec from r: unknown fields, trailing data and
+// layers outside the limits are errors. The spec's shapes are checked by
+// Spec.Arch, against an input.
+func ParseSpec(r io.Reader) (Spec, error) {
+	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	dec.DisallowUnknownFields()
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return Spec{}, fmt.Errorf("model: spec: %w", err)
+	}
+	if dec.More() {
+		return Spec{}, fmt.Errorf("model: spec: data after the JSON object")
+	}
+	return s, s.Check()
+}
+
+// LoadSpec resolves a --model argument: the name of a built-in spec, or the
+// path of a JSON spec file (ParseSpec).
+func LoadSpec(nameOrPath string) (Spec, error) {
+	if !strings.HasSuffix(nameOrPath, ".json") {
+		return SpecByName(nameOrPath)
+	}
+	b, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		return Spec{}, fmt.Errorf("model: %w", err)
+	}
+	s, err := ParseSpec(bytes.NewReader(b))
+	if err != nil {
+		return Spec{}, fmt.Errorf("%s: %w", nameOrPath, err)
+	}
+	return s, nil
+}
+
+// Check returns an error naming the first layer whose type or
+// hyperparameters are invalid, whatever the input (shapes are checked by
+// Arch).
+func (s Spec) Check() error {
+	if s.Name == "" || len(s.Name) > 64 || strings.ContainsAny(s.Name, "\"\\/\n\r\t") {
+		return fmt.Errorf("model: spec name %q must be 1 to 64 characters without quotes, slashes or control characters", s.Name)
+	}
+	if len(s.Layers) == 0 || len(s.Layers) > MaxSpecLayers {
+		return fmt.Errorf("model: spec %s has %d layers (want 1 to %d)", s.Name, len(s.Layers), MaxSpecLayers)
+	}
+	for i, l := range s.Layers {
+		if err := l.check(); err != nil {
+			return fmt.Errorf("model: spec %s, layer %d (%s): %w", s.Name, i+1, l.Type, err)
+		}
+	}
+	return nil
+}
+
+func (l LayerSpec) check() error {
+	in := func(name string, v, lo, hi int) error {
+		if v < lo || v > hi {
+			return fmt.Errorf("%s %d is outside [%d, %d]", name, v, lo, hi)
+		}
+		return nil
+	}
+	unused := func(names ...string) error {
+		vals := map[string]int{"out": l.Out, "kernel": l.Kernel, "stride": l.Stride, "padding": l.Padding, "groups": l.Groups}
+		for _, n := range names {
+			if vals[n] != 0 {
+				return fmt.Errorf("a %s layer has no %s", l.Type, n)
+			}
+		}
+		return nil
+	}
+	var errs []error
+	switch l.Type {
+	case TypeConv2d:
+		errs = append(errs, in("out", l.Out, 1, MaxWidth), in("kernel", l.Kernel, 1, MaxKernel),
+			in("stride", l.Stride, 0, MaxKernel), in("padding", l.Padding, 0, MaxKernel), unused("groups"))
+	case TypeLinear:
+		errs = append(errs, in("out", l.Out, 1, MaxWidth), unused("kernel", "stride", "padding", "groups"))
+	case TypeMaxPool2d, TypeAvgPool2d:
+		errs = append(errs, in("kernel", l.Kernel, 1, MaxKernel), in("stride", l.Stride, 0, MaxKernel), unused("out", "padding", "groups"))
+	case TypeGroupNorm:
+		errs = append(errs, in("groups", l.Groups, 1, MaxWidth), unused("out", "kernel", "stride", "padding"))
+	case TypeReLU, TypeTanh, TypeFlatten:
+		errs = append(errs, unused("out", "kernel", "stride", "padding", "groups"))
+	default:
+		return fmt.Errorf("unknown layer type %q (want conv2d, linear, relu, tanh, maxpool2d, avgpool2d, groupnorm or flatten)", l.Type)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stride is the layer's stride with PyTorch's default: 1 for a
+// convolution, the kernel size for a pooling.
+func (l LayerSpec) stride() int {
+	switch {
+	case l.Stride > 0:
+		return l.Stride
+	case l.Type == TypeConv2d:
+		return 1
+	default:
+		return l.Kernel
+	}
+}
