@@ -18,7 +18,7 @@ build: deps
 # Train the private MNIST classifier: ε = 3, δ = 1e-5, expected batch 256,
 # C = 1, 10 epochs (σ is calibrated to meet ε).
 run: build
-	./$(BIN) train --dataset mnist --epsilon 3 --delta 1e-5 --batch-size 256 --clip-norm 1 --epochs 10 --out out/mnist
+	./$(BIN) train --dataset mnist --model tb-mnist --epsilon 3 --delta 1e-5 --batch-size 512 --clip-norm 0.1 --lr 1 --momentum 0.9 --epochs 20 --out out/mnist
 
 # Unit and integration tests, then a short run of each fuzz target.
 test: deps

@@ -34,6 +34,10 @@ type ModeResult struct {
 	Phases            map[string]float64 `json:"phases_ms"`          // ms per step
 	LayersForward     map[string]float64 `json:"layers_forward_ms"`  // ms per step
 	LayersBackward    map[string]float64 `json:"layers_backward_ms"` // ms per step, incl. per-example gradients
+	// GFLOPs is TrainingFLOPs per example × examples/s / 10⁹, and
+	// PeakFraction that over the report's PeakGFLOPs (0 if unknown).
+	GFLOPs       float64 `json:"gflop_per_s"`
+	PeakFraction float64 `json:"fraction_of_peak"`
 }
 
 // BatchResult is every mode at one expected batch size.
@@ -51,15 +55,19 @@ type BatchResult struct {
 
 // PerSampleReport is what PerSample measured.
 type PerSampleReport struct {
-	Dataset    string        `json:"dataset"`
-	Arch       string        `json:"arch"`
-	Parameters int           `json:"parameters"`
-	Layers     []string      `json:"layers"` // the layers with parameters, in order
-	Steps      int           `json:"steps"`
-	GOMAXPROCS int           `json:"gomaxprocs"`
-	Results    []BatchResult `json:"results"`
-	PeakRSSMB  float64       `json:"peak_rss_mb"`
-	LoadAvg    [2]string     `json:"loadavg_before_after"`
+	Dataset    string   `json:"dataset"`
+	Arch       string   `json:"arch"`
+	Parameters int      `json:"parameters"`
+	Layers     []string `json:"layers"` // the layers with parameters, in order
+	// FLOPsPerExample is TrainingFLOPs of the network; PeakGFLOPs the
+	// machine's float32 FMA peak (PeakGFLOPs(), 0 if unknown).
+	FLOPsPerExample float64       `json:"flop_per_example"`
+	PeakGFLOPs      float64       `json:"peak_gflop_per_s"`
+	Steps           int           `json:"steps"`
+	GOMAXPROCS      int           `json:"gomaxprocs"`
+	Results         []BatchResult `json:"results"`
+	PeakRSSMB       float64       `json:"peak_rss_mb"`
+	LoadAvg         [2]string     `json:"loadavg_before_after"`
 }
 
 // PerSample measures full DP-SGD steps (sampling, forward, per-sample
@@ -84,6 +92,7 @@ func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error
 		return rep, err
 	}
 	rep.Parameters = net.NumParams()
+	rep.FLOPsPerExample, rep.PeakGFLOPs = TrainingFLOPs(net.Layers), PeakGFLOPs()
 	for _, l := range model.ParamLayers(net.Layers) {
 		rep.Layers = append(rep.Layers, l.Name)
 	}
@@ -106,6 +115,12 @@ func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error
 			*m.out = r
 		}
 		res.DPOverNonPrivate = res.DP.MsPerStep / res.NonPrivate.MsPerStep
+		for _, m := range []*ModeResult{&res.NonPrivate, &res.DP, &res.DPSecure} {
+			m.GFLOPs = rep.FLOPsPerExample * m.ExamplesPerSecond / 1e9
+			if rep.PeakGFLOPs > 0 {
+				m.PeakFraction = m.GFLOPs / rep.PeakGFLOPs
+			}
+		}
 		res.SecureOverFast = res.DPSecure.MsPerStep / res.DP.MsPerStep
 		res.Phases = res.DP.Phases
 		rep.Results = append(rep.Results, res)

@@ -27,7 +27,7 @@ type auditFlags struct {
 	scoreNoise                                           float64
 	partitions, maxIterations                            int
 	epsilon0, granularity, u0                            float64
-	dataset, dataDir                                     string
+	dataset, dataDir, model                              string
 	lr                                                   float64
 }
 
@@ -78,6 +78,7 @@ epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv
 	fl.IntVar(&f.size, "size", 1, "dpsgd, tuner: examples of X besides the canary (without gradient: X = ∅); natural: real training examples")
 	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: mnist or cifar10")
 	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default for mnist: the GoMNIST module)")
+	fl.StringVar(&f.model, "model", "", "natural: the network, a built-in spec or a JSON spec file (default: the dataset's)")
 	fl.Float64Var(&f.lr, "lr", 0.5, "natural: learning rate")
 	fl.Float64Var(&f.scoreNoise, "score-noise", 20, "score: the discrete Gaussian's σ on the count")
 	fl.IntVar(&f.partitions, "partitions", 10, "above-threshold: k")
@@ -95,6 +96,9 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		CSV: filepath.Join(f.out, "trials.csv")}
 	if protocol == job.AuditNatural {
 		src, err := job.Dataset(f.dataset, f.dataDir)
+		if err == nil {
+			src, err = withModel(src, f.model)
+		}
 		if err != nil {
 			return err
 		}

@@ -116,11 +116,16 @@ func printPerSample(out io.Writer, rep bench.PerSampleReport) {
 	fmt.Fprintf(out, "%s (%s, %d parameters), %d steps per row, GOMAXPROCS %d, load average %s → %s\n\n",
 		rep.Dataset, rep.Arch, rep.Parameters, rep.Steps, rep.GOMAXPROCS, rep.LoadAvg[0], rep.LoadAvg[1])
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "batch\tmode\texamples/s\tms/step\tDP/non-private\tallocs/step\tKB/step\t")
+	fmt.Fprintf(out, "%.1f MFLOP per example (GEMMs of a training step), peak %.1f GFLOP/s (0: unknown)\n\n", rep.FLOPsPerExample/1e6, rep.PeakGFLOPs)
+	fmt.Fprintln(tw, "batch\tmode\texamples/s\tms/step\tDP/non-private\tGFLOP/s\tof peak\tallocs/step\tKB/step\t")
+	row := func(b int, mode string, m bench.ModeResult, ratio string) {
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%.2f\t%s\t%.1f\t%.1f%%\t%.1f\t%.1f\t\n", b, mode, m.ExamplesPerSecond, m.MsPerStep, ratio,
+			m.GFLOPs, 100*m.PeakFraction, m.AllocsPerStep, m.BytesPerStep/1024)
+	}
 	for _, r := range rep.Results {
-		fmt.Fprintf(tw, "%d\tnon-private\t%.0f\t%.2f\t\t%.1f\t%.1f\t\n", r.BatchSize, r.NonPrivate.ExamplesPerSecond, r.NonPrivate.MsPerStep, r.NonPrivate.AllocsPerStep, r.NonPrivate.BytesPerStep/1024)
-		fmt.Fprintf(tw, "%d\tDP-SGD, fast noise\t%.0f\t%.2f\t%.3f\t%.1f\t%.1f\t\n", r.BatchSize, r.DP.ExamplesPerSecond, r.DP.MsPerStep, r.DPOverNonPrivate, r.DP.AllocsPerStep, r.DP.BytesPerStep/1024)
-		fmt.Fprintf(tw, "%d\tDP-SGD, secure noise\t%.0f\t%.2f\t%.3f\t%.1f\t%.1f\t\n", r.BatchSize, r.DPSecure.ExamplesPerSecond, r.DPSecure.MsPerStep, r.DPSecure.MsPerStep/r.NonPrivate.MsPerStep, r.DPSecure.AllocsPerStep, r.DPSecure.BytesPerStep/1024)
+		row(r.BatchSize, "non-private", r.NonPrivate, "")
+		row(r.BatchSize, "DP-SGD, fast noise", r.DP, fmt.Sprintf("%.3f", r.DPOverNonPrivate))
+		row(r.BatchSize, "DP-SGD, secure noise", r.DPSecure, fmt.Sprintf("%.3f", r.DPSecure.MsPerStep/r.NonPrivate.MsPerStep))
 	}
 	tw.Flush()
 	phases := []string{"sampling", "forward", "backward", "per_sample", "clip", "noise", "update"}
