@@ -32,6 +32,7 @@ fuzz:
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseCIFAR$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tuning -run '^$$' -fuzz '^FuzzParseSpace$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./tuning -run '^$$' -fuzz '^FuzzParseCache$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./model -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME)
 
 bench:
 	$(GO) test ./dpsgd/... -run '^$$' -bench . -benchmem
