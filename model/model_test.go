@@ -87,76 +87,14 @@ func seq(k int) []int {
 func TestForwardMatchesReference(t *testing.T) {
 	for _, arch := range []Arch{MNIST, CIFAR10} {
 		n, _ := New(arch, randsrc.Seeded(2, "init"))
-		g, err := n.NewGraph(4, Forward)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x, y := randomBatch(t, n, 4, 3, 3)
-		if err := g.SetBatch(x, y, seq(3)); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Run(); err != nil {
-			t.Fatal(err)
-		}
-		p := to64(n.Params)
-		size := arch.C * arch.H * arch.W
-		var wantLoss float64
-		for i := 0; i < 3; i++ {
-			want := refForward(n, p, to64(x[i*size:(i+1)*size]))
-			got := g.Logits()[i*arch.Classes : (i+1)*arch.Classes]
-			for k := range want {
-				if math.Abs(float64(got[k])-want[k]) > 1e-4*(1+math.Abs(want[k])) {
-					t.Fatalf("%s example %d logit %d: %v, reference %v", arch.Name, i, k, got[k], want[k])
-				}
-			}
-			wantLoss += refLoss(n, p, to64(x[i*size:(i+1)*size]), int(y[i]))
-		}
-		if math.Abs(float64(g.Loss())-wantLoss) > 1e-4*wantLoss {
-			t.Fatalf("%s summed loss %v, reference %v (padding row must add nothing)", arch.Name, g.Loss(), wantLoss)
-		}
+		checkGraph(t, n, 3, 0)
 	}
 }
 
 // Gradients from gorgonia against central finite differences of the float64 reference.
 func TestParamGradsMatchFiniteDifferences(t *testing.T) {
 	n, _ := New(MNIST, randsrc.Seeded(4, "init"))
-	g, err := n.NewGraph(3, ParamGrads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, y := randomBatch(t, n, 3, 2, 5)
-	g.SetBatch(x, y, seq(2))
-	if err := g.Run(); err != nil {
-		t.Fatal(err)
-	}
-	grad := g.ParamGrad()
-	p := to64(n.Params)
-	size := 784
-	loss := func() float64 {
-		return refLoss(n, p, to64(x[:size]), int(y[0])) + refLoss(n, p, to64(x[size:2*size]), int(y[1]))
-	}
-	rng := randsrc.Seeded(6, "coords")
-	checked := 0
-	for _, tn := range n.Tensors {
-		for k := 0; k < 6; k++ {
-			i := tn.Offset + rng.IntN(tn.Size())
-			const h = 1e-4
-			orig := p[i]
-			p[i] = orig + h
-			up := loss()
-			p[i] = orig - h
-			down := loss()
-			p[i] = orig
-			fd := (up - down) / (2 * h)
-			if math.Abs(float64(grad[i])-fd) > 2e-3*(math.Abs(fd)+1e-2) {
-				t.Errorf("%s[%d]: gorgonia %v, finite difference %v", tn.Name, i-tn.Offset, grad[i], fd)
-			}
-			checked++
-		}
-	}
-	if checked != 48 {
-		t.Fatal(checked)
-	}
+	checkGraph(t, n, 5, 6)
 }
 
 // The gradient of the last layer's bias is Σ_i softmax(z_i) − onehot(y_i)
