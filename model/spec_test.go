@@ -58,6 +58,8 @@ func checkGraph(t *testing.T, n *Net, seed uint64, coords int) {
 	}
 	grad := g.ParamGrad()
 	rng := randsrc.Seeded(seed, "coords")
+	f0 := loss()
+	kinks, checked := 0, 0
 	for _, tn := range n.Tensors {
 		for k := 0; k < coords; k++ {
 			i := tn.Offset + rng.IntN(tn.Size())
@@ -69,10 +71,22 @@ func checkGraph(t *testing.T, n *Net, seed uint64, coords int) {
 			down := loss()
 			p[i] = orig
 			d := (up - down) / (2 * h)
-			if math.Abs(float64(grad[i])-d) > 2e-3*(math.Abs(d)+1e-2) {
+			tol := 2e-3 * (math.Abs(d) + 1e-2)
+			// A ReLU or max-pool switching within ±h (a kink) makes the
+			// one-sided differences disagree: the loss has no derivative
+			// to compare there.
+			if math.Abs((up-f0)/h-(f0-down)/h) > tol {
+				kinks++
+				continue
+			}
+			checked++
+			if math.Abs(float64(grad[i])-d) > tol {
 				t.Errorf("%s %s[%d]: gorgonia %v, finite difference %v", a.Name, tn.Name, i-tn.Offset, grad[i], d)
 			}
 		}
+	}
+	if kinks > checked/10 {
+		t.Errorf("%s: %d of %d coordinates at a kink", a.Name, kinks, kinks+checked)
 	}
 }
 
