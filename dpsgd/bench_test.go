@@ -9,15 +9,14 @@ import (
 	"github.com/dptune/dptune/model"
 )
 
-// benchStep times single DP-SGD or non-private steps on the MNIST CNN at an
-// expected batch size of 256 (Poisson sampling from 60,000 random examples).
+// benchStep times single DP-SGD or non-private steps of network arch at an
+// expected batch size of 256 (Poisson sampling from n random examples).
 // Each b.N iteration is one full step: sampling, forward, per-sample
 // gradients, clipping, noise, update. examples/s = 256 / (ns/op · 1e-9).
-func benchStep(b *testing.B, nonPrivate bool, newEngine func(*model.Net, int) (Engine, error)) {
-	const n = 60000
-	net, x, y := randomData(b, model.MNIST, n, 3)
-	train := &data.Dataset{Name: "bench", X: x, Y: y, N: n, C: 1, H: 28, W: 28, Classes: 10}
-	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 256.0 / n, Steps: 1, LearningRate: 0.1}
+func benchStep(b *testing.B, arch model.Arch, n int, nonPrivate bool, newEngine func(*model.Net, int) (Engine, error)) {
+	net, x, y := randomData(b, arch, n, 3)
+	train := &data.Dataset{Name: "bench", X: x, Y: y, N: n, C: arch.C, H: arch.H, W: arch.W, Classes: arch.Classes}
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 256 / float64(n), Steps: 1, LearningRate: 0.1}
 	if nonPrivate {
 		cfg.NoiseMultiplier, cfg.ClipNorm, cfg.NonPrivate = 0, 0, true
 	}
@@ -53,11 +52,23 @@ func benchStep(b *testing.B, nonPrivate bool, newEngine func(*model.Net, int) (E
 }
 
 // BenchmarkDPStep: DP-SGD with the default (per-example) engine.
-func BenchmarkDPStep(b *testing.B) { benchStep(b, false, NewEngine) }
+func BenchmarkDPStep(b *testing.B) { benchStep(b, model.MNIST, 60000, false, NewEngine) }
 
 // BenchmarkNonPrivateStep: plain SGD with the same engine, no clipping, no noise.
-func BenchmarkNonPrivateStep(b *testing.B) { benchStep(b, true, NewEngine) }
+func BenchmarkNonPrivateStep(b *testing.B) { benchStep(b, model.MNIST, 60000, true, NewEngine) }
 
 // BenchmarkNonPrivateAutodiffStep: plain SGD with gorgonia's own autodiff to
 // the parameters (NewBatchGradEngine).
-func BenchmarkNonPrivateAutodiffStep(b *testing.B) { benchStep(b, true, NewBatchGradEngine) }
+func BenchmarkNonPrivateAutodiffStep(b *testing.B) {
+	benchStep(b, model.MNIST, 60000, true, NewBatchGradEngine)
+}
+
+// tbCIFAR10 is Tramèr & Boneh's CIFAR-10 network on 32×32×3 inputs.
+var tbCIFAR10 = model.Arch{Spec: model.TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10}
+
+// BenchmarkDPStepTBCIFAR10: DP-SGD steps of tb-cifar10 (10,000 random
+// examples, expected batch 256).
+func BenchmarkDPStepTBCIFAR10(b *testing.B) { benchStep(b, tbCIFAR10, 10000, false, NewEngine) }
+
+// BenchmarkNonPrivateStepTBCIFAR10: plain SGD steps of tb-cifar10.
+func BenchmarkNonPrivateStepTBCIFAR10(b *testing.B) { benchStep(b, tbCIFAR10, 10000, true, NewEngine) }

@@ -2,6 +2,7 @@ package dpsgd
 
 import (
 	"github.com/dptune/dptune/internal/gemm"
+	"github.com/dptune/dptune/internal/vec"
 	"github.com/dptune/dptune/model"
 )
 
@@ -281,10 +282,7 @@ func col2imNHWC(l model.Layer, n int, dcols, in []float32) {
 					for kj := 0; kj < k; kj++ {
 						cc := c0 + kj
 						if rr >= 0 && rr < l.InH && cc >= 0 && cc < l.InW {
-							dst := img[(rr*l.InW+cc)*C : (rr*l.InW+cc+1)*C]
-							for c, v := range row[j : j+C] {
-								dst[c] += v
-							}
+							vec.Add(img[(rr*l.InW+cc)*C:(rr*l.InW+cc+1)*C], row[j:j+C])
 						}
 						j += C
 					}

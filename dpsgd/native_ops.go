@@ -1,6 +1,10 @@
 package dpsgd
 
-import "math"
+import (
+	"math"
+
+	"github.com/dptune/dptune/internal/vec"
+)
 
 // Small helpers shared by the native engine's layers.
 
@@ -21,9 +25,7 @@ func sumRows(m, out []float32, overwrite bool) {
 	}
 	C := len(out)
 	for r := 0; r+C <= len(m); r += C {
-		for c, v := range m[r : r+C] {
-			out[c] += v
-		}
+		vec.Add(out, m[r:r+C])
 	}
 }
 
@@ -44,10 +46,7 @@ func scale(v []float32, f float64) {
 
 // axpy adds f·x to y.
 func axpy(y []float32, f float64, x []float32) {
-	s := float32(f)
-	for i, v := range x[:len(y)] {
-		y[i] += s * v
-	}
+	vec.Axpy(y, float32(f), x)
 }
 
 // b2i is 1 for true and 0 for false (compiled to a SETcc, no branch).

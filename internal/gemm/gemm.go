@@ -5,10 +5,14 @@
 // On amd64 with AVX2 and FMA the work is done by an assembly micro-kernel
 // that computes a 4×16 block of C per call, broadcasting four elements of A
 // and multiplying them with two 8-wide vectors of B at each step of the inner
-// dimension (kernel_amd64.s). Rows and columns that do not fill a block, and
-// machines without AVX2/FMA (or builds with the purego tag), use plain Go
-// loops. The package is pure Go in the sense that matters: no cgo, `go build`
-// just works.
+// dimension (kernel_amd64.s); blocks at the right and bottom edges of C use
+// the same kernel with masked loads and stores. The loop order follows the
+// larger matrix: rows of A outer when B is the smaller one (convolution
+// forward passes), columns of B outer in blocks of kc steps of the inner
+// dimension when it is the larger (per-example weight gradients, where B is
+// an example's unfolded input). Machines without AVX2/FMA, and builds with
+// the purego tag, use plain Go loops. The package is pure Go in the sense
+// that matters: no cgo, `go build` just works.
 //
 // A is addressed with separate row and column strides, so either A or its
 // transpose can be used without copying; B and C are row-major with unit
@@ -16,6 +20,9 @@
 package gemm
 
 import "fmt"
+
+// kc is the block of the inner dimension for the columns-outer loop order.
+const kc = 256
 
 // Mul adds A·B to C, where A is m×k with element (i, p) at
 // a[i·rsA + p·csA], B is k×n with element (p, j) at b[p·ldb + j], and C is
@@ -31,26 +38,57 @@ func Mul(m, n, k int, a []float32, rsA, csA int, b []float32, ldb int, c []float
 	if (m-1)*rsA+(k-1)*csA >= len(a) || (k-1)*ldb+n > len(b) || (m-1)*ldc+n > len(c) {
 		panic(fmt.Sprintf("gemm: slices too short for m=%d n=%d k=%d: len(a)=%d len(b)=%d len(c)=%d", m, n, k, len(a), len(b), len(c)))
 	}
-	m4, n16 := m, n
-	if haveKernel {
-		m4, n16 = m&^3, n&^15
+	if !haveKernel {
+		generic(m, n, k, a, rsA, csA, b, ldb, c, ldc)
+		return
+	}
+	m4, n16 := m&^3, n&^15
+	if n <= m {
+		// Rows of A outer: a 4×k block of A stays in L1 while B, the
+		// smaller matrix, is read again from cache for each.
 		for i := 0; i < m4; i += 4 {
 			for j := 0; j < n16; j += 16 {
 				kernel4x16(k, &a[i*rsA], rsA, csA, &b[j], ldb, &c[i*ldc+j], ldc)
 			}
 		}
 	} else {
-		m4, n16 = 0, 0
+		// Columns of B outer, in blocks of kc steps of the inner dimension
+		// (a kc×16 panel of B, 16 KB, stays in L1 while A's rows stream
+		// past): the shape of per-example weight gradients, where B (the
+		// unfolded input) is the large matrix.
+		for p := 0; p < k; p += kc {
+			kb := min(kc, k-p)
+			for j := 0; j < n16; j += 16 {
+				for i := 0; i < m4; i += 4 {
+					kernel4x16(kb, &a[i*rsA+p*csA], rsA, csA, &b[p*ldb+j], ldb, &c[i*ldc+j], ldc)
+				}
+			}
+		}
 	}
-	// The rest: columns right of the blocks on the blocked rows, then the
-	// remaining rows in full.
+	// The edges: columns right of the blocks (all rows), then the rows
+	// below them, by the masked kernel.
 	if n16 < n {
-		generic(m4, n-n16, k, a, rsA, csA, b[n16:], ldb, c[n16:], ldc)
+		mask := &tailMask[n-n16][0]
+		for i := 0; i < m; i += 4 {
+			kernelTail(k, min(4, m-i), &a[i*rsA], rsA, csA, &b[n16], ldb, &c[i*ldc+n16], ldc, mask)
+		}
 	}
 	if m4 < m {
-		generic(m-m4, n, k, a[m4*rsA:], rsA, csA, b, ldb, c[m4*ldc:], ldc)
+		for j := 0; j < n16; j += 16 {
+			kernelTail(k, m-m4, &a[m4*rsA], rsA, csA, &b[j], ldb, &c[m4*ldc+j], ldc, &tailMask[16][0])
+		}
 	}
 }
+
+// tailMask[r] selects the first r of 16 columns for kernelTail.
+var tailMask = func() (m [17][16]int32) {
+	for r := range m {
+		for j := range r {
+			m[r][j] = -1
+		}
+	}
+	return m
+}()
 
 // generic is C += A·B in Go, four rows of C at a time so each row of B is
 // read once per four rows.

@@ -12,3 +12,11 @@ var haveKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //
 //go:noescape
 func kernel4x16(k int, a *float32, rsA, csA int, b *float32, ldb int, c *float32, ldc int)
+
+// kernelTail adds the block A[0:rows, 0:k]·B[0:k, 0:16] to C like
+// kernel4x16, for a block at the edge of C: rows ≤ 4, and only the columns
+// j with mask[j] = −1 are read or written (mask has 16 lanes). Implemented
+// in kernel_amd64.s.
+//
+//go:noescape
+func kernelTail(k, rows int, a *float32, rsA, csA int, b *float32, ldb int, c *float32, ldc int, mask *int32)
