@@ -25,6 +25,9 @@ type Config struct {
 	ExpectedBatchSize float64
 	// LearningRate η > 0 and Momentum μ ∈ [0, 1) of SGD.
 	LearningRate, Momentum float64
+	// Schedule is how the learning rate changes over the steps; the zero
+	// value keeps it at LearningRate.
+	Schedule Schedule
 	// Seed makes the run reproducible: Poisson sampling and noise come from
 	// ChaCha8 streams derived from it. Nil: both are keyed from crypto/rand.
 	Seed *uint64
@@ -36,6 +39,47 @@ type Config struct {
 	// without noise (as the doubling tuner's partition runs use, so that the
 	// clipping norm still matters). The event is NonPrivate.
 	NonPrivate bool
+}
+
+// Schedule is a learning-rate schedule: the step size of step t of T.
+type Schedule int
+
+const (
+	// ConstantLR keeps η at every step.
+	ConstantLR Schedule = iota
+	// CosineLR decays η to 0 along half a cosine, η_t = η·(1 + cos(πt/T))/2
+	// for steps t = 0…T−1 (Loshchilov & Hutter 2017, "SGDR", eq. (5)
+	// without restarts; torch.optim.lr_scheduler.CosineAnnealingLR).
+	CosineLR
+)
+
+// ParseSchedule reads a schedule's name: "constant" or "cosine".
+func ParseSchedule(name string) (Schedule, error) {
+	for s := ConstantLR; s <= CosineLR; s++ {
+		if s.String() == name {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown learning-rate schedule %q (constant or cosine)", name)
+}
+
+func (s Schedule) String() string {
+	switch s {
+	case ConstantLR:
+		return "constant"
+	case CosineLR:
+		return "cosine"
+	}
+	return fmt.Sprintf("Schedule(%d)", int(s))
+}
+
+// Rate is the learning rate of step t (0-based) of steps under s, for base
+// rate lr.
+func (s Schedule) Rate(lr float64, t, steps int) float64 {
+	if s == CosineLR && steps > 0 {
+		return lr * (1 + math.Cos(math.Pi*float64(t)/float64(steps))) / 2
+	}
+	return lr
 }
 
 // NoiseMode says how DP-SGD draws its Gaussian noise.
@@ -106,6 +150,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("learning rate %v must be positive and finite", c.LearningRate)
 	case !(c.Momentum >= 0 && c.Momentum < 1):
 		return fmt.Errorf("momentum %v is outside [0, 1)", c.Momentum)
+	case c.Schedule < ConstantLR || c.Schedule > CosineLR:
+		return fmt.Errorf("unknown learning-rate schedule %d", c.Schedule)
 	}
 	if c.NonPrivate {
 		if c.NoiseMultiplier != 0 {

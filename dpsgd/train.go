@@ -103,12 +103,13 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	timed, _ := engine.(Timed)
 	var sw stopwatch
 	var idx []int
-	lr, mu := float32(cfg.LearningRate), float32(cfg.Momentum)
+	mu := float32(cfg.Momentum)
 	scale := 1 / expected
 	for step := 0; step < cfg.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
+		lr := float32(cfg.Schedule.Rate(cfg.LearningRate, step, cfg.Steps))
 		sw.start()
 		idx = data.PoissonSample(idx, train.N, cfg.SamplingRate, sampling)
 		res.Timings.Phase[PhaseSampling] += sw.lap()

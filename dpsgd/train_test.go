@@ -82,32 +82,41 @@ func TestNoiseScale(t *testing.T) {
 	}
 }
 
+// Two steps of momentum SGD move every parameter by η₀g₁ + η₁(μg₁ + g₂),
+// with η₁ = η under the constant schedule and η/2 under the cosine one
+// (step 1 of 2).
 func TestUpdateRule(t *testing.T) {
-	net, train := smallSet(t, 200)
-	before := append([]float32(nil), net.Params...)
-	fe := &fakeEngine{add: func(idx []int) float32 { return float32(len(idx)) }}
-	const q, lr, mu = 0.05, 0.5, 0.9
-	cfg := Config{SamplingRate: q, Steps: 2, LearningRate: lr, Momentum: mu, NonPrivate: true, Seed: seed(2)}
-	res, err := Train(context.Background(), net, train, cfg, fe, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fe.batches[0] == fe.batches[1] && fe.batches[0] == 10 {
-		t.Log("both batches happened to have the expected size")
-	}
-	g1, g2 := float64(fe.batches[0])/(q*200), float64(fe.batches[1])/(q*200)
-	v2 := mu*g1 + g2
-	want := lr*g1 + lr*v2
-	for k := range before {
-		if d := float64(before[k] - net.Params[k]); math.Abs(d-want) > 1e-5*(1+want) {
-			t.Fatalf("param %d moved by %v, want %v (batches %v)", k, d, want, fe.batches)
+	for _, schedule := range []Schedule{ConstantLR, CosineLR} {
+		net, train := smallSet(t, 200)
+		before := append([]float32(nil), net.Params...)
+		fe := &fakeEngine{add: func(idx []int) float32 { return float32(len(idx)) }}
+		const q, lr, mu = 0.05, 0.5, 0.9
+		cfg := Config{SamplingRate: q, Steps: 2, LearningRate: lr, Momentum: mu, Schedule: schedule, NonPrivate: true, Seed: seed(2)}
+		res, err := Train(context.Background(), net, train, cfg, fe, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if _, ok := res.Event.(accounting.NonPrivate); !ok {
-		t.Fatalf("non-private run reported %#v", res.Event)
-	}
-	if res.MeanBatchSize != float64(fe.batches[0]+fe.batches[1])/2 {
-		t.Fatalf("mean batch %v, batches %v", res.MeanBatchSize, fe.batches)
+		if fe.batches[0] == fe.batches[1] && fe.batches[0] == 10 {
+			t.Log("both batches happened to have the expected size")
+		}
+		lr1 := lr
+		if schedule == CosineLR {
+			lr1 = lr / 2
+		}
+		g1, g2 := float64(fe.batches[0])/(q*200), float64(fe.batches[1])/(q*200)
+		v2 := mu*g1 + g2
+		want := lr*g1 + lr1*v2
+		for k := range before {
+			if d := float64(before[k] - net.Params[k]); math.Abs(d-want) > 1e-5*(1+want) {
+				t.Fatalf("%v: param %d moved by %v, want %v (batches %v)", schedule, k, d, want, fe.batches)
+			}
+		}
+		if _, ok := res.Event.(accounting.NonPrivate); !ok {
+			t.Fatalf("non-private run reported %#v", res.Event)
+		}
+		if res.MeanBatchSize != float64(fe.batches[0]+fe.batches[1])/2 {
+			t.Fatalf("mean batch %v, batches %v", res.MeanBatchSize, fe.batches)
+		}
 	}
 }
 
@@ -189,5 +198,39 @@ func TestConfigValidate(t *testing.T) {
 		if err := CheckEpochs(c.epochs, c.q); err == nil {
 			t.Errorf("%d epochs at q = %v accepted", c.epochs, c.q)
 		}
+	}
+}
+
+// The cosine schedule against its closed form η(1 + cos(πt/T))/2: η at the
+// first step, η/2 half way, η(1 + cos(π·3/4))/2 three quarters in, and
+// decreasing; the constant one is η throughout; names round-trip.
+func TestSchedule(t *testing.T) {
+	const lr, T = 0.8, 400
+	for _, c := range []struct {
+		t    int
+		want float64
+	}{{0, lr}, {T / 2, lr / 2}, {3 * T / 4, lr * (1 - math.Sqrt2/2) / 2}, {T, 0}} {
+		if got := CosineLR.Rate(lr, c.t, T); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("cosine rate at step %d of %d: %v, want %v", c.t, T, got, c.want)
+		}
+	}
+	for s := 1; s < T; s++ {
+		if CosineLR.Rate(lr, s, T) >= CosineLR.Rate(lr, s-1, T) {
+			t.Fatalf("cosine rate does not decrease at step %d", s)
+		}
+		if ConstantLR.Rate(lr, s, T) != lr {
+			t.Fatalf("constant rate changes at step %d", s)
+		}
+	}
+	for _, s := range []Schedule{ConstantLR, CosineLR} {
+		if got, err := ParseSchedule(s.String()); got != s || err != nil {
+			t.Errorf("ParseSchedule(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := ParseSchedule("step"); err == nil {
+		t.Error("ParseSchedule accepted an unknown name")
+	}
+	if err := (Config{SamplingRate: 0.1, LearningRate: 1, Schedule: CosineLR + 1}).Validate(); err == nil {
+		t.Error("Validate accepted an unknown schedule")
 	}
 }

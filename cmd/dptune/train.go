@@ -15,7 +15,7 @@ import (
 
 type trainFlags struct {
 	data                            dataFlags
-	out, accountant                 string
+	out, accountant, schedule       string
 	epsilon, delta, noiseMultiplier float64
 	clipNorm, lr, momentum          float64
 	batchSize, epochs               int
@@ -57,6 +57,7 @@ it is not secure.`,
 	fl.IntVar(&f.epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
 	fl.Float64Var(&f.lr, "lr", job.DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", job.DefaultNonPrivateLearningRate))
 	fl.Float64Var(&f.momentum, "momentum", job.DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", job.DefaultNonPrivateMomentum))
+	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, or cosine (η decays to 0 along half a cosine over the run)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
@@ -93,6 +94,10 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
+	schedule, err := dpsgd.ParseSchedule(f.schedule)
+	if err != nil {
+		return usagef("--lr-schedule: %v", err)
+	}
 	src, err := f.data.source(cmd)
 	if err != nil {
 		return err
@@ -101,7 +106,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: f.clipNorm, BatchSize: f.batchSize,
-		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, NonPrivate: f.nonPrivate, Accountant: f.accountant,
+		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, NonPrivate: f.nonPrivate, Accountant: f.accountant,
 		Budget: f.data.budget, Label: "dptune train → " + f.out, Seed: seedFlag(cmd, f.seed), Warn: warner(cmd.ErrOrStderr())}
 	if !f.nonPrivate {
 		spec.NoiseMultiplier = f.noiseMultiplier
