@@ -52,7 +52,8 @@ func PlannedEvent(cfg Config) accounting.Event {
 }
 
 // Train runs cfg.Steps steps of DP-SGD (see the package doc) on net, updating
-// net.Params in place, with engine computing the clipped per-example sums
+// net.Params in place (to the moving average of the iterates when
+// cfg.EMADecay > 0, including after an interruption), with engine computing the clipped per-example sums
 // (nil: NewEngine sized for the expected batch size; it is also the fastest
 // non-private path, faster than gorgonia's own autodiff — see
 // BenchmarkNonPrivateAutodiffStep). progress, if not nil,
@@ -64,9 +65,13 @@ func PlannedEvent(cfg Config) accounting.Event {
 // error. It returns an error before any step if cfg is invalid.
 func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, engine Engine, progress func(Progress)) (res Result, err error) {
 	var batches float64
+	var ema []float32 // the moving average of the iterates, if cfg.EMADecay > 0
 	defer func() {
 		if res.Steps > 0 {
 			res.MeanBatchSize = batches / float64(res.Steps)
+		}
+		if ema != nil && res.Steps > 0 {
+			copy(net.Params, ema)
 		}
 		done := cfg
 		done.Steps = res.Steps
@@ -97,6 +102,9 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		if clip == 0 {
 			clip = math.Inf(1)
 		}
+	}
+	if cfg.EMADecay > 0 {
+		ema = append([]float32(nil), net.Params...)
 	}
 	sum := make([]float32, len(net.Params))
 	velocity := make([]float32, len(net.Params))
@@ -133,6 +141,13 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			p := net.Params[k] - lr*v
 			net.Params[k] = p
 			finite = finite && !math.IsNaN(float64(p)) && !math.IsInf(float64(p), 0)
+		}
+		if ema != nil {
+			t := float64(step)
+			d := float32(min(cfg.EMADecay, (1+t)/(10+t)))
+			for k, p := range net.Params {
+				ema[k] = d*ema[k] + (1-d)*p
+			}
 		}
 		res.Timings.Phase[PhaseUpdate] += sw.lap()
 		res.Steps++

@@ -234,3 +234,32 @@ func TestSchedule(t *testing.T) {
 		t.Error("Validate accepted an unknown schedule")
 	}
 }
+
+// With EMADecay, the parameters Train leaves are the moving average of the
+// iterates with d_t = min(d, (1 + t)/(10 + t)), computed here in float64
+// from the iterates plain SGD takes on the same batches.
+func TestEMA(t *testing.T) {
+	const q, lr, decay, steps = 0.05, 0.5, 0.2, 4
+	net, train := smallSet(t, 200)
+	before := append([]float32(nil), net.Params...)
+	fe := &fakeEngine{add: func(idx []int) float32 { return float32(len(idx)) }}
+	cfg := Config{SamplingRate: q, Steps: steps, LearningRate: lr, NonPrivate: true, Seed: seed(3), EMADecay: decay}
+	if _, err := Train(context.Background(), net, train, cfg, fe, nil); err != nil {
+		t.Fatal(err)
+	}
+	for k := range before {
+		theta := float64(before[k])
+		avg := theta
+		for s, b := range fe.batches {
+			theta -= lr * float64(b) / (q * 200)
+			d := math.Min(decay, float64(1+s)/float64(10+s))
+			avg = d*avg + (1-d)*theta
+		}
+		if got := float64(net.Params[k]); math.Abs(got-avg) > 1e-5*(1+math.Abs(avg)) {
+			t.Fatalf("param %d: %v, want the average %v (last iterate %v)", k, got, avg, theta)
+		}
+	}
+	if err := (Config{SamplingRate: 0.1, LearningRate: 1, EMADecay: 1}).Validate(); err == nil {
+		t.Error("Validate accepted EMA decay 1")
+	}
+}

@@ -41,6 +41,7 @@ type TrainSpec struct {
 	LearningRate    float64
 	Momentum        float64
 	Schedule        dpsgd.Schedule // of the learning rate; zero: constant
+	EMADecay        float64        // > 0: release the moving average of the iterates (dpsgd.Config.EMADecay)
 	// NonPrivate trains with plain SGD: no clipping, no noise, ε = ∞.
 	NonPrivate bool
 	// Accountant is "rdp" (default) or "pld" (tighter, slower).
@@ -96,6 +97,7 @@ type TrainReport struct {
 	LearningRate    float64           `json:"learning_rate"`
 	Momentum        float64           `json:"momentum"`
 	Schedule        string            `json:"lr_schedule"`
+	EMADecay        float64           `json:"ema_decay"`
 	Seeded          bool              `json:"seeded"` // the seed itself is never written: it would undo the guarantee
 	SecureNoise     bool              `json:"secure_noise"`
 	TestAccuracy    *float64          `json:"test_accuracy"`
@@ -124,13 +126,15 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 		return cfg, nil, invalidf("momentum %v is outside [0, 1)", s.Momentum)
 	case s.Schedule != dpsgd.ConstantLR && s.Schedule != dpsgd.CosineLR:
 		return cfg, nil, invalidf("unknown learning-rate schedule %v", s.Schedule)
+	case !(s.EMADecay >= 0 && s.EMADecay < 1):
+		return cfg, nil, invalidf("EMA decay %v is outside [0, 1)", s.EMADecay)
 	}
 	q := float64(s.BatchSize) / float64(s.Data.NominalN)
 	if err := dpsgd.CheckEpochs(s.Epochs, q); err != nil {
 		return cfg, nil, invalidf("epochs %d: %v", s.Epochs, err)
 	}
 	cfg = dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q),
-		LearningRate: s.LearningRate, Momentum: s.Momentum, Schedule: s.Schedule, NonPrivate: s.NonPrivate, Seed: s.Seed}
+		LearningRate: s.LearningRate, Momentum: s.Momentum, Schedule: s.Schedule, EMADecay: s.EMADecay, NonPrivate: s.NonPrivate, Seed: s.Seed}
 	if s.NonPrivate {
 		if s.NoiseMultiplier != 0 {
 			return cfg, nil, invalidf("non-private training takes no noise multiplier")
@@ -218,7 +222,7 @@ func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, 
 	rep := &TrainReport{Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Private: !s.NonPrivate, Delta: s.Delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: cfg.SamplingRate, BatchSize: s.BatchSize,
 		Steps: run.Steps, PlannedSteps: steps, Epochs: float64(run.Steps) / float64(steps/s.Epochs), LearningRate: s.LearningRate,
-		Momentum: s.Momentum, Schedule: s.Schedule.String(), Seeded: cfg.Seed != nil, SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
+		Momentum: s.Momentum, Schedule: s.Schedule.String(), EMADecay: s.EMADecay, Seeded: cfg.Seed != nil, SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
 	rel := &Release{Report: rep, Ledger: ledger, Delta: s.Delta, Accountant: acc.Name()}
 	if trainErr != nil && !interrupted {
 		// The steps taken touched the data: their ledger is released alone.
@@ -245,7 +249,7 @@ func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, 
 	rep.Interrupted = interrupted
 	rel.Model = net
 	rel.hyper = map[string]any{"noise_multiplier": cfg.NoiseMultiplier, "clip_norm": cfg.ClipNorm, "sampling_rate": cfg.SamplingRate,
-		"steps": run.Steps, "learning_rate": s.LearningRate, "momentum": s.Momentum, "lr_schedule": s.Schedule.String(), "private": !s.NonPrivate}
+		"steps": run.Steps, "learning_rate": s.LearningRate, "momentum": s.Momentum, "lr_schedule": s.Schedule.String(), "ema_decay": s.EMADecay, "private": !s.NonPrivate}
 	diag.WallSeconds = time.Since(start).Seconds()
 	if interrupted {
 		return rel, diag, resv.done(ledger, fmt.Errorf("interrupted after %d of %d steps: %w", run.Steps, steps, context.Canceled))

@@ -17,7 +17,7 @@ type trainFlags struct {
 	data                            dataFlags
 	out, accountant, schedule       string
 	epsilon, delta, noiseMultiplier float64
-	clipNorm, lr, momentum          float64
+	clipNorm, lr, momentum, ema     float64
 	batchSize, epochs               int
 	seed                            uint64
 	nonPrivate                      bool
@@ -58,6 +58,7 @@ it is not secure.`,
 	fl.Float64Var(&f.lr, "lr", job.DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", job.DefaultNonPrivateLearningRate))
 	fl.Float64Var(&f.momentum, "momentum", job.DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", job.DefaultNonPrivateMomentum))
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, or cosine (η decays to 0 along half a cosine over the run)")
+	fl.Float64Var(&f.ema, "ema-decay", 0, "if positive (e.g. 0.999), the released model is the exponential moving average of the iterates with this decay (post-processing: no privacy cost)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
@@ -106,7 +107,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: f.clipNorm, BatchSize: f.batchSize,
-		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, NonPrivate: f.nonPrivate, Accountant: f.accountant,
+		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, EMADecay: f.ema, NonPrivate: f.nonPrivate, Accountant: f.accountant,
 		Budget: f.data.budget, Label: "dptune train → " + f.out, Seed: seedFlag(cmd, f.seed), Warn: warner(cmd.ErrOrStderr())}
 	if !f.nonPrivate {
 		spec.NoiseMultiplier = f.noiseMultiplier
