@@ -51,13 +51,13 @@ func PlannedEvent(cfg Config) accounting.Event {
 	return accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, cfg.Steps)
 }
 
-// Train runs cfg.Steps steps of DP-SGD (see the package doc) on net, updating
-// net.Params in place (to the moving average of the iterates when
-// cfg.EMADecay > 0, including after an interruption), with engine computing the clipped per-example sums
-// (nil: NewEngine sized for the expected batch size; it is also the fastest
-// non-private path, faster than gorgonia's own autodiff — see
-// BenchmarkNonPrivateAutodiffStep). progress, if not nil,
-// is called after every step.
+// Train runs cfg.Steps steps of DP-SGD (see the package doc) on net,
+// updating net.Params in place (leaving the moving average of the iterates
+// when cfg.EMADecay > 0, also after an interruption), with engine computing
+// the clipped per-example sums (nil: NewEngine sized for the expected batch
+// size; it is also the fastest non-private path, faster than gorgonia's own
+// autodiff — see BenchmarkNonPrivateAutodiffStep). progress, if not nil, is
+// called after every step.
 //
 // If ctx is cancelled, Train stops after the current step and returns the
 // Result of the steps completed — whose Event must still be accounted,
