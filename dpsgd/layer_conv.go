@@ -234,12 +234,23 @@ func im2colNCHW(l model.Layer, n int, in, cols []float32) {
 // into cols ([n·Positions, Kernel²·In]) in (kernel row, kernel column,
 // channel) order: each receptive-field pixel is one contiguous run of In
 // channels. The weight must be permuted to the same order (permuteKernel).
-func im2colNHWC(l model.Layer, n int, in, cols []float32) {
+func im2colNHWC(l model.Layer, n int, in, cols []float32) { unfoldNHWC(l, n, in, cols, false) }
+
+// col2imNHWC is the adjoint of im2colNHWC: it adds each row of dcols back
+// onto the input positions it was read from, in ([n, InH, InW, In]).
+func col2imNHWC(l model.Layer, n int, dcols, in []float32) { unfoldNHWC(l, n, in, dcols, true) }
+
+// unfoldNHWC walks every receptive-field pixel of n examples of img for
+// convolution l beside its run of In channels in cols: copying the pixel
+// into the run (zeros where the field reaches into the padding), or, with
+// adjoint, adding the run back onto the pixel (nothing for the padding).
+func unfoldNHWC(l model.Layer, n int, img, cols []float32, adjoint bool) {
 	k, C := l.Kernel, l.In
 	K := k * k * C
+	size := l.InH * l.InW * C
 	r := 0
 	for e := 0; e < n; e++ {
-		img := in[e*l.InH*l.InW*C : (e+1)*l.InH*l.InW*C]
+		x := img[e*size : (e+1)*size]
 		for oh := 0; oh < l.OutH; oh++ {
 			for ow := 0; ow < l.OutW; ow++ {
 				row := cols[r*K : (r+1)*K]
@@ -250,41 +261,17 @@ func im2colNHWC(l model.Layer, n int, in, cols []float32) {
 					rr := r0 + ki
 					for kj := 0; kj < k; kj++ {
 						cc := c0 + kj
-						if rr < 0 || rr >= l.InH || cc < 0 || cc >= l.InW {
-							clear(row[j : j+C])
-						} else {
-							copy(row[j:j+C], img[(rr*l.InW+cc)*C:(rr*l.InW+cc+1)*C])
-						}
+						run := row[j : j+C]
 						j += C
-					}
-				}
-			}
-		}
-	}
-}
-
-// col2imNHWC is the adjoint of im2colNHWC: it adds each row of dcols back
-// onto the input positions it was read from, in ([n, InH, InW, In]).
-func col2imNHWC(l model.Layer, n int, dcols, in []float32) {
-	k, C := l.Kernel, l.In
-	K := k * k * C
-	r := 0
-	for e := 0; e < n; e++ {
-		img := in[e*l.InH*l.InW*C : (e+1)*l.InH*l.InW*C]
-		for oh := 0; oh < l.OutH; oh++ {
-			for ow := 0; ow < l.OutW; ow++ {
-				row := dcols[r*K : (r+1)*K]
-				r++
-				r0, c0 := oh*l.Stride-l.Pad, ow*l.Stride-l.Pad
-				j := 0
-				for ki := 0; ki < k; ki++ {
-					rr := r0 + ki
-					for kj := 0; kj < k; kj++ {
-						cc := c0 + kj
-						if rr >= 0 && rr < l.InH && cc >= 0 && cc < l.InW {
-							vec.Add(img[(rr*l.InW+cc)*C:(rr*l.InW+cc+1)*C], row[j:j+C])
+						inside := rr >= 0 && rr < l.InH && cc >= 0 && cc < l.InW
+						switch {
+						case adjoint && inside:
+							vec.Add(x[(rr*l.InW+cc)*C:(rr*l.InW+cc+1)*C], run)
+						case inside:
+							copy(run, x[(rr*l.InW+cc)*C:(rr*l.InW+cc+1)*C])
+						case !adjoint:
+							clear(run)
 						}
-						j += C
 					}
 				}
 			}
