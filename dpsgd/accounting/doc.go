@@ -11,7 +11,8 @@
 // ε is in nats throughout. Neighbouring datasets differ by adding or removing
 // one example (the relation under which Poisson subsampling is analysed).
 //
-// Events: Gaussian, DiscreteGaussian, Laplace, EpsilonDelta, PoissonSampled, SelfComposed,
+// Events: Gaussian, DiscreteGaussian, DistributedDiscreteGaussian (DP-Hype's
+// securely summed vote), Laplace, EpsilonDelta, PoissonSampled, SelfComposed,
 // Composed, RepeatAndSelect (random-stop tuning, K ∼ TNB or Poisson),
 // AdaptiveRepeatAndSelect (DP-HyPO), Vote (DP-Hype), AboveThreshold (the
 // doubling tuner's capped search) and NonPrivate.
@@ -38,6 +39,7 @@
 //	event                      RDP   PLD   GDP       Basic
 //	Gaussian, Vote             yes   yes   exact     –
 //	DiscreteGaussian           yes   –     –         –
+//	DistributedDiscreteGauss.  yes   –     –         –
 //	Poisson-subsampled Gauss.  yes   yes   CLT ≈     –
 //	Laplace                    yes   yes   –         yes
 //	EpsilonDelta               δ=0   yes   –         yes

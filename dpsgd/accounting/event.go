@@ -212,7 +212,7 @@ func (a AdaptiveRepeatAndSelect) check() error {
 func MarshalEvent(e Event) ([]byte, error) {
 	var fields any
 	switch v := e.(type) {
-	case Gaussian, DiscreteGaussian, Laplace, EpsilonDelta, Vote, AboveThreshold, NonPrivate, GaussianSelect:
+	case Gaussian, DiscreteGaussian, DistributedDiscreteGaussian, Laplace, EpsilonDelta, Vote, AboveThreshold, NonPrivate, GaussianSelect:
 		fields = v
 	case PoissonSampled:
 		inner, err := MarshalEvent(v.Event)
@@ -318,6 +318,8 @@ func unmarshalEvent(b []byte, version int) (Event, error) {
 		out, err = decode[GaussianSelect](b)
 	case "discrete_gaussian":
 		out, err = decode[DiscreteGaussian](b)
+	case "distributed_discrete_gaussian":
+		out, err = decode[DistributedDiscreteGaussian](b)
 	case "laplace":
 		out, err = decode[Laplace](b)
 	case "epsilon_delta":

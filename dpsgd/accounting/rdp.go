@@ -41,7 +41,8 @@ func (a RDP) orders() []float64 {
 //   - Gaussian: α/(2z²) for noise multiplier z = σ/Δ (Mironov 2017,
 //     Proposition 7); Vote as the Gaussian with sensitivity √(2ℓ);
 //     DiscreteGaussian as the Gaussian of the same z (Canonne, Kamath,
-//     Steinke 2020, Theorem 4);
+//     Steinke 2020, Theorem 4); DistributedDiscreteGaussian:
+//     DistributedDiscreteGaussianRDP (Kairouz, Liu, Steinke 2021);
 //   - Poisson-subsampled Gaussian: SubsampledGaussianRDP;
 //   - Laplace: LaplaceRDP (Mironov 2017, Proposition 6);
 //   - pure ε-DP (EpsilonDelta with δ = 0, AboveThreshold per iteration):
@@ -94,6 +95,14 @@ func (a RDP) add(acc, orders []float64, e Event, times float64) error {
 			return err
 		}
 		return a.add(acc, orders, g, times)
+	case DistributedDiscreteGaussian:
+		for i, o := range orders {
+			r, err := DistributedDiscreteGaussianRDP(v, o)
+			if err != nil {
+				return err
+			}
+			acc[i] += times * r
+		}
 	case Laplace:
 		eps, err := v.epsilon()
 		if err != nil {
