@@ -6,7 +6,7 @@ FUZZTIME ?= 10s
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps build run test fuzz bench torch-deps bench-torch clean
+.PHONY: all deps build run test fuzz bench torch-deps bench-torch proto clean
 
 all: build
 
@@ -57,6 +57,17 @@ bench-torch: torch-deps build
 	done
 	/usr/bin/python3 $(TORCH_REF) --only bench --model tb-cifar10 --no-epoch --n-timed-naive 1 --n-timed 10 --out-prefix out/torch/tb-cifar10
 	./$(BIN) bench persample --dataset cifar10 --data-dir $(CIFAR_DIR) --model tb-cifar10 --batch-size 256 --steps 10 --json out/torch/dptune-tb-cifar10.json
+
+# Regenerate the gRPC code of DP-Hype's wire protocol (checked in, so the
+# build never needs protoc): Debian's protoc and pinned Go plugins in bin/.
+PROTOC_GEN_GO ?= v1.36.9
+PROTOC_GEN_GO_GRPC ?= v1.5.1
+proto:
+	@command -v protoc >/dev/null || { apt-get update && apt-get install -y --no-install-recommends protobuf-compiler; }
+	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO)
+	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC)
+	PATH=$(CURDIR)/bin:$$PATH protoc --go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative tuning/vote/votepb/vote.proto
 
 clean:
 	rm -rf bin out

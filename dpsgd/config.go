@@ -28,6 +28,10 @@ type Config struct {
 	// Schedule is how the learning rate changes over the steps; the zero
 	// value keeps it at LearningRate.
 	Schedule Schedule
+	// LRDecay γ ∈ (0, 1], if positive, also multiplies the learning rate by
+	// γ per epoch: step t runs at γ^{q·t} times the scheduled rate (PyTorch's
+	// ExponentialLR stepped per epoch, made continuous). Zero: no decay.
+	LRDecay float64
 	// EMADecay d ∈ [0, 1), if positive, makes the trained parameters an
 	// exponential moving average of the iterates, θ̄_t = d_t·θ̄_{t−1} +
 	// (1 − d_t)·θ_t with d_t = min(d, (1 + t)/(10 + t)) (De et al. 2022,
@@ -159,6 +163,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("momentum %v is outside [0, 1)", c.Momentum)
 	case c.Schedule < ConstantLR || c.Schedule > CosineLR:
 		return fmt.Errorf("unknown learning-rate schedule %d", c.Schedule)
+	case !(c.LRDecay >= 0 && c.LRDecay <= 1):
+		return fmt.Errorf("learning-rate decay %v is outside (0, 1] (or 0: none)", c.LRDecay)
 	case !(c.EMADecay >= 0 && c.EMADecay < 1):
 		return fmt.Errorf("EMA decay %v is outside [0, 1)", c.EMADecay)
 	}

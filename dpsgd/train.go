@@ -118,6 +118,9 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			return res, err
 		}
 		lr := float32(cfg.Schedule.Rate(cfg.LearningRate, step, cfg.Steps))
+		if cfg.LRDecay > 0 {
+			lr *= float32(math.Pow(cfg.LRDecay, cfg.SamplingRate*float64(step)))
+		}
 		sw.start()
 		idx = data.PoissonSample(idx, train.N, cfg.SamplingRate, sampling)
 		res.Timings.Phase[PhaseSampling] += sw.lap()

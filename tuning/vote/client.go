@@ -1,0 +1,204 @@
+package vote
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
+	"github.com/dptune/dptune/tuning/vote/secagg"
+	pb "github.com/dptune/dptune/tuning/vote/votepb"
+)
+
+// Client is one DP-Hype client: it holds its data, trains every candidate
+// locally, votes, adds its noise share, takes part in the secure sum, and
+// trains the winner in FedAvg rounds.
+type Client struct {
+	// Load returns the whole training set of the job's dataset; the client
+	// keeps its own share of it (data.SplitClients with the job's public
+	// split seed: a simulation of clients that each own their data).
+	Load func(Job) (*data.Dataset, error)
+	// Progress, if set, is told what the client is doing.
+	Progress func(stage string, done, total int)
+	// Seed, if set, makes the client's noise and DP-SGD reproducible (tests
+	// and simulations); nil draws them from crypto/rand.
+	Seed *uint64
+}
+
+// ClientReport is what a client knows at the end: its ID, the winner, and
+// nothing of the others.
+type ClientReport struct {
+	ID       int
+	Winner   int
+	Examples int
+}
+
+func (c *Client) progress(stage string, done, total int) {
+	if c.Progress != nil {
+		c.Progress(stage, done, total)
+	}
+}
+
+// Run joins the server behind conn and takes part until the last FedAvg
+// round. Cancelling ctx leaves the session; the server then counts the
+// client as dropped.
+func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := conn.Join(ctx, &pb.JoinRequest{})
+	if err != nil {
+		return ClientReport{}, fmt.Errorf("vote: joining: %w", err)
+	}
+	sess, err := stream.Recv()
+	if err != nil {
+		return ClientReport{}, fmt.Errorf("vote: joining: %w", err)
+	}
+	var job Job
+	if err := json.Unmarshal(sess.Job, &job); err != nil {
+		return ClientReport{}, fmt.Errorf("vote: the server's job: %w", err)
+	}
+	if err := job.Check(); err != nil {
+		return ClientReport{}, fmt.Errorf("vote: the server's job: %w", err)
+	}
+	id := int(sess.ClientId)
+	rep := ClientReport{ID: id}
+
+	// The client's data: its share of the split, then its own held-out part.
+	all, err := c.Load(job)
+	if err != nil {
+		return rep, err
+	}
+	shares, err := data.SplitClients(all, job.Clients, job.SplitAlpha, mrand.New(mrand.NewPCG(job.SplitSeed, 0)))
+	if err != nil {
+		return rep, err
+	}
+	mine := shares[id]
+	rep.Examples = mine.N
+	nHeld := max(1, int(job.HeldOut*float64(mine.N)))
+	if mine.N < nHeld+1 {
+		return rep, fmt.Errorf("vote: client %d has %d examples, too few to hold some out", id, mine.N)
+	}
+	train, held, err := data.Split(mine, nHeld, c.rng("held-out"))
+	if err != nil {
+		return rep, err
+	}
+
+	// Round 0 and 1 of the secure sum before the long local training, so a
+	// dead client is known early.
+	agg, err := secagg.NewClient(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: job.Space.Size()}, id, rand.Reader)
+	if err != nil {
+		return rep, err
+	}
+	keys, err := agg.AdvertiseKeys()
+	if err != nil {
+		return rep, err
+	}
+	list, err := conn.AdvertiseKeys(ctx, &pb.Keys{ClientId: int32(id), EncryptKey: keys.EncryptKey, MaskKey: keys.MaskKey})
+	if err != nil {
+		return rep, err
+	}
+	var u1 []secagg.Keys
+	for _, k := range list.Keys {
+		u1 = append(u1, secagg.Keys{ID: int(k.ClientId), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey})
+	}
+	shr, err := agg.ShareKeys(u1)
+	if err != nil {
+		return rep, err
+	}
+	inbox, err := conn.ShareKeys(ctx, &pb.Shares{ClientId: int32(id), Ciphertext: toPB(shr.Ciphertext), Commitment: shr.Commitment})
+	if err != nil {
+		return rep, err
+	}
+
+	// Local scores, the vote, its noise share.
+	total := job.Space.Size()
+	scores, err := job.LocalScores(ctx, train, held, func(done int) { c.progress("candidates", done, total) })
+	if err != nil {
+		return rep, err
+	}
+	share, err := job.Mechanism.NoisyShare(TopVotes(scores, job.Mechanism.VotesPerClient), c.rng("vote noise"))
+	if err != nil {
+		return rep, err
+	}
+	masked, err := agg.MaskInput(share, fromPB(inbox.Ciphertext))
+	if err != nil {
+		return rep, err
+	}
+	surv, err := conn.MaskedInput(ctx, &pb.Masked{ClientId: int32(id), Y: masked.Y})
+	if err != nil {
+		return rep, err
+	}
+	var u3 []int
+	for _, v := range surv.ClientIds {
+		u3 = append(u3, int(v))
+	}
+	um, err := agg.Unmask(u3)
+	if err != nil {
+		return rep, err
+	}
+	out, err := conn.Unmask(ctx, &pb.UnmaskShares{ClientId: int32(id), SelfMask: toPB(um.SelfMask), MaskKeys: toPB(um.MaskKeys)})
+	if err != nil {
+		return rep, err
+	}
+	rep.Winner = int(out.Winner)
+	if rep.Winner < 0 || rep.Winner >= total {
+		return rep, fmt.Errorf("vote: the server announced candidate %d of %d", rep.Winner, total)
+	}
+
+	// FedAvg of the winner, from the public initial parameters.
+	net, err := model.New(job.Arch, randsrc.New(&job.InitSeed, "init"))
+	if err != nil {
+		return rep, err
+	}
+	cand := job.Space.At(rep.Winner)
+	for r := 0; r < job.Final.Rounds; r++ {
+		cfg := job.finalConfig(cand, r, c.Seed)
+		if _, err := dpsgd.Train(ctx, net, mine, cfg, nil, nil); err != nil {
+			return rep, fmt.Errorf("vote: FedAvg round %d: %w", r+1, err)
+		}
+		g, err := conn.Update(ctx, &pb.Params{ClientId: int32(id), Round: int32(r), Values: net.Params})
+		if err != nil {
+			return rep, err
+		}
+		if len(g.Values) != len(net.Params) {
+			return rep, fmt.Errorf("vote: the server sent %d parameters, want %d", len(g.Values), len(net.Params))
+		}
+		copy(net.Params, g.Values)
+		c.progress("rounds", r+1, job.Final.Rounds)
+	}
+	return rep, nil
+}
+
+// rng is a random source for purpose: from Seed if set, else crypto/rand.
+func (c *Client) rng(purpose string) *mrand.Rand { return randsrc.New(c.Seed, purpose) }
+
+// finalConfig is round r's local training of the winner c: DP-SGD with the
+// job's noise multiplier, sampling rate and clipping norm, dividing the noisy
+// sum by q times the client's nominal size (never its count), or plain SGD
+// in non-private mode. The learning-rate decay continues across rounds.
+func (j Job) finalConfig(c tuning.Candidate, r int, seed *uint64) dpsgd.Config {
+	f := j.Final
+	cfg := dpsgd.Config{SamplingRate: f.SamplingRate, ExpectedBatchSize: f.SamplingRate * j.ClientNominalN(),
+		Steps: f.StepsPerRound, LearningRate: c.Values[tuning.LearningRate], Momentum: c.Values[Momentum]}
+	if d := c.Values[LRDecay]; d > 0 {
+		cfg.LRDecay = d
+		cfg.LearningRate *= math.Pow(d, f.SamplingRate*float64(r*f.StepsPerRound))
+	}
+	if f.Mode == FinalNonPrivate {
+		cfg.NonPrivate = true
+	} else {
+		cfg.NoiseMultiplier, cfg.ClipNorm = f.NoiseMultiplier, f.ClipNorm
+	}
+	if seed != nil {
+		s := *seed ^ uint64(r+1)<<32
+		cfg.Seed = &s
+	}
+	return cfg
+}

@@ -1,0 +1,37 @@
+// Package vote is DP-Hype (the fifth seed paper,
+// dp-hype-distributed-voting.txt): private hyperparameter selection for data
+// that never leaves its owners. Each client trains every candidate locally
+// (non-privately, as in the paper: the vote is what is protected), votes for
+// its ℓ best by its own held-out accuracy, scales the 0/1 vote vector by S
+// and adds a share of discrete Gaussian noise; a secure summation (package
+// secagg, Bonawitz et al. 2017 with double masking) reveals only the noisy
+// sum; the server announces its argmax; the clients then train the winner
+// together with FedAvg (McMahan et al. 2017).
+//
+// Privacy. Under replace-one-client adjacency a client's vote moves from ℓ
+// candidates to at most ℓ others: L2 sensitivity √(2ℓ) and L1 sensitivity 2ℓ
+// (S times that after scaling). A continuous Gaussian of variance σ² per
+// coordinate would give (α, α·2ℓ/(2σ²)) = (α, α·ℓ/σ²)-RDP: we derived it
+// again and agree with DESIGN.md's reading of the paper's lost formulas,
+// including that the bound does not grow with the number of candidates.
+// What is released here is a sum of discrete Gaussians, which is not a
+// discrete Gaussian, so the ledger's event is the distributed discrete
+// Gaussian of Kairouz, Liu & Steinke 2021 (accounting.DistributedDiscreteGaussian),
+// whose RDP adds Theorem 1's τ term; with the default S = 1024 every share
+// has σ in the hundreds and τ underflows to 0, so the guarantee equals the
+// continuous reading's. Noise shares are N_ℤ(0, S²σ²/((1−f)n)), so the sum of
+// the ⌈(1−f)n⌉ or more clients it needs has at least the full variance
+// (the paper's dropout appendix); fewer and nothing is released.
+//
+// Only the winner is released, not the noisy counts: the argmax is all the
+// paper's analysis needs, and the counts would tell every client how far
+// its own vote was from the rest. (Releasing them would cost nothing more —
+// they are the mechanism's output — but nothing uses them.)
+//
+// The final training is covered or labelled: with FinalDPSGD each client
+// runs DP-SGD in each FedAvg round, and since an example lives in one
+// client, the example-level cost is one client's DP-SGD over all rounds
+// (Job.TrainingEvent), composed with the vote (a client-level guarantee
+// implies the same example-level one). FinalNonPrivate is the paper's
+// setting and its model is labelled not private.
+package vote

@@ -1,0 +1,185 @@
+package vote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dptune/dptune/internal/randsrc"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
+)
+
+// Dimensions of a vote search space besides tuning.LearningRate.
+const (
+	Momentum = "momentum" // SGD momentum μ ∈ [0, 1)
+	LRDecay  = "lr_decay" // learning-rate decay per epoch γ ∈ (0, 1] (dpsgd.Config.LRDecay)
+)
+
+// MNISTSpace is the built-in candidate grid "mnist-vote", in the spirit of
+// DP-Hype's Table III (whose values were lost): learning rate 1e-4 … 5
+// (six values, from too small to learn in a local epoch to divergent) ×
+// decay per epoch {1, 0.5} × momentum {0, 0.9}: 24 candidates, about a third
+// of which train no better than guessing.
+var MNISTSpace = tuning.Space{Name: "mnist-vote", Dims: []tuning.Dim{
+	{Name: tuning.LearningRate, Values: []float64{1e-4, 1e-3, 1e-2, 0.1, 0.5, 5}, Log: true},
+	{Name: LRDecay, Values: []float64{1, 0.5}},
+	{Name: Momentum, Values: []float64{0, 0.9}},
+}}
+
+// CheckSpace returns an error unless every dimension of s is one the local
+// training knows, with values in range; learning_rate is required.
+func CheckSpace(s tuning.Space) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	seen := false
+	for _, d := range s.Dims {
+		for _, v := range d.Values {
+			var ok bool
+			switch d.Name {
+			case tuning.LearningRate:
+				ok, seen = v > 0 && !math.IsInf(v, 1), true
+			case Momentum:
+				ok = v >= 0 && v < 1
+			case LRDecay:
+				ok = v > 0 && v <= 1
+			default:
+				return fmt.Errorf("search space %s: unknown dimension %q (the vote's local training knows %q, %q and %q)", s.Name, d.Name, tuning.LearningRate, Momentum, LRDecay)
+			}
+			if !ok {
+				return fmt.Errorf("search space %s: dimension %q has value %v out of range", s.Name, d.Name, v)
+			}
+		}
+	}
+	if !seen {
+		return fmt.Errorf("search space %s has no %q dimension", s.Name, tuning.LearningRate)
+	}
+	return nil
+}
+
+// Final training modes.
+const (
+	FinalDPSGD      = "dp-sgd"      // every client runs DP-SGD in every FedAvg round
+	FinalNonPrivate = "non-private" // the paper's setting: plain local SGD; the model is not private
+)
+
+// Job is everything a client is told when it joins: public, fixed before
+// any data is read.
+type Job struct {
+	Dataset    string       `json:"dataset"` // the client checks it holds this dataset
+	Arch       model.Arch   `json:"arch"`
+	Space      tuning.Space `json:"space"`
+	Clients    int          `json:"clients"`
+	SplitAlpha float64      `json:"split_alpha"` // 0: IID; > 0: Dirichlet(α) (data.SplitClients)
+	SplitSeed  uint64       `json:"split_seed"`  // the simulation's split, shared by every client
+	NominalN   int          `json:"nominal_n"`   // public size of the whole training set
+	HeldOut    float64      `json:"held_out"`    // fraction of a client's data it scores candidates on
+	// Local candidate training (non-private, as in the paper).
+	LocalEpochs    int    `json:"local_epochs"`
+	LocalBatchSize int    `json:"local_batch_size"`
+	InitSeed       uint64 `json:"init_seed"` // public seed of every model's initial parameters
+
+	Mechanism Mechanism `json:"mechanism"`
+	Threshold int       `json:"threshold"` // secure summation's t
+	Final     Final     `json:"final"`
+}
+
+// Final is the federated training of the winner (FedAvg, McMahan et al.
+// 2017, Algorithm 1 with every client in every round and equal weights, so
+// no client's data size enters the average).
+type Final struct {
+	Mode            string  `json:"mode"` // FinalDPSGD or FinalNonPrivate
+	Rounds          int     `json:"rounds"`
+	StepsPerRound   int     `json:"steps_per_round"`
+	SamplingRate    float64 `json:"sampling_rate"` // q of every client's local DP-SGD
+	NoiseMultiplier float64 `json:"noise_multiplier"`
+	ClipNorm        float64 `json:"clip_norm"`
+}
+
+// ClientNominalN is a client's public nominal data size: NominalN/n. Every
+// client's DP-SGD divides its noisy sum by q times it, never by a count of
+// its private data.
+func (j Job) ClientNominalN() float64 { return float64(j.NominalN) / float64(j.Clients) }
+
+// TrainingEvent is the example-level event of the final training: one
+// client's local DP-SGD over every round (an example lives in one client),
+// or NonPrivate.
+func (j Job) TrainingEvent() accounting.Event {
+	if j.Final.Mode == FinalNonPrivate {
+		return accounting.NonPrivate{Reason: "federated training without noise (--final-training non-private)"}
+	}
+	return accounting.DPSGD(j.Final.NoiseMultiplier, j.Final.SamplingRate, j.Final.Rounds*j.Final.StepsPerRound)
+}
+
+// Check returns an error if the job cannot run.
+func (j Job) Check() error {
+	if err := CheckSpace(j.Space); err != nil {
+		return err
+	}
+	if err := j.Mechanism.Check(); err != nil {
+		return err
+	}
+	switch {
+	case j.Mechanism.Clients != j.Clients || j.Mechanism.Candidates != j.Space.Size():
+		return fmt.Errorf("vote: the mechanism is for %d clients and %d candidates, the job has %d and %d", j.Mechanism.Clients, j.Mechanism.Candidates, j.Clients, j.Space.Size())
+	case j.Threshold < 2 || j.Threshold > j.Mechanism.MinSurvivors():
+		return fmt.Errorf("vote: threshold %d: need 2 ≤ t ≤ ⌈(1−f)n⌉ = %d", j.Threshold, j.Mechanism.MinSurvivors())
+	case !(j.SplitAlpha >= 0) || math.IsInf(j.SplitAlpha, 1):
+		return fmt.Errorf("vote: Dirichlet concentration %v", j.SplitAlpha)
+	case !(j.HeldOut > 0 && j.HeldOut < 1):
+		return fmt.Errorf("vote: held-out fraction %v: need 0 < h < 1", j.HeldOut)
+	case j.LocalEpochs < 1 || j.LocalBatchSize < 1 || j.NominalN < j.Clients:
+		return fmt.Errorf("vote: local training of %d epochs, batch %d, %d examples for %d clients", j.LocalEpochs, j.LocalBatchSize, j.NominalN, j.Clients)
+	case j.Final.Mode != FinalDPSGD && j.Final.Mode != FinalNonPrivate:
+		return fmt.Errorf("vote: final training %q: want %s or %s", j.Final.Mode, FinalDPSGD, FinalNonPrivate)
+	case j.Final.Rounds < 1 || j.Final.StepsPerRound < 1 || !(j.Final.SamplingRate > 0 && j.Final.SamplingRate <= 1):
+		return fmt.Errorf("vote: final training of %d rounds × %d steps at q = %v", j.Final.Rounds, j.Final.StepsPerRound, j.Final.SamplingRate)
+	case j.Final.Mode == FinalDPSGD && (!(j.Final.NoiseMultiplier > 0) || !(j.Final.ClipNorm > 0)):
+		return fmt.Errorf("vote: DP-SGD final training needs a positive noise multiplier and clipping norm")
+	}
+	return nil
+}
+
+// candidateConfig is the local training of candidate c on n examples.
+func (j Job) candidateConfig(c tuning.Candidate, n int) dpsgd.Config {
+	q := min(1, float64(j.LocalBatchSize)/float64(n))
+	return dpsgd.Config{NonPrivate: true, SamplingRate: q, ExpectedBatchSize: q * float64(n),
+		Steps: int(math.Ceil(float64(j.LocalEpochs) / q)), LearningRate: c.Values[tuning.LearningRate],
+		Momentum: c.Values[Momentum], LRDecay: c.Values[LRDecay], Seed: &j.InitSeed}
+}
+
+// LocalScores trains every candidate non-privately on train and returns its
+// accuracy on held (a run that diverges scores 0). These scores never leave
+// the client; only the noisy vote built from them does.
+func (j Job) LocalScores(ctx context.Context, train, held *data.Dataset, progress func(done int)) ([]float64, error) {
+	scores := make([]float64, j.Space.Size())
+	for i := range scores {
+		net, err := model.New(j.Arch, randsrc.New(&j.InitSeed, "init"))
+		if err != nil {
+			return nil, err
+		}
+		_, err = dpsgd.Train(ctx, net, train, j.candidateConfig(j.Space.At(i), train.N), nil, nil)
+		switch {
+		case err == nil:
+			m, err := dpsgd.Evaluate(ctx, net, held.X, held.Y)
+			if err != nil {
+				return nil, err
+			}
+			scores[i] = m.Accuracy
+		case errors.Is(err, dpsgd.ErrDiverged):
+			scores[i] = 0
+		default:
+			return nil, err
+		}
+		if progress != nil {
+			progress(i + 1)
+		}
+	}
+	return scores, nil
+}

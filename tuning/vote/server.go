@@ -1,0 +1,370 @@
+package vote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/dptune/dptune/tuning/vote/secagg"
+	pb "github.com/dptune/dptune/tuning/vote/votepb"
+)
+
+// ErrAborted is returned to every party of a round that ended without a
+// release: fewer survivors than the mechanism needs, a failed check, or the
+// server's context ending.
+var ErrAborted = errors.New("vote: round aborted, nothing released")
+
+// Server is DP-Hype's server as a gRPC service (pb.VoteServer): it admits
+// Job.Clients clients, relays the secure summation's rounds, announces the
+// argmax of the noisy sum, and averages the FedAvg rounds. It sees masked
+// vectors, the noisy sum, and the clients' parameters in FedAvg; never a
+// client's vote or scores.
+//
+// A round closes when every live client has sent its message; a client is
+// live while its Join stream is open, so a client process that dies is
+// dropped at once.
+type Server struct {
+	pb.UnimplementedVoteServer
+	job Job
+	// Progress, if set, is called (under the server's lock; keep it short)
+	// as the protocol advances.
+	Progress func(Event)
+
+	mu      sync.Mutex
+	agg     *secagg.Server
+	joined  int
+	live    map[int]bool
+	phases  map[string]*phase
+	done    chan struct{} // closed when Run returns; ends the Join streams
+	result  Outcome
+	u1      []secagg.Keys
+	u3      []int
+	global  []float32 // FedAvg's current average
+	updates map[int]map[int][]float32
+}
+
+// Event reports the server's progress.
+type Event struct {
+	Stage   string // "joined", "keys", "shares", "masked", "winner", "round", "dropped"
+	Client  int    // for "joined" and "dropped"
+	Round   int    // for "round"
+	Live    int
+	Winner  int
+	Message string
+}
+
+// Outcome is what a finished vote gives the curator.
+type Outcome struct {
+	Winner    int       // candidate index
+	Survivors []int     // U3: the clients whose noisy votes are in the sum
+	Answered  int       // clients that answered the unmasking
+	Params    []float32 // the final FedAvg model's parameters
+}
+
+type phase struct {
+	got    map[int]bool
+	closed chan struct{}
+	err    error
+	close  func() error // runs under mu when every live client has sent
+}
+
+// NewServer returns the server of job (which it checks).
+func NewServer(job Job) (*Server, error) {
+	if err := job.Check(); err != nil {
+		return nil, err
+	}
+	agg, err := secagg.NewServer(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: job.Space.Size()})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{job: job, agg: agg, live: map[int]bool{}, phases: map[string]*phase{},
+		done: make(chan struct{}), updates: map[int]map[int][]float32{}}, nil
+}
+
+func (s *Server) progress(e Event) {
+	e.Live = len(s.live)
+	if s.Progress != nil {
+		s.Progress(e)
+	}
+}
+
+// Join implements pb.VoteServer.
+func (s *Server) Join(_ *pb.JoinRequest, stream pb.Vote_JoinServer) error {
+	s.mu.Lock()
+	if s.joined >= s.job.Clients {
+		s.mu.Unlock()
+		return fmt.Errorf("vote: all %d clients have joined", s.job.Clients)
+	}
+	id := s.joined
+	s.joined++
+	s.live[id] = true
+	s.progress(Event{Stage: "joined", Client: id})
+	s.mu.Unlock()
+	defer s.drop(id)
+	b, err := json.Marshal(s.job)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&pb.Session{ClientId: int32(id), Job: b}); err != nil {
+		return err
+	}
+	select {
+	case <-stream.Context().Done():
+	case <-s.done:
+	}
+	return nil
+}
+
+// drop marks a client gone and closes any round that waited only for it.
+func (s *Server) drop(id int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.live[id] {
+		return
+	}
+	delete(s.live, id)
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.progress(Event{Stage: "dropped", Client: id})
+	for _, p := range s.phases {
+		s.tryClose(p)
+	}
+}
+
+// phaseLocked returns the named phase, creating it with its closer.
+func (s *Server) phaseLocked(name string, close func() error) *phase {
+	p, ok := s.phases[name]
+	if !ok {
+		p = &phase{got: map[int]bool{}, closed: make(chan struct{}), close: close}
+		s.phases[name] = p
+	}
+	if p.close == nil {
+		p.close = close
+	}
+	return p
+}
+
+func (s *Server) tryClose(p *phase) {
+	if p.close == nil {
+		return // only waited on so far
+	}
+	select {
+	case <-p.closed:
+		return
+	default:
+	}
+	for id := range s.live {
+		if !p.got[id] {
+			return
+		}
+	}
+	if s.joined < s.job.Clients {
+		return // clients still to join
+	}
+	p.err = p.close()
+	close(p.closed)
+}
+
+// submit records client id's message for the named phase (add runs under
+// the lock and may reject it), then waits for the phase to close.
+func (s *Server) submit(ctx context.Context, name string, id int, add func() error, close func() error) error {
+	s.mu.Lock()
+	p := s.phaseLocked(name, close)
+	if !s.live[id] {
+		s.mu.Unlock()
+		return fmt.Errorf("vote: client %d is not in the session", id)
+	}
+	if err := add(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	p.got[id] = true
+	s.tryClose(p)
+	s.mu.Unlock()
+	select {
+	case <-p.closed:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return ErrAborted
+	}
+}
+
+// AdvertiseKeys implements pb.VoteServer (secure summation round 0).
+func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, error) {
+	err := s.submit(ctx, "keys", int(m.ClientId), func() error {
+		return s.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey})
+	}, func() (err error) {
+		s.u1, err = s.agg.CloseKeys()
+		s.progress(Event{Stage: "keys"})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.KeyList{}
+	for _, k := range s.u1 {
+		out.Keys = append(out.Keys, &pb.Keys{ClientId: int32(k.ID), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey})
+	}
+	return out, nil
+}
+
+// ShareKeys implements pb.VoteServer (round 1).
+func (s *Server) ShareKeys(ctx context.Context, m *pb.Shares) (*pb.Inbox, error) {
+	id := int(m.ClientId)
+	err := s.submit(ctx, "shares", id, func() error {
+		return s.agg.AddShares(secagg.Shares{From: id, Ciphertext: fromPB(m.Ciphertext), Commitment: m.Commitment})
+	}, func() error {
+		_, err := s.agg.CloseShares()
+		s.progress(Event{Stage: "shares"})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	in, err := s.agg.SharesFor(id)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return &pb.Inbox{Ciphertext: toPB(in)}, nil
+}
+
+// MaskedInput implements pb.VoteServer (round 2). The round aborts if fewer
+// than the mechanism's MinSurvivors sent their vectors.
+func (s *Server) MaskedInput(ctx context.Context, m *pb.Masked) (*pb.Survivors, error) {
+	err := s.submit(ctx, "masked", int(m.ClientId), func() error {
+		return s.agg.AddMasked(secagg.Masked{From: int(m.ClientId), Y: m.Y})
+	}, func() (err error) {
+		if s.u3, err = s.agg.CloseMasked(); err != nil {
+			return fmt.Errorf("%w: %v", ErrAborted, err)
+		}
+		if len(s.u3) < s.job.Mechanism.MinSurvivors() {
+			return fmt.Errorf("%w: %d noisy votes arrived, the noise needs ⌈(1−f)n⌉ = %d", ErrAborted, len(s.u3), s.job.Mechanism.MinSurvivors())
+		}
+		s.result.Survivors = slices.Clone(s.u3)
+		s.progress(Event{Stage: "masked"})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &pb.Survivors{}
+	for _, id := range s.u3 {
+		out.ClientIds = append(out.ClientIds, int32(id))
+	}
+	return out, nil
+}
+
+// Unmask implements pb.VoteServer (round 3): when the survivors have
+// answered, the server sums, takes the argmax and announces it.
+func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, error) {
+	id := int(m.ClientId)
+	err := s.submit(ctx, "unmask", id, func() error {
+		return s.agg.AddUnmask(secagg.Unmask{From: id, SelfMask: fromPB(m.SelfMask), MaskKeys: fromPB(m.MaskKeys)})
+	}, func() error {
+		sum, err := s.agg.Sum()
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrAborted, err)
+		}
+		s.result.Winner = Winner(sum)
+		s.result.Answered = len(s.phases["unmask"].got)
+		s.progress(Event{Stage: "winner", Winner: s.result.Winner})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.Outcome{Winner: int32(s.result.Winner)}, nil
+}
+
+// Update implements pb.VoteServer: one FedAvg round. The new global model
+// is the plain average of the parameters the live clients sent.
+func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
+	id, r := int(m.ClientId), int(m.Round)
+	name := fmt.Sprintf("round-%d", r)
+	err := s.submit(ctx, name, id, func() error {
+		if r < 0 || r >= s.job.Final.Rounds {
+			return fmt.Errorf("vote: FedAvg round %d of %d", r, s.job.Final.Rounds)
+		}
+		if s.global != nil && len(m.Values) != len(s.global) || len(m.Values) == 0 {
+			return fmt.Errorf("vote: client %d sent %d parameters", id, len(m.Values))
+		}
+		if s.updates[r] == nil {
+			s.updates[r] = map[int][]float32{}
+		}
+		s.updates[r][id] = m.Values
+		return nil
+	}, func() error {
+		avg := make([]float64, len(m.Values))
+		for _, v := range s.updates[r] {
+			if len(v) != len(avg) {
+				return fmt.Errorf("%w: clients sent models of different sizes", ErrAborted)
+			}
+			for i, x := range v {
+				avg[i] += float64(x)
+			}
+		}
+		s.global = make([]float32, len(avg))
+		for i := range avg {
+			s.global[i] = float32(avg[i] / float64(len(s.updates[r])))
+		}
+		delete(s.updates, r)
+		s.progress(Event{Stage: "round", Round: r + 1})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &pb.Params{Round: int32(r), Values: s.global}, nil
+}
+
+// Wait blocks until the last FedAvg round closed (or a round aborted, or
+// ctx ended) and returns the outcome; it then ends every client's session.
+func (s *Server) Wait(ctx context.Context) (Outcome, error) {
+	defer close(s.done)
+	last := fmt.Sprintf("round-%d", s.job.Final.Rounds-1)
+	for _, name := range []string{"keys", "shares", "masked", "unmask", last} {
+		s.mu.Lock()
+		p := s.phaseLocked(name, nil)
+		s.mu.Unlock()
+		select {
+		case <-p.closed:
+			if p.err != nil {
+				return Outcome{}, p.err
+			}
+		case <-ctx.Done():
+			return Outcome{}, ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.result.Params = s.global
+	return s.result, nil
+}
+
+func fromPB(m map[int32][]byte) map[int][]byte {
+	out := make(map[int][]byte, len(m))
+	for k, v := range m {
+		out[int(k)] = v
+	}
+	return out
+}
+
+func toPB(m map[int][]byte) map[int32][]byte {
+	out := make(map[int32][]byte, len(m))
+	for k, v := range m {
+		out[int32(k)] = v
+	}
+	return out
+}
