@@ -25,6 +25,7 @@ type tuneFlags struct {
 	epochs, batchSize, valSize                     int
 	seed                                           uint64
 	doubling                                       doublingFlags
+	vote                                           voteFlags
 }
 
 func newTuneCmd() *cobra.Command {
@@ -61,7 +62,7 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop, gp or doubling")
+	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop, gp, doubling or vote (DP-Hype: client processes over gRPC)")
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
 	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file (default: the dataset's DP-HyPO grid)")
@@ -84,10 +85,14 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
 	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
 	addDoublingFlags(fl, &f.doubling)
+	addVoteFlags(fl, &f.vote)
 	return cmd
 }
 
 func runTune(cmd *cobra.Command, f tuneFlags) error {
+	if f.tuner == job.Vote {
+		return runVoteTune(cmd, f)
+	}
 	start := time.Now()
 	spec, err := f.spec(cmd)
 	if err != nil {
@@ -157,14 +162,14 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	spec := job.TuneSpec{Tuner: f.tuner, Epsilon: f.epsilon, Delta: f.delta, Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum,
 		Validation: f.validation, ValSize: f.valSize, ScoreNoise: f.score, Seed: seedFlag(cmd, f.seed), Budget: f.data.budget,
 		Label: fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), Diagnostics: f.diagnostics != "", Accountant: f.accountant}
-	var notMine []string
+	notMine := append([]string(nil), voteOnly...)
 	switch f.tuner {
 	case job.RandomStop, job.GP:
-		notMine = doublingFlagNames
+		notMine = append(notMine, doublingFlagNames...)
 	case job.Doubling:
-		notMine = []string{"C", "c", "tau", "beta", "eta", "mean-runs", "runs-dist", "validation", "public-val-dir", "score-noise", "diagnostics"}
+		notMine = append(notMine, "C", "c", "tau", "beta", "eta", "mean-runs", "runs-dist", "validation", "public-val-dir", "score-noise", "diagnostics")
 	default:
-		return spec, usagef("unknown --tuner %q (want randomstop, gp or doubling)", f.tuner)
+		return spec, usagef("unknown --tuner %q (want randomstop, gp, doubling or vote)", f.tuner)
 	}
 	for _, n := range notMine {
 		if ch(n) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/dptune/dptune/tuning/vote/secagg"
 	pb "github.com/dptune/dptune/tuning/vote/votepb"
@@ -29,6 +30,9 @@ var ErrAborted = errors.New("vote: round aborted, nothing released")
 type Server struct {
 	pb.UnimplementedVoteServer
 	job Job
+	// JoinTimeout, if positive, closes admissions that long after Wait
+	// starts: clients that have not joined by then count as dropped.
+	JoinTimeout time.Duration
 	// Progress, if set, is called (under the server's lock; keep it short)
 	// as the protocol advances.
 	Progress func(Event)
@@ -36,6 +40,7 @@ type Server struct {
 	mu      sync.Mutex
 	agg     *secagg.Server
 	joined  int
+	closed  bool // admissions closed
 	live    map[int]bool
 	phases  map[string]*phase
 	done    chan struct{} // closed when Run returns; ends the Join streams
@@ -94,7 +99,7 @@ func (s *Server) progress(e Event) {
 // Join implements pb.VoteServer.
 func (s *Server) Join(_ *pb.JoinRequest, stream pb.Vote_JoinServer) error {
 	s.mu.Lock()
-	if s.joined >= s.job.Clients {
+	if s.joined >= s.job.Clients || s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("vote: all %d clients have joined", s.job.Clients)
 	}
@@ -164,7 +169,7 @@ func (s *Server) tryClose(p *phase) {
 			return
 		}
 	}
-	if s.joined < s.job.Clients {
+	if s.joined < s.job.Clients && !s.closed {
 		return // clients still to join
 	}
 	p.err = p.close()
@@ -333,6 +338,17 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 // ctx ended) and returns the outcome; it then ends every client's session.
 func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 	defer close(s.done)
+	if s.JoinTimeout > 0 {
+		t := time.AfterFunc(s.JoinTimeout, func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.closed = true
+			for _, p := range s.phases {
+				s.tryClose(p)
+			}
+		})
+		defer t.Stop()
+	}
 	last := fmt.Sprintf("round-%d", s.job.Final.Rounds-1)
 	for _, name := range []string{"keys", "shares", "masked", "unmask", last} {
 		s.mu.Lock()

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/tuning"
+	"github.com/dptune/dptune/tuning/vote"
+)
+
+// voteFlags are the flags of --tuner vote.
+type voteFlags struct {
+	clients, votes, rounds, localEpochs int
+	voteEpsilon, dropout, alpha, clip   float64
+	finalTraining                       string
+}
+
+func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
+	fl.IntVar(&v.clients, "clients", 10, "vote: number of client processes (2 … 255)")
+	fl.IntVar(&v.votes, "votes-per-client", 3, "vote: ℓ, the candidates each client votes for")
+	fl.Float64Var(&v.voteEpsilon, "vote-epsilon", 1, "vote: the vote's client-level ε (part of --epsilon)")
+	fl.Float64Var(&v.dropout, "dropout", 0, "vote: fraction f of clients that may drop with the guarantee intact")
+	fl.Float64Var(&v.alpha, "split-alpha", 0, "vote: 0 for an IID split, else the Dirichlet concentration α of a non-IID split")
+	fl.IntVar(&v.localEpochs, "local-epochs", 1, "vote: epochs of each client's local (non-private) training of each candidate")
+	fl.StringVar(&v.finalTraining, "final-training", vote.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round) or non-private (the paper's setting; the model is NOT private)")
+	fl.IntVar(&v.rounds, "fedavg-rounds", 5, "vote: FedAvg rounds of the winner, one local epoch each")
+	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD")
+}
+
+// voteOnly are the flags --tuner vote takes besides the data flags.
+var voteOnly = []string{"clients", "votes-per-client", "vote-epsilon", "dropout", "split-alpha", "local-epochs", "final-training", "fedavg-rounds", "clip-norm"}
+
+// runVoteTune runs DP-Hype: this process is the server, and it starts
+// --clients client processes (dptune vote-client) on loopback.
+func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
+	start := time.Now()
+	allowed := map[string]bool{"tuner": true, "epsilon": true, "delta": true, "space": true, "batch-size": true, "seed": true, "out": true,
+		"dataset": true, "data-dir": true, "model": true, "nominal-size": true}
+	for _, n := range voteOnly {
+		allowed[n] = true
+	}
+	var bad error
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if !allowed[fl.Name] && bad == nil {
+			bad = usagef("--%s is not a --tuner vote option", fl.Name)
+		}
+	})
+	if bad != nil {
+		return bad
+	}
+	src, err := f.data.source(cmd)
+	if err != nil {
+		return err
+	}
+	v := f.vote
+	spec := job.VoteSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, VoteEpsilon: v.voteEpsilon, Clients: v.clients,
+		VotesPerClient: v.votes, Dropout: v.dropout, SplitAlpha: v.alpha, LocalEpochs: v.localEpochs, BatchSize: f.batchSize,
+		FinalTraining: v.finalTraining, Rounds: v.rounds, ClipNorm: v.clip, Seed: f.seed}
+	if f.space != "" {
+		if spec.Space, err = tuning.LoadSpace(f.space); err != nil {
+			return usageError{err}
+		}
+	}
+	plan, err := job.PlanVote(cmd.Context(), spec)
+	if err != nil {
+		return err
+	}
+	if err := job.CheckOut(f.out); err != nil {
+		return err
+	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
+		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, v.voteEpsilon,
+		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logs := filepath.Join(f.out, "clients")
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return err
+	}
+	var procs []*exec.Cmd
+	for i := range plan.Clients {
+		args := []string{"vote-client", "--server", lis.Addr().String(), "--dataset", f.data.dataset}
+		if f.data.dataDir != "" {
+			args = append(args, "--data-dir", f.data.dataDir)
+		}
+		p := exec.CommandContext(cmd.Context(), exe, args...)
+		log, err := os.Create(filepath.Join(logs, "client-"+strconv.Itoa(i+1)+".log"))
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		p.Stdout, p.Stderr = log, log
+		if err := p.Start(); err != nil {
+			return fmt.Errorf("starting client %d: %w", i+1, err)
+		}
+		procs = append(procs, p)
+	}
+	spec.Progress = func(e vote.Event) {
+		switch e.Stage {
+		case "joined":
+			fmt.Fprintf(w, "client %d joined (pid %d)\n", e.Client, procs[min(e.Client, len(procs)-1)].Process.Pid)
+		case "dropped":
+			fmt.Fprintf(w, "client %d dropped (%d live)\n", e.Client, e.Live)
+		case "keys", "shares":
+			fmt.Fprintf(w, "secure sum: round %s closed with %d live clients\n", e.Stage, e.Live)
+		case "masked":
+			fmt.Fprintf(w, "secure sum: noisy votes in from %d clients; unmasking\n", e.Live)
+		case "winner":
+			fmt.Fprintf(w, "winner: candidate %d; FedAvg starts\n", e.Winner)
+		case "round":
+			fmt.Fprintf(w, "FedAvg round %d/%d done\n", e.Round, plan.Final.Rounds)
+		}
+	}
+	rel, err := job.RunVote(cmd.Context(), spec, lis)
+	for _, p := range procs {
+		if werr := p.Wait(); werr != nil && err == nil {
+			fmt.Fprintf(w, "a client exited with %v (see %s)\n", werr, logs)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := rel.Save(f.out); err != nil {
+		return err
+	}
+	rep := rel.Report.(*job.VoteReport)
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "winner         %v\n", rep.Selected)
+	fmt.Fprintf(out, "test accuracy  %.2f%% (federated model, %d FedAvg rounds)\n", 100*rep.TestAccuracy, plan.Final.Rounds)
+	if rep.Epsilon != nil {
+		fmt.Fprintf(out, "ε (example)    %.3f at δ = %g: vote + final training, RDP\n", *rep.Epsilon, rep.Delta)
+	} else {
+		fmt.Fprintf(out, "ε (example)    unbounded: the final training is not private\n")
+	}
+	fmt.Fprintf(out, "vote ε         %.3f at δ = %g, client-level (replace one client), %d of %d clients in the sum\n", rep.VoteEpsilon, rep.Delta, rep.Survivors, rep.Clients)
+	fmt.Fprintf(out, "model_private  %v\n", rep.ModelPrivate)
+	fmt.Fprintf(w, "wall time      %.1f s; report in %s\n", time.Since(start).Seconds(), filepath.Join(f.out, "report.json"))
+	return nil
+}
+
+// newVoteClientCmd is one DP-Hype client process.
+func newVoteClientCmd() *cobra.Command {
+	var d dataFlags
+	var server string
+	cmd := &cobra.Command{
+		Use:   "vote-client",
+		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them)",
+		Long: `Joins the DP-Hype server at --server as one client holding --dataset's
+training data (its share is dealt by the server's public split), trains every
+candidate locally, sends its masked noisy vote, and takes part in FedAvg.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if server == "" {
+				return usagef("--server is required")
+			}
+			src, err := d.source(cmd)
+			if err != nil {
+				return err
+			}
+			w := cmd.ErrOrStderr()
+			rep, err := job.VoteClient(cmd.Context(), server, src, func(stage string, done, total int) {
+				fmt.Fprintf(w, "%s %d/%d\n", stage, done, total)
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "client %d (%d examples): winner %d\n", rep.ID, rep.Examples, rep.Winner)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&server, "server", "", "address of the DP-Hype server (HOST:PORT)")
+	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
+	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
+	return cmd
+}

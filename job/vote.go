@@ -1,0 +1,187 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
+	"github.com/dptune/dptune/tuning/vote"
+	pb "github.com/dptune/dptune/tuning/vote/votepb"
+)
+
+// Vote is the tuner name of DP-Hype.
+const Vote = "vote"
+
+// VoteSpec is one DP-Hype tuning: the vote over Space by Clients clients,
+// then FedAvg of the winner.
+type VoteSpec struct {
+	Data  Source
+	Space tuning.Space // vote.CheckSpace; default vote.MNISTSpace
+	// Epsilon and Delta are the total example-level budget of vote and
+	// final training; VoteEpsilon (< Epsilon) is the vote's client-level ε
+	// at Delta.
+	Epsilon, Delta, VoteEpsilon float64
+	Clients, VotesPerClient     int
+	Dropout                     float64 // f
+	SplitAlpha                  float64 // 0: IID; else Dirichlet(α)
+	LocalEpochs, BatchSize      int
+	FinalTraining               string // vote.FinalDPSGD or vote.FinalNonPrivate
+	Rounds                      int    // FedAvg rounds, one local epoch each
+	ClipNorm                    float64
+	Seed                        uint64 // public: the split and the initial parameters
+	// Progress, if set, receives the server's events (curator-side).
+	Progress func(vote.Event)
+}
+
+// VoteReport is report.json of a vote.
+type VoteReport struct {
+	Tuner         string             `json:"tuner"`
+	Selected      map[string]float64 `json:"selected"`
+	TestAccuracy  float64            `json:"test_accuracy"`
+	Epsilon       *float64           `json:"epsilon"` // example-level, vote + training; null when not private
+	Delta         float64            `json:"delta"`
+	VoteEpsilon   float64            `json:"vote_client_epsilon"` // the vote alone, client-level
+	ModelPrivate  bool               `json:"model_private"`
+	Clients       int                `json:"clients"`
+	Survivors     int                `json:"survivors"`
+	NoiseStddev   float64            `json:"vote_noise_stddev"`
+	FinalTraining string             `json:"final_training"`
+	Ledger        accounting.Ledger  `json:"ledger"`
+}
+
+// PlanVote checks s and returns the job every client will be sent: the
+// vote's noise calibrated to VoteEpsilon, the training's to the rest of
+// Epsilon. Errors wrap ErrInvalid.
+func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
+	if s.Space.Name == "" {
+		s.Space = vote.MNISTSpace
+	}
+	if err := vote.CheckSpace(s.Space); err != nil {
+		return vote.Job{}, invalidError{err: err, msg: err.Error()}
+	}
+	if err := accounting.CheckDelta(s.Delta); err != nil {
+		return vote.Job{}, invalidf("%v", err)
+	}
+	if !(s.VoteEpsilon > 0) || !(s.Epsilon > s.VoteEpsilon) || math.IsInf(s.Epsilon, 1) {
+		return vote.Job{}, invalidf("the vote's ε = %v must be positive and below the total ε = %v", s.VoteEpsilon, s.Epsilon)
+	}
+	if s.BatchSize < 1 || s.Rounds < 1 || s.LocalEpochs < 1 || !(s.ClipNorm > 0) {
+		return vote.Job{}, invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, s.Rounds, s.LocalEpochs, s.ClipNorm)
+	}
+	m, err := vote.Calibrate(ctx, vote.Mechanism{Clients: s.Clients, Candidates: s.Space.Size(), VotesPerClient: s.VotesPerClient,
+		Scale: vote.DefaultScale, Dropout: s.Dropout}, s.VoteEpsilon, s.Delta)
+	if err != nil {
+		return vote.Job{}, invalidf("%v", err)
+	}
+	j := vote.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,
+		SplitSeed: s.Seed, NominalN: s.Data.NominalN, HeldOut: 0.2, LocalEpochs: s.LocalEpochs, LocalBatchSize: s.BatchSize,
+		InitSeed: s.Seed, Mechanism: m, Threshold: max(2, m.MinSurvivors()),
+		Final: vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
+	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
+	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
+	if s.FinalTraining == vote.FinalDPSGD {
+		voteEvent := m.Event(m.MinSurvivors())
+		j.Final.NoiseMultiplier, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(sigma float64) accounting.Event {
+			return accounting.Composed{Events: []accounting.Event{voteEvent,
+				accounting.DPSGD(sigma, j.Final.SamplingRate, j.Final.Rounds*j.Final.StepsPerRound)}}
+		}, s.Epsilon, s.Delta)
+		if err != nil {
+			return j, invalidf("calibrating the final training: %v", err)
+		}
+	}
+	if err := j.Check(); err != nil {
+		return j, invalidError{err: err, msg: err.Error()}
+	}
+	return j, nil
+}
+
+// RunVote plans s, serves it on lis (clients connect with VoteClient) until
+// the last FedAvg round, evaluates the final model on the public test set
+// and returns the release: the winner, the model, and the ledger — the vote
+// (client-level, replace-one-client) composed with one client's training
+// (example-level). Only the winner of the noisy sum is released, never the
+// counts.
+func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error) {
+	j, err := PlanVote(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	_, test, err := s.Data.Load()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := vote.NewServer(j)
+	if err != nil {
+		return nil, err
+	}
+	srv.Progress = s.Progress
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20))
+	pb.RegisterVoteServer(g, srv)
+	go g.Serve(lis)
+	defer g.Stop()
+	out, err := srv.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ledger accounting.Ledger
+	ledger.Add("DP-Hype vote: distributed discrete Gaussian over the secure sum (client-level, replace-one-client)", j.Mechanism.Event(len(out.Survivors)))
+	ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", j.TrainingEvent())
+	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger}
+	voteEps, err := accounting.RDP{}.Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta)
+	if err != nil {
+		return nil, err
+	}
+	total, err := ledger.Spent(accounting.RDP{}, s.Delta)
+	if err != nil {
+		return nil, err
+	}
+	net, err := model.NewZero(j.Arch)
+	if err != nil {
+		return nil, err
+	}
+	copy(net.Params, out.Params)
+	m, err := dpsgd.Evaluate(ctx, net, test.X, test.Y)
+	if err != nil {
+		return nil, err
+	}
+	cand := j.Space.At(out.Winner)
+	rep := &VoteReport{Tuner: Vote, Selected: cand.Values, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
+		ModelPrivate: j.Final.Mode == vote.FinalDPSGD, Clients: j.Clients, Survivors: len(out.Survivors),
+		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
+	if rep.ModelPrivate && !math.IsInf(total.Epsilon, 1) {
+		e := total.Epsilon
+		rep.Epsilon, rel.Epsilon = &e, &e
+	}
+	rel.Model, rel.Selected, rel.Report = net, cand.Values, rep
+	rel.hyper = map[string]any{"tuner": Vote, "selected": cand.Values, "final_training": j.Final}
+	return rel, nil
+}
+
+// VoteClient joins the DP-Hype server at addr as one client holding src's
+// training data (its share is dealt by the job's public split), and takes
+// part until the end. progress, if set, is told what it is doing.
+func VoteClient(ctx context.Context, addr string, src Source, progress func(stage string, done, total int)) (vote.ClientReport, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		return vote.ClientReport{}, err
+	}
+	defer conn.Close()
+	c := &vote.Client{Progress: progress, Load: func(j vote.Job) (*data.Dataset, error) {
+		if j.Dataset != src.Name {
+			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
+		}
+		train, _, err := src.Load()
+		return train, err
+	}}
+	return c.Run(ctx, pb.NewVoteClient(conn))
+}
