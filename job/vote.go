@@ -124,7 +124,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	srv.Progress = s.Progress
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20), grpc.MaxSendMsgSize(64 << 20))
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
 	pb.RegisterVoteServer(g, srv)
 	go g.Serve(lis)
 	defer g.Stop()
