@@ -114,7 +114,7 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
 	spec.Progress = func(e vote.Event) {
 		switch e.Stage {
 		case "joined":
-			fmt.Fprintf(w, "client %d joined (pid %d)\n", e.Client, procs[min(e.Client, len(procs)-1)].Process.Pid)
+			fmt.Fprintf(w, "client %d joined\n", e.Client)
 		case "dropped":
 			fmt.Fprintf(w, "client %d dropped (%d live)\n", e.Client, e.Live)
 		case "keys", "shares":

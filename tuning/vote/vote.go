@@ -10,6 +10,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/dpsgd/noise"
+	"github.com/dptune/dptune/tuning/vote/secagg"
 )
 
 // Mechanism is the public description of one DP-Hype vote: n clients each
@@ -49,8 +50,8 @@ func (m Mechanism) LocalStddev() float64 {
 // range, or a sum that could wrap modulo 2^64 (see MaxWrapProbability).
 func (m Mechanism) Check() error {
 	switch {
-	case m.Clients < 2 || m.Clients > 255:
-		return fmt.Errorf("vote: %d clients: need 2 … 255", m.Clients)
+	case m.Clients < 2 || m.Clients > secagg.MaxClients:
+		return fmt.Errorf("vote: %d clients: need 2 … %d", m.Clients, secagg.MaxClients)
 	case m.Candidates < 1:
 		return fmt.Errorf("vote: no candidates")
 	case m.VotesPerClient < 1 || m.VotesPerClient > m.Candidates:
