@@ -55,7 +55,16 @@ type VoteReport struct {
 	Survivors     int                `json:"survivors"`
 	NoiseStddev   float64            `json:"vote_noise_stddev"`
 	FinalTraining string             `json:"final_training"`
+	Traffic       Traffic            `json:"client_bytes_sent"`
 	Ledger        accounting.Ledger  `json:"ledger"`
+}
+
+// Traffic is what the clients sent the server, counted as gRPC payload
+// bytes on the wire (one connection per client). It depends only on public
+// sizes: the masked vectors are uniform words whatever the votes.
+type Traffic struct {
+	MaxSent   int64 `json:"max_per_client"`
+	TotalSent int64 `json:"total"`
 }
 
 // PlanVote checks s and returns the job every client will be sent: the
@@ -124,7 +133,8 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	srv.Progress = s.Progress
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	var meter trafficMeter
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)
 	go g.Serve(lis)
 	defer g.Stop()
@@ -133,7 +143,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	var ledger accounting.Ledger
-	ledger.Add("DP-Hype vote: distributed discrete Gaussian over the secure sum (client-level, replace-one-client)", j.Mechanism.Event(len(out.Survivors)))
+	ledger.Add(fmt.Sprintf("DP-Hype vote: distributed discrete Gaussian over the secure sum of %d of %d clients' noisy votes (client-level, replace-one-client)", len(out.Survivors), j.Clients), j.Mechanism.Event(len(out.Survivors)))
 	ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", j.TrainingEvent())
 	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger}
 	voteEps, err := accounting.RDP{}.Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta)
@@ -156,7 +166,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	cand := j.Space.At(out.Winner)
 	rep := &VoteReport{Tuner: Vote, Selected: cand.Values, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
 		ModelPrivate: j.Final.Mode == vote.FinalDPSGD, Clients: j.Clients, Survivors: len(out.Survivors),
-		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
+		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Traffic: meter.traffic(), Ledger: ledger}
 	if rep.ModelPrivate && !math.IsInf(total.Epsilon, 1) {
 		e := total.Epsilon
 		rep.Epsilon, rel.Epsilon = &e, &e

@@ -40,9 +40,8 @@ func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
 var voteOnly = []string{"clients", "votes-per-client", "vote-epsilon", "dropout", "split-alpha", "local-epochs", "final-training", "fedavg-rounds", "clip-norm"}
 
 // runVoteTune runs DP-Hype: this process is the server, and it starts
-// --clients client processes (dptune vote-client) on loopback.
+// --clients client processes (dptune vote client) on loopback.
 func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
-	start := time.Now()
 	allowed := map[string]bool{"tuner": true, "epsilon": true, "delta": true, "space": true, "batch-size": true, "seed": true, "out": true,
 		"dataset": true, "data-dir": true, "model": true, "nominal-size": true}
 	for _, n := range voteOnly {
@@ -56,6 +55,16 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
 	})
 	if bad != nil {
 		return bad
+	}
+	return serveVote(cmd, f, "127.0.0.1:0", true)
+}
+
+// serveVote plans the vote of f, serves it on listen and, if spawn, starts
+// the clients on this machine; then saves and prints the release.
+func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error {
+	start := time.Now()
+	if f.data.budget != "" {
+		return usagef("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
 	}
 	src, err := f.data.source(cmd)
 	if err != nil {
@@ -81,35 +90,19 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
 	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
 		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, v.voteEpsilon,
 		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := net.Listen("tcp", listen)
 	if err != nil {
-		return err
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+		return usagef("--listen %s: %v", listen, err)
 	}
 	logs := filepath.Join(f.out, "clients")
-	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return err
-	}
 	var procs []*exec.Cmd
-	for i := range plan.Clients {
-		args := []string{"vote-client", "--server", lis.Addr().String(), "--dataset", f.data.dataset}
-		if f.data.dataDir != "" {
-			args = append(args, "--data-dir", f.data.dataDir)
-		}
-		p := exec.CommandContext(cmd.Context(), exe, args...)
-		log, err := os.Create(filepath.Join(logs, "client-"+strconv.Itoa(i+1)+".log"))
-		if err != nil {
+	if spawn {
+		if procs, err = startVoteClients(cmd, f, lis.Addr().String(), logs, plan.Clients); err != nil {
+			lis.Close()
 			return err
 		}
-		defer log.Close()
-		p.Stdout, p.Stderr = log, log
-		if err := p.Start(); err != nil {
-			return fmt.Errorf("starting client %d: %w", i+1, err)
-		}
-		procs = append(procs, p)
+	} else {
+		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name)
 	}
 	spec.Progress = func(e vote.Event) {
 		switch e.Stage {
@@ -150,8 +143,83 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	fmt.Fprintf(out, "vote ε         %.3f at δ = %g, client-level (replace one client), %d of %d clients in the sum\n", rep.VoteEpsilon, rep.Delta, rep.Survivors, rep.Clients)
 	fmt.Fprintf(out, "model_private  %v\n", rep.ModelPrivate)
+	fmt.Fprintf(out, "bytes sent     %d per client at most (%d in all, gRPC payloads)\n", rep.Traffic.MaxSent, rep.Traffic.TotalSent)
 	fmt.Fprintf(w, "wall time      %.1f s; report in %s\n", time.Since(start).Seconds(), filepath.Join(f.out, "report.json"))
 	return nil
+}
+
+// startVoteClients starts n dptune vote client processes for server,
+// logging to dir/client-i.log. They stop with cmd's context.
+func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int) ([]*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var procs []*exec.Cmd
+	for i := range n {
+		args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset}
+		if f.data.dataDir != "" {
+			args = append(args, "--data-dir", f.data.dataDir)
+		}
+		p := exec.CommandContext(cmd.Context(), exe, args...)
+		log, err := os.Create(filepath.Join(dir, "client-"+strconv.Itoa(i+1)+".log"))
+		if err != nil {
+			return procs, err
+		}
+		p.Stdout, p.Stderr = log, log
+		err = p.Start()
+		log.Close() // the child holds its own descriptor
+		if err != nil {
+			return procs, fmt.Errorf("starting client %d: %w", i+1, err)
+		}
+		procs = append(procs, p)
+	}
+	return procs, nil
+}
+
+// newVoteCmd is dptune vote: the DP-Hype server and client on their own,
+// for clients on other machines.
+func newVoteCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vote",
+		Short: "DP-Hype's server and client as separate processes (dptune tune --tuner vote runs both on one machine)",
+	}
+	cmd.AddCommand(newVoteServeCmd(), newVoteClientCmd())
+	return cmd
+}
+
+// newVoteServeCmd is the DP-Hype server waiting for clients started elsewhere.
+func newVoteServeCmd() *cobra.Command {
+	var f tuneFlags
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve one DP-Hype vote and FedAvg of the winner to --clients clients",
+		Long: `serve plans the vote (the same flags as dptune tune --tuner vote), listens on
+--listen, and waits for --clients processes of dptune vote client to join; it
+saves the release in --out when the last FedAvg round is done. The transport
+is plaintext gRPC: across machines, put it behind TLS or a private network
+(the secure sum protects the votes from the server, not from the wire's
+observers of the FedAvg parameters).`,
+		Example: `  dptune vote serve --listen 0.0.0.0:7070 --clients 5 --epsilon 3 --out out/vote
+  dptune vote client --server HOST:7070 --dataset mnist   # on each of 5 machines`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serveVote(cmd, f, listen, false) },
+	}
+	fl := cmd.Flags()
+	addDataFlags(fl, &f.data)
+	fl.StringVar(&listen, "listen", "127.0.0.1:7070", "address to serve on (HOST:PORT)")
+	fl.Float64Var(&f.epsilon, "epsilon", 3, "total example-level ε of vote and final training")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
+	fl.StringVar(&f.space, "space", "", "search space: a .json file (default: mnist-vote, 24 candidates)")
+	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of local training")
+	fl.Uint64Var(&f.seed, "seed", 0, "public seed of the split and the initial parameters")
+	fl.StringVar(&f.out, "out", "out/vote", "where the model and report.json go")
+	addVoteFlags(fl, &f.vote)
+	return cmd
 }
 
 // newVoteClientCmd is one DP-Hype client process.
@@ -159,8 +227,8 @@ func newVoteClientCmd() *cobra.Command {
 	var d dataFlags
 	var server string
 	cmd := &cobra.Command{
-		Use:   "vote-client",
-		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them)",
+		Use:   "client",
+		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them on this machine)",
 		Long: `Joins the DP-Hype server at --server as one client holding --dataset's
 training data (its share is dealt by the server's public split), trains every
 candidate locally, sends its masked noisy vote, and takes part in FedAvg.`,

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/tuning"
+	"github.com/dptune/dptune/tuning/vote"
+)
+
+// TestMain lets a test start this binary as dptune itself: with
+// DPTUNE_TEST_MAIN=1 it runs main with the given arguments (the vote tests'
+// client processes).
+func TestMain(m *testing.M) {
+	if os.Getenv("DPTUNE_TEST_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// writeMNIST writes n training and n/4 test images in MNIST's IDX format to
+// a new directory: noise with a label-dependent bright row, enough to learn.
+func writeMNIST(t *testing.T, n int) string {
+	t.Helper()
+	dir := t.TempDir()
+	r := rand.New(rand.NewPCG(1, 2))
+	write := func(prefix string, n int) {
+		img := binary.BigEndian.AppendUint32(nil, 2051)
+		img = binary.BigEndian.AppendUint32(img, uint32(n))
+		img = binary.BigEndian.AppendUint32(img, 28)
+		img = binary.BigEndian.AppendUint32(img, 28)
+		lab := binary.BigEndian.AppendUint32(nil, 2049)
+		lab = binary.BigEndian.AppendUint32(lab, uint32(n))
+		for range n {
+			y := r.IntN(10)
+			lab = append(lab, byte(y))
+			for p := range 28 * 28 {
+				v := byte(r.IntN(64))
+				if p/28 == 2*y+4 {
+					v = 255
+				}
+				img = append(img, v)
+			}
+		}
+		for name, b := range map[string][]byte{prefix + "-images-idx3-ubyte": img, prefix + "-labels-idx1-ubyte": lab} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("train", n)
+	write("t10k", n/4)
+	return dir
+}
+
+// killedClientVote runs a vote with real `dptune vote client` processes on
+// loopback and SIGKILLs one of them as soon as the secure sum's round 1
+// (the key shares) has closed: the client is then training its candidates
+// and has not yet sent its noisy vote, so the server must unmask it as a
+// dropout.
+func killedClientVote(t *testing.T, clients int, dropout float64) (*job.Release, error) {
+	t.Helper()
+	dir := writeMNIST(t, 480)
+	src, err := job.Dataset("mnist", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = src.WithNominalSize(480)
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.1}}}}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var procs []*exec.Cmd
+	for range clients {
+		p := exec.CommandContext(ctx, os.Args[0], "vote", "client", "--server", lis.Addr().String(), "--dataset", "mnist", "--data-dir", dir)
+		p.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	var once sync.Once
+	killed := make(chan error, 1)
+	spec := job.VoteSpec{Data: src, Space: space, Epsilon: 20, Delta: 1e-5, VoteEpsilon: 5, Clients: clients, VotesPerClient: 1,
+		Dropout: dropout, LocalEpochs: 1, BatchSize: 64, FinalTraining: vote.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
+		Progress: func(e vote.Event) {
+			if e.Stage == "shares" {
+				once.Do(func() {
+					err := procs[0].Process.Kill()
+					if err == nil {
+						_, err = procs[0].Process.Wait()
+					}
+					killed <- err
+				})
+			}
+		}}
+	rel, err := job.RunVote(ctx, spec, lis)
+	select {
+	case kerr := <-killed:
+		if kerr != nil {
+			t.Fatalf("killing a client: %v", kerr)
+		}
+	default:
+		t.Fatal("no client was killed: round 1 never closed")
+	}
+	for i, p := range procs[1:] {
+		done := make(chan error, 1)
+		go func() { done <- p.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("client process %d did not exit after the vote ended", i+2)
+			p.Process.Kill()
+		}
+	}
+	return rel, err
+}
+
+// With f = 1/4 of 4 clients tolerated, killing one client mid-protocol
+// leaves 3 = ⌈(1−f)n⌉: the round completes with their sum, the ledger's
+// vote event has 3 summands, and the vote's ε stays within its target.
+func TestVoteSurvivesKilledClientProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts client processes")
+	}
+	rel, err := killedClientVote(t, 4, 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := rel.Report.(*job.VoteReport)
+	if rep.Survivors != 3 || rep.Clients != 4 {
+		t.Fatalf("survivors %d of %d, want 3 of 4", rep.Survivors, rep.Clients)
+	}
+	ev, ok := rep.Ledger.Entries[0].Event.(accounting.DistributedDiscreteGaussian)
+	if !ok || ev.Summands != 3 || !strings.Contains(rep.Ledger.Entries[0].Label, "3 of 4") {
+		t.Fatalf("ledger's vote entry %q: %#v", rep.Ledger.Entries[0].Label, rep.Ledger.Entries[0].Event)
+	}
+	if rep.VoteEpsilon > 5*(1+1e-6) {
+		t.Fatalf("vote ε = %v with 3 survivors, above the target 5", rep.VoteEpsilon)
+	}
+	if rep.Epsilon == nil || *rep.Epsilon > 20*(1+1e-6) {
+		t.Fatalf("total ε %v, want ≤ 20", rep.Epsilon)
+	}
+	if rep.Traffic.MaxSent <= 0 || rep.Traffic.TotalSent < 3*rep.Traffic.MaxSent/2 {
+		t.Fatalf("traffic %+v", rep.Traffic)
+	}
+}
+
+// With f = 0 the same kill aborts the round: RunVote returns ErrAborted and
+// nothing is released.
+func TestVoteAbortsOnKilledClientProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts client processes")
+	}
+	rel, err := killedClientVote(t, 3, 0)
+	if !errors.Is(err, vote.ErrAborted) || rel != nil {
+		t.Fatalf("release %v, error %v; want ErrAborted and nothing", rel, err)
+	}
+}
