@@ -86,12 +86,21 @@ func PlotPerSample(rep PerSampleReport, path string) error {
 
 // savePair draws two plots side by side into a PNG at path.
 func savePair(left, right *plot.Plot, path string) error {
-	img := vgimg.NewWith(vgimg.UseWH(vg.Points(900), vg.Points(380)), vgimg.UseBackgroundColor(color.White))
+	return savePanels([][]*plot.Plot{{left, right}}, vg.Points(900), vg.Points(380), path)
+}
+
+// savePanels draws a grid of plots (rows of equal length) into a w × h PNG
+// at path.
+func savePanels(rows [][]*plot.Plot, w, h vg.Length, path string) error {
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
-	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
-	left.Draw(canvases[0][0])
-	right.Draw(canvases[0][1])
+	tiles := draw.Tiles{Rows: len(rows), Cols: len(rows[0]), PadX: vg.Points(20), PadY: vg.Points(20), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
+	canvases := plot.Align(rows, tiles, dc)
+	for i, row := range rows {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err

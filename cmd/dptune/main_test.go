@@ -93,6 +93,19 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"bench", "persample", "--batch-size", "70000"},
 		{"bench", "persample", "--plot", "out.jpg"},
 		{"bench", "persample", "--dataset", "cifar10"},
+		{"bench", "vote", "--reps", "0"},
+		{"bench", "vote", "--clients", "1"},
+		{"bench", "vote", "--clients", "300"},
+		{"bench", "vote", "--alphas", "-1"},
+		{"bench", "vote", "--epsilons", "0"},
+		{"bench", "vote", "--votes-per-client", "25"},
+		{"bench", "vote", "--subset", "-5"},
+		{"bench", "vote", "--space", "missing.json"},
+		{"vote", "serve", "--budget", "b.json"},
+		{"vote", "serve", "--clients", "1"},
+		{"vote", "serve", "--vote-epsilon", "5", "--epsilon", "3"},
+		{"vote", "serve", "--listen", "256.0.0.1:99999"},
+		{"vote", "client"},
 	}
 	for _, args := range cases {
 		start := time.Now()

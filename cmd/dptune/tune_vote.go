@@ -86,14 +86,14 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	if err := job.CheckOut(f.out); err != nil {
 		return err
 	}
-	w := cmd.ErrOrStderr()
-	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
-		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, v.voteEpsilon,
-		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
 		return usagef("--listen %s: %v", listen, err)
 	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
+		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, v.voteEpsilon,
+		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
 	logs := filepath.Join(f.out, "clients")
 	var procs []*exec.Cmd
 	if spawn {

@@ -75,19 +75,15 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	if err != nil {
 		return rep, err
 	}
-	shares, err := data.SplitClients(all, job.Clients, job.SplitAlpha, mrand.New(mrand.NewPCG(job.SplitSeed, 0)))
+	shares, err := job.Shares(all)
 	if err != nil {
 		return rep, err
 	}
 	mine := shares[id]
 	rep.Examples = mine.N
-	nHeld := max(1, int(job.HeldOut*float64(mine.N)))
-	if mine.N < nHeld+1 {
-		return rep, fmt.Errorf("vote: client %d has %d examples, too few to hold some out", id, mine.N)
-	}
-	train, held, err := data.Split(mine, nHeld, c.rng("held-out"))
+	train, held, err := job.HoldOut(mine, c.rng("held-out"))
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("vote: client %d: %w", id, err)
 	}
 
 	// Round 0 and 1 of the secure sum before the long local training, so a

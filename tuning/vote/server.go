@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -309,18 +310,9 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 		s.updates[r][id] = m.Values
 		return nil
 	}, func() error {
-		avg := make([]float64, len(m.Values))
-		for _, v := range s.updates[r] {
-			if len(v) != len(avg) {
-				return fmt.Errorf("%w: clients sent models of different sizes", ErrAborted)
-			}
-			for i, x := range v {
-				avg[i] += float64(x)
-			}
-		}
-		s.global = make([]float32, len(avg))
-		for i := range avg {
-			s.global[i] = float32(avg[i] / float64(len(s.updates[r])))
+		var err error
+		if s.global, err = average(slices.Collect(maps.Values(s.updates[r]))); err != nil {
+			return err
 		}
 		delete(s.updates, r)
 		s.progress(Event{Stage: "round", Round: r + 1})

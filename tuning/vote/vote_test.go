@@ -231,3 +231,37 @@ func TestVoteDropout(t *testing.T) {
 		t.Errorf("f = 0 with a dropout: %+v, %v; want ErrAborted", out, err)
 	}
 }
+
+// Theorem V.1 with one good and one bad candidate is exact: the good one
+// wins iff Z_b − Z_g < Δ, probability Φ(Δ/(√2σ)); with more bad candidates
+// a Monte Carlo estimate of the argmax's success never falls below it.
+func TestGoodSelectionBound(t *testing.T) {
+	sigma := 3.0
+	if got, want := GoodSelectionBound([]float64{10, 6}, []bool{true, false}, sigma), 0.5*math.Erfc(-4/(math.Sqrt2*sigma*math.Sqrt2)); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("two candidates: bound %v, want Φ(Δ/(√2σ)) = %v", got, want)
+	}
+	if GoodSelectionBound([]float64{1, 2}, []bool{true, true}, sigma) != 1 || GoodSelectionBound([]float64{1, 2}, []bool{false, false}, sigma) != 0 {
+		t.Fatal("all good must give 1, none good 0")
+	}
+	counts := []float64{20, 18, 9, 7, 5, 3, 2, 0}
+	good := []bool{true, true, false, false, false, false, false, false}
+	bound := GoodSelectionBound(counts, good, sigma)
+	r := rand.New(rand.NewPCG(4, 4))
+	const trials = 200000
+	wins := 0
+	for range trials {
+		best, arg := math.Inf(-1), 0
+		for i, c := range counts {
+			if v := c + sigma*r.NormFloat64(); v > best {
+				best, arg = v, i
+			}
+		}
+		if good[arg] {
+			wins++
+		}
+	}
+	p := float64(wins) / trials
+	if bound < 0.5 || p < bound-3*math.Sqrt(p*(1-p)/trials) {
+		t.Fatalf("bound %v, simulated success %v", bound, p)
+	}
+}

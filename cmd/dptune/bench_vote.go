@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/tuning"
+	"github.com/dptune/dptune/tuning/vote"
+)
+
+type benchVoteFlags struct {
+	data                              dataFlags
+	out, space                        string
+	simOnly                           bool
+	simReps, reps, subset, alphaN     int
+	votes, localEpochs, batch, rounds int
+	clients                           []int
+	alphas, epsilons, dpsgdEps        []float64
+	delta, clip                       float64
+	seed                              uint64
+}
+
+func newBenchVoteCmd() *cobra.Command {
+	var f benchVoteFlags
+	cmd := &cobra.Command{
+		Use:   "vote",
+		Short: "DP-Hype's figures: the vote simulation (Figure 2, Theorem V.1) and Opt / RandGuess / DP-Hype on real data",
+		Long: `vote reproduces DP-Hype (Figure 2's simulation with Theorem V.1's bound
+overlaid; Figures 5 and 6 on real data) into --out.
+
+The real-data part splits a public subset of the training set (--subset)
+among n clients (IID for each --clients, Dirichlet(α) with --alpha-clients
+clients for each --alphas), has every client train every candidate of the
+space locally and score it on its held-out fifth, and trains every candidate
+by FedAvg for its test accuracy (Opt: the best; RandGuess: the mean). Both
+are cached in --out, so a rerun costs only the votes: --reps votes per ε,
+each with the mechanism's own calibrated discrete Gaussian shares, scored by
+the winner's federated accuracy. The paper's figures use non-private
+federated training; the dp-sgd figure repeats the IID setting with
+--alpha-clients clients at the total example-level ε of --dpsgd-epsilons
+(half of each for the vote).`,
+		Example: `  dptune bench vote --out out/bench-vote
+  dptune bench vote --sim-only --out out/vote-sim`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchVote(cmd, f) },
+	}
+	fl := cmd.Flags()
+	addDataFlags(fl, &f.data)
+	fl.StringVar(&f.out, "out", "out/bench-vote", "directory for figures (PNG), vote.json, CSV and the cache")
+	fl.StringVar(&f.space, "space", "", "candidate grid: a .json file (default: mnist-vote)")
+	fl.BoolVar(&f.simOnly, "sim-only", false, "only the simulation (Figure 2)")
+	fl.IntVar(&f.simReps, "sim-reps", 1000, "repetitions per simulation point")
+	fl.IntVar(&f.reps, "reps", 1000, "votes per real-data point")
+	fl.IntVar(&f.subset, "subset", 12000, "training examples used (a fixed public subset; 0: all)")
+	fl.IntSliceVar(&f.clients, "clients", []int{5, 10, 20}, "n of the IID settings")
+	fl.Float64SliceVar(&f.alphas, "alphas", []float64{0.1, 0.5, 1}, "Dirichlet α of the non-IID settings")
+	fl.IntVar(&f.alphaN, "alpha-clients", 10, "n of the non-IID settings and of the dp-sgd figure")
+	fl.Float64SliceVar(&f.epsilons, "epsilons", []float64{0.5, 1, 2, 5}, "the vote's client-level ε")
+	fl.Float64SliceVar(&f.dpsgdEps, "dpsgd-epsilons", []float64{2, 4, 8}, "total example-level ε of the dp-sgd figure (none: skip it)")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "δ")
+	fl.IntVar(&f.votes, "votes-per-client", 5, "ℓ (the paper's choice: 5)")
+	fl.IntVar(&f.localEpochs, "local-epochs", 1, "epochs of each client's local training of each candidate")
+	fl.IntVar(&f.batch, "batch-size", 64, "batch size of local and federated training")
+	fl.IntVar(&f.rounds, "fedavg-rounds", 3, "FedAvg rounds, one local epoch each")
+	fl.Float64Var(&f.clip, "clip-norm", 1, "clipping norm of the dp-sgd final training")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the subset, splits, training and votes")
+	return cmd
+}
+
+func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
+	switch {
+	case f.simReps < 1 || f.reps < 1:
+		return usagef("--sim-reps and --reps must be at least 1")
+	case f.subset < 0:
+		return usagef("--subset %d is negative", f.subset)
+	case len(f.epsilons) == 0:
+		return usagef("--epsilons needs at least one ε")
+	case f.votes < 1 || f.localEpochs < 1 || f.batch < 1 || f.rounds < 1 || !(f.clip > 0):
+		return usagef("--votes-per-client, --local-epochs, --batch-size, --fedavg-rounds and --clip-norm must be positive")
+	case f.alphaN < 2 || f.alphaN > 255:
+		return usagef("--alpha-clients %d: need 2 … 255", f.alphaN)
+	}
+	for _, n := range f.clients {
+		if n < 2 || n > 255 {
+			return usagef("--clients %d: need 2 … 255", n)
+		}
+	}
+	for _, a := range f.alphas {
+		if !(a > 0) || a > 1e6 {
+			return usagef("--alphas %v: need 0 < α ≤ 1e6", a)
+		}
+	}
+	for _, e := range append(append([]float64{}, f.epsilons...), f.dpsgdEps...) {
+		if err := accounting.CheckEpsilon(e); err != nil {
+			return usagef("ε = %v: %v", e, err)
+		}
+	}
+	if err := accounting.CheckDelta(f.delta); err != nil {
+		return usagef("--delta: %v", err)
+	}
+	sim := bench.DefaultVoteSim
+	sim.Reps, sim.Delta, sim.Seed = f.simReps, f.delta, f.seed
+	var real *bench.VoteRealConfig
+	w := cmd.ErrOrStderr()
+	if !f.simOnly {
+		src, err := f.data.source(cmd)
+		if err != nil {
+			return err
+		}
+		space := vote.MNISTSpace
+		if f.space != "" {
+			if space, err = tuning.LoadSpace(f.space); err != nil {
+				return usageError{err}
+			}
+		}
+		if err := vote.CheckSpace(space); err != nil {
+			return usageError{err}
+		}
+		if f.votes > space.Size() {
+			return usagef("--votes-per-client %d exceeds the %d candidates", f.votes, space.Size())
+		}
+		last := ""
+		real = &bench.VoteRealConfig{Source: src, Space: space, Subset: f.subset, IIDClients: f.clients, Alphas: f.alphas, AlphaClients: f.alphaN,
+			Epsilons: f.epsilons, Delta: f.delta, VotesPerClient: f.votes, LocalEpochs: f.localEpochs, BatchSize: f.batch,
+			Rounds: f.rounds, ClipNorm: f.clip, DPSGDEpsilons: f.dpsgdEps, Reps: f.reps, Seed: f.seed, CacheDir: f.out,
+			Progress: func(stage string, done, total int) {
+				if stage != last && last != "" {
+					fmt.Fprintln(w)
+				}
+				last = stage
+				fmt.Fprintf(w, "\r%s: %d/%d", stage, done, total)
+			}}
+	}
+	fmt.Fprintf(w, "simulation: Figure 2, %d repetitions per point\n", sim.Reps)
+	rep, err := bench.Vote(cmd.Context(), f.out, sim, real)
+	fmt.Fprintln(w)
+	if err != nil {
+		return err
+	}
+	printVoteReport(cmd.OutOrStdout(), rep)
+	fmt.Fprintf(w, "wall time %.0f s; figures and vote.json in %s\n", rep.Seconds, f.out)
+	return nil
+}
+
+func printVoteReport(out io.Writer, rep bench.VoteReport) {
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Figure 2 (simulation)\tloss sd\t|G|\tℓ\tε\tσ (votes)\tP(good)\t± 95%%\tTheorem V.1 bound\n")
+	for _, p := range rep.Simulation {
+		fmt.Fprintf(tw, "%s\t%g\t%d\t%d\t%g\t%.1f\t%.3f\t%.3f\t%.3f\n", p.Figure, p.LossStddev, p.Good, p.VotesPerClient, p.Epsilon, p.NoiseStddev, p.Success, p.CI95, p.Bound)
+	}
+	tw.Flush()
+	if len(rep.Real) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(tw, "real data\tfinal training\tn\tα\tε\tvote ε\tσ (votes)\tOpt\tRandGuess\tDP-Hype\t± 95%%\n")
+	for _, p := range rep.Real {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%g\t%g\t%.1f\t%.4f\t%.4f\t%.4f\t%.4f\n", p.Setting, p.FinalTraining, p.Clients, p.Alpha, p.Epsilon, p.VoteEpsilon,
+			p.NoiseStddev, p.Opt, p.RandGuess, p.DPHype, p.CI95)
+	}
+	tw.Flush()
+}
