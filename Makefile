@@ -22,7 +22,7 @@ build: deps
 # δ = 1e-5, expected batch 512, C = 0.1 (σ is calibrated to meet ε); the
 # README says how the settings were chosen.
 run: build
-	./$(BIN) train --dataset mnist --model tb-mnist --epsilon 3 --delta 1e-5 --batch-size 512 --clip-norm 0.1 --lr 1 --momentum 0.9 --epochs 20 --out out/mnist
+	./$(BIN) train --dataset mnist --model tb-mnist --epsilon 3 --delta 1e-5 --batch-size 1024 --clip-norm 0.1 --lr 2 --momentum 0.9 --epochs 30 --out out/mnist
 
 # Unit and integration tests, then a short run of each fuzz target.
 test: deps

@@ -236,7 +236,7 @@ func plotVoteSim(pts []VoteSimPoint, cfg VoteSimConfig, dir string) error {
 		l.Dashes = []vg.Length{vg.Points(1), vg.Points(3)}
 		p.Add(l)
 		p.Legend.Add("random guess", l)
-		p.Legend.Top = true
+		p.Legend.Top, p.Legend.Left = false, false
 		b = append(b, p)
 	}
 	return savePanels([][]*plot.Plot{b}, vg.Points(1200), vg.Points(380), filepath.Join(dir, "figure2b.png"))
