@@ -142,7 +142,7 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 		for _, e := range cfg.DPSGDEpsilons {
 			spec.FinalTraining, spec.Epsilon, spec.VoteEpsilon = vote.FinalDPSGD, e, e/2
 			label := "dp-sgd eps=" + strconv.FormatFloat(e, 'g', -1, 64)
-			acc, err := federatedAccuracies(ctx, cfg, spec, test, c, label)
+			acc, err := federatedAccuracies(ctx, cfg, spec, test, shares, c, label)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -205,28 +205,17 @@ func voteSetting(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, tes
 		}
 		progress(cfg, fmt.Sprintf("local scores (n = %d, α = %g)", plan.Clients, plan.SplitAlpha), i+1, len(shares))
 	}
-	if _, err := federatedAccuracies(ctx, cfg, spec, test, c, vote.FinalNonPrivate); err != nil {
+	if _, err := federatedAccuracies(ctx, cfg, spec, test, shares, c, vote.FinalNonPrivate); err != nil {
 		return nil, nil, err
 	}
 	return c, shares, nil
 }
 
-// federatedAccuracies trains every candidate by FedAvg as spec's final
-// training says and records its test accuracy under label in c (a diverged
-// training counts as guessing, 1/classes).
-func federatedAccuracies(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, test *data.Dataset, c *voteCache, label string) ([]float64, error) {
-	if spec.VoteEpsilon == 0 {
-		spec.VoteEpsilon, spec.Epsilon = 1, 2
-	}
+// federatedAccuracies trains every candidate by FedAvg on the clients'
+// shares as spec's final training says and records its test accuracy under
+// label in c (a diverged training counts as guessing, 1/classes).
+func federatedAccuracies(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, test *data.Dataset, shares []*data.Dataset, c *voteCache, label string) ([]float64, error) {
 	plan, err := job.PlanVote(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	train, _, err := spec.Data.Load()
-	if err != nil {
-		return nil, err
-	}
-	shares, err := plan.Shares(train)
 	if err != nil {
 		return nil, err
 	}
