@@ -34,10 +34,12 @@ type VoteSpec struct {
 	Dropout                     float64 // f
 	SplitAlpha                  float64 // 0: IID; else Dirichlet(α)
 	LocalEpochs, BatchSize      int
-	FinalTraining               string // vote.FinalDPSGD or vote.FinalNonPrivate
+	FinalTraining               string // vote.FinalDPSGD, vote.FinalDPFedAvg or vote.FinalNonPrivate
 	Rounds                      int    // FedAvg rounds, one local epoch each
-	ClipNorm                    float64
-	Seed                        uint64 // public: the split and the initial parameters
+	// ClipNorm is the per-example clipping norm of DP-SGD, or with
+	// FinalDPFedAvg the L2 bound of a client's update (parameter units).
+	ClipNorm float64
+	Seed     uint64 // public: the split and the initial parameters
 	// Progress, if set, receives the server's events (curator-side).
 	Progress func(vote.Event)
 }
@@ -47,7 +49,8 @@ type VoteReport struct {
 	Tuner         string             `json:"tuner"`
 	Selected      map[string]float64 `json:"selected"`
 	TestAccuracy  float64            `json:"test_accuracy"`
-	Epsilon       *float64           `json:"epsilon"` // example-level, vote + training; null when not private
+	Epsilon       *float64           `json:"epsilon"`                 // vote + training; null when not private
+	EpsilonLevel  string             `json:"epsilon_level,omitempty"` // "example" (dp-sgd) or "client" (dp-fedavg; implies the same example-level ε)
 	Delta         float64            `json:"delta"`
 	VoteEpsilon   float64            `json:"vote_client_epsilon"` // the vote alone, client-level
 	ModelPrivate  bool               `json:"model_private"`
@@ -97,15 +100,23 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 		Final: vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
 	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
 	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
-	if s.FinalTraining == vote.FinalDPSGD {
-		voteEvent := m.Event(m.MinSurvivors())
+	voteEvent := m.Event(m.MinSurvivors())
+	switch s.FinalTraining {
+	case vote.FinalDPSGD:
 		j.Final.NoiseMultiplier, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(sigma float64) accounting.Event {
 			return accounting.Composed{Events: []accounting.Event{voteEvent,
 				accounting.DPSGD(sigma, j.Final.SamplingRate, j.Final.Rounds*j.Final.StepsPerRound)}}
 		}, s.Epsilon, s.Delta)
-		if err != nil {
-			return j, invalidf("calibrating the final training: %v", err)
+	case vote.FinalDPFedAvg:
+		var d int
+		if d, err = j.NumParams(); err != nil {
+			return j, invalidf("%v", err)
 		}
+		j.Final.Scale = vote.DefaultUpdateScale(d, s.ClipNorm)
+		j.Final.NoiseMultiplier, err = vote.CalibrateUpdates(ctx, j.Updates(d), voteEvent, j.Final.Rounds, s.Epsilon, s.Delta)
+	}
+	if err != nil {
+		return j, invalidf("calibrating the final training: %v", err)
 	}
 	if err := j.Check(); err != nil {
 		return j, invalidError{err: err, msg: err.Error()}
@@ -117,7 +128,8 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 // the last FedAvg round, evaluates the final model on the public test set
 // and returns the release: the winner, the model, and the ledger — the vote
 // (client-level, replace-one-client) composed with one client's training
-// (example-level). Only the winner of the noisy sum is released, never the
+// (example-level) or, with vote.FinalDPFedAvg, with every round's noisy
+// update sum (client-level, so the whole ledger is). Only the winner of the noisy sum is released, never the
 // counts.
 func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error) {
 	j, err := PlanVote(ctx, s)
@@ -144,7 +156,23 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	}
 	var ledger accounting.Ledger
 	ledger.Add(fmt.Sprintf("DP-Hype vote: distributed discrete Gaussian over the secure sum of %d of %d clients' noisy votes (client-level, replace-one-client)", len(out.Survivors), j.Clients), j.Mechanism.Event(len(out.Survivors)))
-	ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", j.TrainingEvent())
+	level := "example"
+	if j.Final.Mode == vote.FinalNonPrivate {
+		level = ""
+	}
+	if j.Final.Mode == vote.FinalDPFedAvg {
+		level = "client"
+		upd := j.Updates(len(out.Params))
+		for r, m := range out.RoundSurvivors {
+			ledger.Add(fmt.Sprintf("DP-FedAvg round %d of the winner: distributed discrete Gaussian over the secure sum of %d of %d clients' clipped updates (client-level, replace-one-client)", r+1, m, j.Clients), upd.Event(m))
+		}
+	} else {
+		ev, err := j.TrainingEvent()
+		if err != nil {
+			return nil, err
+		}
+		ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", ev)
+	}
 	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger}
 	voteEps, err := accounting.RDP{}.Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta)
 	if err != nil {
@@ -165,7 +193,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	}
 	cand := j.Space.At(out.Winner)
 	rep := &VoteReport{Tuner: Vote, Selected: cand.Values, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
-		ModelPrivate: j.Final.Mode == vote.FinalDPSGD, Clients: j.Clients, Survivors: len(out.Survivors),
+		EpsilonLevel: level, ModelPrivate: j.Final.Mode != vote.FinalNonPrivate, Clients: j.Clients, Survivors: len(out.Survivors),
 		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Traffic: meter.traffic(), Ledger: ledger}
 	if rep.ModelPrivate && !math.IsInf(total.Epsilon, 1) {
 		e := total.Epsilon
@@ -177,16 +205,17 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 }
 
 // VoteClient joins the DP-Hype server at addr as one client holding src's
-// training data (its share is dealt by the job's public split), and takes
+// training data (its share is dealt by the job's public split: share part
+// of parts if part > 0, else the next free one; see vote.Client), and takes
 // part until the end. progress, if set, is told what it is doing.
-func VoteClient(ctx context.Context, addr string, src Source, progress func(stage string, done, total int)) (vote.ClientReport, error) {
+func VoteClient(ctx context.Context, addr string, src Source, part, parts int, progress func(stage string, done, total int)) (vote.ClientReport, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
 		return vote.ClientReport{}, err
 	}
 	defer conn.Close()
-	c := &vote.Client{Progress: progress, Load: func(j vote.Job) (*data.Dataset, error) {
+	c := &vote.Client{Progress: progress, Part: part, Parts: parts, Load: func(j vote.Job) (*data.Dataset, error) {
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}

@@ -106,6 +106,11 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"vote", "serve", "--vote-epsilon", "5", "--epsilon", "3"},
 		{"vote", "serve", "--listen", "256.0.0.1:99999"},
 		{"vote", "client"},
+		{"vote", "client", "--server", "127.0.0.1:1", "--part", "0/3"},
+		{"vote", "client", "--server", "127.0.0.1:1", "--part", "4/3"},
+		{"vote", "client", "--server", "127.0.0.1:1", "--part", "two"},
+		{"vote", "serve", "--final-training", "dp-fed"},
+		{"vote", "serve", "--final-training", "dp-fedavg", "--clip-norm", "0"},
 	}
 	for _, args := range cases {
 		start := time.Now()

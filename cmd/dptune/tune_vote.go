@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,9 +32,9 @@ func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
 	fl.Float64Var(&v.dropout, "dropout", 0, "vote: fraction f of clients that may drop with the guarantee intact")
 	fl.Float64Var(&v.alpha, "split-alpha", 0, "vote: 0 for an IID split, else the Dirichlet concentration α of a non-IID split")
 	fl.IntVar(&v.localEpochs, "local-epochs", 1, "vote: epochs of each client's local (non-private) training of each candidate")
-	fl.StringVar(&v.finalTraining, "final-training", vote.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round) or non-private (the paper's setting; the model is NOT private)")
+	fl.StringVar(&v.finalTraining, "final-training", vote.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)")
 	fl.IntVar(&v.rounds, "fedavg-rounds", 5, "vote: FedAvg rounds of the winner, one local epoch each")
-	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD")
+	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update")
 }
 
 // voteOnly are the flags --tuner vote takes besides the data flags.
@@ -111,9 +112,15 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 		case "dropped":
 			fmt.Fprintf(w, "client %d dropped (%d live)\n", e.Client, e.Live)
 		case "keys", "shares":
-			fmt.Fprintf(w, "secure sum: round %s closed with %d live clients\n", e.Stage, e.Live)
+			if e.Round == 0 {
+				fmt.Fprintf(w, "secure sum: round %s closed with %d live clients\n", e.Stage, e.Live)
+			}
 		case "masked":
-			fmt.Fprintf(w, "secure sum: noisy votes in from %d clients; unmasking\n", e.Live)
+			if e.Round == 0 {
+				fmt.Fprintf(w, "secure sum: noisy votes in from %d clients; unmasking\n", e.Live)
+			} else {
+				fmt.Fprintf(w, "FedAvg round %d: noisy updates in from %d clients; unmasking\n", e.Round, e.Live)
+			}
 		case "winner":
 			fmt.Fprintf(w, "winner: candidate %d; FedAvg starts\n", e.Winner)
 		case "round":
@@ -136,9 +143,12 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "winner         %v\n", rep.Selected)
 	fmt.Fprintf(out, "test accuracy  %.2f%% (federated model, %d FedAvg rounds)\n", 100*rep.TestAccuracy, plan.Final.Rounds)
-	if rep.Epsilon != nil {
+	switch {
+	case rep.Epsilon != nil && rep.EpsilonLevel == "client":
+		fmt.Fprintf(out, "ε (client)     %.3f at δ = %g: vote + DP-FedAvg, RDP, client-level (so also example-level)\n", *rep.Epsilon, rep.Delta)
+	case rep.Epsilon != nil:
 		fmt.Fprintf(out, "ε (example)    %.3f at δ = %g: vote + final training, RDP\n", *rep.Epsilon, rep.Delta)
-	} else {
+	default:
 		fmt.Fprintf(out, "ε (example)    unbounded: the final training is not private\n")
 	}
 	fmt.Fprintf(out, "vote ε         %.3f at δ = %g, client-level (replace one client), %d of %d clients in the sum\n", rep.VoteEpsilon, rep.Delta, rep.Survivors, rep.Clients)
@@ -160,7 +170,7 @@ func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int
 	}
 	var procs []*exec.Cmd
 	for i := range n {
-		args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset}
+		args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i+1, n)}
 		if f.data.dataDir != "" {
 			args = append(args, "--data-dir", f.data.dataDir)
 		}
@@ -225,24 +235,29 @@ observers of the FedAvg parameters).`,
 // newVoteClientCmd is one DP-Hype client process.
 func newVoteClientCmd() *cobra.Command {
 	var d dataFlags
-	var server string
+	var server, part string
 	cmd := &cobra.Command{
 		Use:   "client",
 		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them on this machine)",
 		Long: `Joins the DP-Hype server at --server as one client holding --dataset's
-training data (its share is dealt by the server's public split), trains every
+training data (its share is dealt by the server's public split; --part i/n
+names which), trains every
 candidate locally, sends its masked noisy vote, and takes part in FedAvg.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if server == "" {
 				return usagef("--server is required")
 			}
+			i, n, err := parsePart(part)
+			if err != nil {
+				return err
+			}
 			src, err := d.source(cmd)
 			if err != nil {
 				return err
 			}
 			w := cmd.ErrOrStderr()
-			rep, err := job.VoteClient(cmd.Context(), server, src, func(stage string, done, total int) {
+			rep, err := job.VoteClient(cmd.Context(), server, src, i, n, func(stage string, done, total int) {
 				fmt.Fprintf(w, "%s %d/%d\n", stage, done, total)
 			})
 			if err != nil {
@@ -256,5 +271,20 @@ candidate locally, sends its masked noisy vote, and takes part in FedAvg.`,
 	fl.StringVar(&server, "server", "", "address of the DP-Hype server (HOST:PORT)")
 	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
+	fl.StringVar(&part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: the next free share)")
 	return cmd
+}
+
+// parsePart parses --part i/n; "" is 0/0 (any share).
+func parsePart(s string) (i, n int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 2 || n > 255 || i < 1 || i > n {
+		return 0, 0, usagef("--part %q: want i/n with 1 ≤ i ≤ n and 2 ≤ n ≤ 255", s)
+	}
+	return i, n, nil
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -171,5 +173,59 @@ func TestVoteAbortsOnKilledClientProcess(t *testing.T) {
 	rel, err := killedClientVote(t, 3, 0)
 	if !errors.Is(err, vote.ErrAborted) || rel != nil {
 		t.Fatalf("release %v, error %v; want ErrAborted and nothing", rel, err)
+	}
+}
+
+// `dptune tune --tuner vote --final-training dp-fedavg` end to end with
+// real client processes (started with --part i/n): every FedAvg round goes
+// through the secure sum, the ledger holds the vote and one client-level
+// entry per round, and the client-level total meets --epsilon.
+func TestTuneVoteDPFedAvgProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts client processes")
+	}
+	dir := writeMNIST(t, 480)
+	space := filepath.Join(t.TempDir(), "two.json")
+	if err := os.WriteFile(space, []byte(`{"name": "two", "dims": [{"name": "learning_rate", "values": [0.001, 0.1]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := exec.CommandContext(ctx, os.Args[0], "tune", "--tuner", "vote", "--dataset", "mnist", "--data-dir", dir, "--nominal-size", "480",
+		"--space", space, "--clients", "3", "--votes-per-client", "1", "--epsilon", "8", "--vote-epsilon", "2",
+		"--final-training", "dp-fedavg", "--fedavg-rounds", "2", "--batch-size", "64", "--out", out)
+	p.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
+	if b, err := p.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep job.VoteReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.FinalTraining != vote.FinalDPFedAvg || rep.EpsilonLevel != "client" || !rep.ModelPrivate || rep.Survivors != 3 {
+		t.Fatalf("report %s", b)
+	}
+	if rep.Epsilon == nil || *rep.Epsilon > 8*(1+1e-6) || *rep.Epsilon < 7 {
+		t.Fatalf("client-level ε %v, want just under 8", rep.Epsilon)
+	}
+	if n := len(rep.Ledger.Entries); n != 3 {
+		t.Fatalf("%d ledger entries, want the vote and two rounds", n)
+	}
+	for _, e := range rep.Ledger.Entries[1:] {
+		ev, ok := e.Event.(accounting.DistributedDiscreteGaussian)
+		if !ok || ev.Summands != 3 || ev.Adjacency != "replace-one-client" || ev.Dimension != 26010 {
+			t.Errorf("round entry %q: %#v", e.Label, e.Event)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		log, err := os.ReadFile(filepath.Join(out, "clients", fmt.Sprintf("client-%d.log", i)))
+		if err != nil || !strings.Contains(string(log), fmt.Sprintf("client %d ", i-1)) {
+			t.Errorf("client-%d.log (%v): %s; want client ID %d", i, err, log, i-1)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -30,6 +31,11 @@ type Client struct {
 	// Seed, if set, makes the client's noise and DP-SGD reproducible (tests
 	// and simulations); nil draws them from crypto/rand.
 	Seed *uint64
+	// Part, if positive, is the share of the split this client holds
+	// (1 … Parts): it joins as client Part−1, and the server refuses a
+	// second client with the same part. Parts, if positive, is the number
+	// of shares it expects: a job for another number of clients is refused.
+	Part, Parts int
 }
 
 // ClientReport is what a client knows at the end: its ID, the winner, and
@@ -52,7 +58,10 @@ func (c *Client) progress(stage string, done, total int) {
 func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stream, err := conn.Join(ctx, &pb.JoinRequest{})
+	if c.Part < 0 || c.Parts < 0 || c.Part > c.Parts && c.Parts > 0 {
+		return ClientReport{}, fmt.Errorf("vote: part %d of %d", c.Part, c.Parts)
+	}
+	stream, err := conn.Join(ctx, &pb.JoinRequest{Part: int32(c.Part)})
 	if err != nil {
 		return ClientReport{}, fmt.Errorf("vote: joining: %w", err)
 	}
@@ -67,7 +76,13 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	if err := job.Check(); err != nil {
 		return ClientReport{}, fmt.Errorf("vote: the server's job: %w", err)
 	}
+	if c.Parts > 0 && job.Clients != c.Parts {
+		return ClientReport{}, fmt.Errorf("vote: this client holds part %d of %d, the server's job has %d clients", c.Part, c.Parts, job.Clients)
+	}
 	id := int(sess.ClientId)
+	if c.Part > 0 && id != c.Part-1 {
+		return ClientReport{}, fmt.Errorf("vote: asked to join as part %d, the server gave client ID %d", c.Part, id)
+	}
 	rep := ClientReport{ID: id}
 
 	// The client's data: its share of the split, then its own held-out part.
@@ -86,60 +101,17 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 		return rep, fmt.Errorf("vote: client %d: %w", id, err)
 	}
 
-	// Round 0 and 1 of the secure sum before the long local training, so a
-	// dead client is known early.
-	agg, err := secagg.NewClient(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: job.Space.Size()}, id, rand.Reader)
-	if err != nil {
-		return rep, err
-	}
-	keys, err := agg.AdvertiseKeys()
-	if err != nil {
-		return rep, err
-	}
-	list, err := conn.AdvertiseKeys(ctx, &pb.Keys{ClientId: int32(id), EncryptKey: keys.EncryptKey, MaskKey: keys.MaskKey})
-	if err != nil {
-		return rep, err
-	}
-	var u1 []secagg.Keys
-	for _, k := range list.Keys {
-		u1 = append(u1, secagg.Keys{ID: int(k.ClientId), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey})
-	}
-	shr, err := agg.ShareKeys(u1)
-	if err != nil {
-		return rep, err
-	}
-	inbox, err := conn.ShareKeys(ctx, &pb.Shares{ClientId: int32(id), Ciphertext: toPB(shr.Ciphertext), Commitment: shr.Commitment})
-	if err != nil {
-		return rep, err
-	}
-
-	// Local scores, the vote, its noise share.
+	// The vote: rounds 0 and 1 of the secure sum before the long local
+	// training, so a dead client is known early; then the local scores, the
+	// vote and its noise share.
 	total := job.Space.Size()
-	scores, err := job.LocalScores(ctx, train, held, func(done int) { c.progress("candidates", done, total) })
-	if err != nil {
-		return rep, err
-	}
-	share, err := job.Mechanism.NoisyShare(TopVotes(scores, job.Mechanism.VotesPerClient), c.rng("vote noise"))
-	if err != nil {
-		return rep, err
-	}
-	masked, err := agg.MaskInput(share, fromPB(inbox.Ciphertext))
-	if err != nil {
-		return rep, err
-	}
-	surv, err := conn.MaskedInput(ctx, &pb.Masked{ClientId: int32(id), Y: masked.Y})
-	if err != nil {
-		return rep, err
-	}
-	var u3 []int
-	for _, v := range surv.ClientIds {
-		u3 = append(u3, int(v))
-	}
-	um, err := agg.Unmask(u3)
-	if err != nil {
-		return rep, err
-	}
-	out, err := conn.Unmask(ctx, &pb.UnmaskShares{ClientId: int32(id), SelfMask: toPB(um.SelfMask), MaskKeys: toPB(um.MaskKeys)})
+	out, err := c.secureSum(ctx, conn, job, id, 0, total, func() ([]uint64, error) {
+		scores, err := job.LocalScores(ctx, train, held, func(done int) { c.progress("candidates", done, total) })
+		if err != nil {
+			return nil, err
+		}
+		return job.Mechanism.NoisyShare(TopVotes(scores, job.Mechanism.VotesPerClient), c.rng("vote noise"))
+	})
 	if err != nil {
 		return rep, err
 	}
@@ -154,22 +126,97 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 		return rep, err
 	}
 	cand := job.Space.At(rep.Winner)
+	upd := job.Updates(net.NumParams())
 	for r := 0; r < job.Final.Rounds; r++ {
+		global := slices.Clone(net.Params)
 		cfg := job.finalConfig(cand, r, c.Seed)
 		if _, err := dpsgd.Train(ctx, net, mine, cfg, nil, nil); err != nil {
 			return rep, fmt.Errorf("vote: FedAvg round %d: %w", r+1, err)
 		}
-		g, err := conn.Update(ctx, &pb.Params{ClientId: int32(id), Round: int32(r), Values: net.Params})
-		if err != nil {
-			return rep, err
+		var values []float32
+		if job.Final.Mode == FinalDPFedAvg {
+			out, err := c.secureSum(ctx, conn, job, id, r+1, upd.Dimension, func() ([]uint64, error) {
+				return upd.Encode(delta(net.Params, global), c.rng(fmt.Sprintf("update %d", r+1)))
+			})
+			if err != nil {
+				return rep, err
+			}
+			values = out.Values
+		} else {
+			g, err := conn.Update(ctx, &pb.Params{ClientId: int32(id), Round: int32(r), Values: net.Params})
+			if err != nil {
+				return rep, err
+			}
+			values = g.Values
 		}
-		if len(g.Values) != len(net.Params) {
-			return rep, fmt.Errorf("vote: the server sent %d parameters, want %d", len(g.Values), len(net.Params))
+		if len(values) != len(net.Params) {
+			return rep, fmt.Errorf("vote: the server sent %d parameters, want %d", len(values), len(net.Params))
 		}
-		copy(net.Params, g.Values)
+		copy(net.Params, values)
 		c.progress("rounds", r+1, job.Final.Rounds)
 	}
 	return rep, nil
+}
+
+// delta is the local update a − b.
+func delta(a, b []float32) []float32 {
+	d := make([]float32, len(a))
+	for i := range a {
+		d[i] = a[i] - b[i]
+	}
+	return d
+}
+
+// secureSum takes part in secure sum k (0: the vote; r ≥ 1: FedAvg round
+// r's updates) of vectors of the given length: rounds 0 and 1, then input
+// (which may take long), then rounds 2 and 3. Every sum has fresh keys and
+// self-masks (Bonawitz et al. 2017's protocol is one-shot).
+func (c *Client) secureSum(ctx context.Context, conn pb.VoteClient, job Job, id, k, length int, input func() ([]uint64, error)) (*pb.Outcome, error) {
+	agg, err := secagg.NewClient(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: length}, id, rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := agg.AdvertiseKeys()
+	if err != nil {
+		return nil, err
+	}
+	list, err := conn.AdvertiseKeys(ctx, &pb.Keys{ClientId: int32(id), EncryptKey: keys.EncryptKey, MaskKey: keys.MaskKey, Sum: int32(k)})
+	if err != nil {
+		return nil, err
+	}
+	var u1 []secagg.Keys
+	for _, k := range list.Keys {
+		u1 = append(u1, secagg.Keys{ID: int(k.ClientId), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey})
+	}
+	shr, err := agg.ShareKeys(u1)
+	if err != nil {
+		return nil, err
+	}
+	inbox, err := conn.ShareKeys(ctx, &pb.Shares{ClientId: int32(id), Ciphertext: toPB(shr.Ciphertext), Commitment: shr.Commitment, Sum: int32(k)})
+	if err != nil {
+		return nil, err
+	}
+	x, err := input()
+	if err != nil {
+		return nil, err
+	}
+	masked, err := agg.MaskInput(x, fromPB(inbox.Ciphertext))
+	if err != nil {
+		return nil, err
+	}
+	surv, err := conn.MaskedInput(ctx, &pb.Masked{ClientId: int32(id), Y: masked.Y, Sum: int32(k)})
+	if err != nil {
+		return nil, err
+	}
+	var u3 []int
+	for _, v := range surv.ClientIds {
+		u3 = append(u3, int(v))
+	}
+	um, err := agg.Unmask(u3)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Unmask(ctx, &pb.UnmaskShares{ClientId: int32(id), SelfMask: toPB(um.SelfMask), MaskKeys: toPB(um.MaskKeys), Sum: int32(k)})
 }
 
 // rng is a random source for purpose: from Seed if set, else crypto/rand.
@@ -178,7 +225,7 @@ func (c *Client) rng(purpose string) *mrand.Rand { return randsrc.New(c.Seed, pu
 // finalConfig is round r's local training of the winner c: DP-SGD with the
 // job's noise multiplier, sampling rate and clipping norm, dividing the noisy
 // sum by q times the client's nominal size (never its count), or plain SGD
-// in non-private mode. The learning-rate decay continues across rounds.
+// otherwise (with FinalDPFedAvg the noise is added to the update's sum). The learning-rate decay continues across rounds.
 func (j Job) finalConfig(c tuning.Candidate, r int, seed *uint64) dpsgd.Config {
 	f := j.Final
 	cfg := dpsgd.Config{SamplingRate: f.SamplingRate, ExpectedBatchSize: f.SamplingRate * j.ClientNominalN(),
@@ -187,7 +234,7 @@ func (j Job) finalConfig(c tuning.Candidate, r int, seed *uint64) dpsgd.Config {
 		cfg.LRDecay = d
 		cfg.LearningRate *= math.Pow(d, f.SamplingRate*float64(r*f.StepsPerRound))
 	}
-	if f.Mode == FinalNonPrivate {
+	if f.Mode != FinalDPSGD {
 		cfg.NonPrivate = true
 	} else {
 		cfg.NoiseMultiplier, cfg.ClipNorm = f.NoiseMultiplier, f.ClipNorm

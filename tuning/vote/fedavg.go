@@ -53,8 +53,10 @@ func average(updates [][]float32) ([]float32, error) {
 // FedAvg runs the job's final training of candidate c in this process, as
 // Server and Client do over gRPC with every client live: Final.Rounds rounds
 // in which each client of shares trains from the current average (Final's
-// local DP-SGD or SGD), then the plain average. A client without data sends
-// the average back unchanged. Simulations use it (bench vote); seed, if set,
+// local DP-SGD or SGD), then the plain average — or, with FinalDPFedAvg,
+// the global model plus the decoded sum of every client's UpdateSum
+// encoding (the sum the secure summation would reveal). A client without
+// data sends the average back unchanged (a zero update). Simulations use it (bench vote); seed, if set,
 // makes it reproducible. Errors: dpsgd.ErrDiverged when a client's local
 // training diverges, as the gRPC client would fail.
 func (j Job) FedAvg(ctx context.Context, shares []*data.Dataset, c int, seed *uint64) (*model.Net, error) {
@@ -64,23 +66,39 @@ func (j Job) FedAvg(ctx context.Context, shares []*data.Dataset, c int, seed *ui
 	}
 	global := slices.Clone(net.Params)
 	cand := j.Space.At(c)
+	upd := j.Updates(len(global))
 	for r := range j.Final.Rounds {
 		updates := make([][]float32, len(shares))
+		sum := make([]uint64, len(global))
 		for i, d := range shares {
 			copy(net.Params, global)
+			var s *uint64
+			if seed != nil {
+				v := *seed + uint64(i)<<40
+				s = &v
+			}
 			if d.N > 0 {
-				var s *uint64
-				if seed != nil {
-					v := *seed + uint64(i)<<40
-					s = &v
-				}
 				if _, err := dpsgd.Train(ctx, net, d, j.finalConfig(cand, r, s), nil, nil); err != nil {
 					return nil, fmt.Errorf("vote: FedAvg round %d, client %d: %w", r+1, i, err)
 				}
 			}
-			updates[i] = slices.Clone(net.Params)
+			if j.Final.Mode != FinalDPFedAvg {
+				updates[i] = slices.Clone(net.Params)
+				continue
+			}
+			x, err := upd.Encode(delta(net.Params, global), randsrc.New(s, fmt.Sprintf("update %d", r+1)))
+			if err != nil {
+				return nil, err
+			}
+			for k, w := range x {
+				sum[k] += w
+			}
 		}
-		if global, err = average(updates); err != nil {
+		if j.Final.Mode == FinalDPFedAvg {
+			for k, v := range upd.Decode(sum, len(shares)) {
+				global[k] += float32(v)
+			}
+		} else if global, err = average(updates); err != nil {
 			return nil, err
 		}
 	}

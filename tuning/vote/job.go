@@ -66,6 +66,7 @@ func CheckSpace(s tuning.Space) error {
 // Final training modes.
 const (
 	FinalDPSGD      = "dp-sgd"      // every client runs DP-SGD in every FedAvg round
+	FinalDPFedAvg   = "dp-fedavg"   // client-level DP-FedAvg: clipped updates, noise in the secure sum (UpdateSum)
 	FinalNonPrivate = "non-private" // the paper's setting: plain local SGD; the model is not private
 )
 
@@ -93,13 +94,35 @@ type Job struct {
 // Final is the federated training of the winner (FedAvg, McMahan et al.
 // 2017, Algorithm 1 with every client in every round and equal weights, so
 // no client's data size enters the average).
+//
+// With FinalDPSGD, SamplingRate, NoiseMultiplier and ClipNorm are every
+// client's local DP-SGD's (per-example clipping). With FinalDPFedAvg the
+// local training is plain SGD at SamplingRate, and NoiseMultiplier, ClipNorm
+// and Scale are the UpdateSum's: ClipNorm bounds a client's whole update.
 type Final struct {
-	Mode            string  `json:"mode"` // FinalDPSGD or FinalNonPrivate
+	Mode            string  `json:"mode"` // FinalDPSGD, FinalDPFedAvg or FinalNonPrivate
 	Rounds          int     `json:"rounds"`
 	StepsPerRound   int     `json:"steps_per_round"`
-	SamplingRate    float64 `json:"sampling_rate"` // q of every client's local DP-SGD
+	SamplingRate    float64 `json:"sampling_rate"` // q of every client's local training
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	ClipNorm        float64 `json:"clip_norm"`
+	Scale           float64 `json:"scale,omitempty"` // FinalDPFedAvg: the UpdateSum's S
+}
+
+// Updates is the UpdateSum of a FinalDPFedAvg round for a model of d
+// parameters.
+func (j Job) Updates(d int) UpdateSum {
+	return UpdateSum{Clients: j.Clients, Dimension: d, ClipNorm: j.Final.ClipNorm, NoiseMultiplier: j.Final.NoiseMultiplier,
+		Scale: j.Final.Scale, Dropout: j.Mechanism.Dropout}
+}
+
+// NumParams is the number of parameters of the job's network.
+func (j Job) NumParams() (int, error) {
+	net, err := model.NewZero(j.Arch)
+	if err != nil {
+		return 0, err
+	}
+	return net.NumParams(), nil
 }
 
 // ClientNominalN is a client's public nominal data size: NominalN/n. Every
@@ -107,14 +130,23 @@ type Final struct {
 // its private data.
 func (j Job) ClientNominalN() float64 { return float64(j.NominalN) / float64(j.Clients) }
 
-// TrainingEvent is the example-level event of the final training: one
-// client's local DP-SGD over every round (an example lives in one client),
-// or NonPrivate.
-func (j Job) TrainingEvent() accounting.Event {
-	if j.Final.Mode == FinalNonPrivate {
-		return accounting.NonPrivate{Reason: "federated training without noise (--final-training non-private)"}
+// TrainingEvent is the privacy event of the final training with every
+// round's sum at its fewest survivors: with FinalDPSGD one client's local
+// DP-SGD over every round, example-level (an example lives in one client);
+// with FinalDPFedAvg the rounds' UpdateSums, client-level; or NonPrivate.
+func (j Job) TrainingEvent() (accounting.Event, error) {
+	switch j.Final.Mode {
+	case FinalNonPrivate:
+		return accounting.NonPrivate{Reason: "federated training without noise (--final-training non-private)"}, nil
+	case FinalDPFedAvg:
+		d, err := j.NumParams()
+		if err != nil {
+			return nil, err
+		}
+		u := j.Updates(d)
+		return accounting.SelfComposed{Event: u.Event(u.MinSurvivors()), Count: j.Final.Rounds}, nil
 	}
-	return accounting.DPSGD(j.Final.NoiseMultiplier, j.Final.SamplingRate, j.Final.Rounds*j.Final.StepsPerRound)
+	return accounting.DPSGD(j.Final.NoiseMultiplier, j.Final.SamplingRate, j.Final.Rounds*j.Final.StepsPerRound), nil
 }
 
 // Check returns an error if the job cannot run.
@@ -136,12 +168,18 @@ func (j Job) Check() error {
 		return fmt.Errorf("vote: held-out fraction %v: need 0 < h < 1", j.HeldOut)
 	case j.LocalEpochs < 1 || j.LocalBatchSize < 1 || j.NominalN < j.Clients:
 		return fmt.Errorf("vote: local training of %d epochs, batch %d, %d examples for %d clients", j.LocalEpochs, j.LocalBatchSize, j.NominalN, j.Clients)
-	case j.Final.Mode != FinalDPSGD && j.Final.Mode != FinalNonPrivate:
-		return fmt.Errorf("vote: final training %q: want %s or %s", j.Final.Mode, FinalDPSGD, FinalNonPrivate)
+	case j.Final.Mode != FinalDPSGD && j.Final.Mode != FinalDPFedAvg && j.Final.Mode != FinalNonPrivate:
+		return fmt.Errorf("vote: final training %q: want %s, %s or %s", j.Final.Mode, FinalDPSGD, FinalDPFedAvg, FinalNonPrivate)
 	case j.Final.Rounds < 1 || j.Final.StepsPerRound < 1 || !(j.Final.SamplingRate > 0 && j.Final.SamplingRate <= 1):
 		return fmt.Errorf("vote: final training of %d rounds × %d steps at q = %v", j.Final.Rounds, j.Final.StepsPerRound, j.Final.SamplingRate)
 	case j.Final.Mode == FinalDPSGD && (!(j.Final.NoiseMultiplier > 0) || !(j.Final.ClipNorm > 0)):
 		return fmt.Errorf("vote: DP-SGD final training needs a positive noise multiplier and clipping norm")
+	case j.Final.Mode == FinalDPFedAvg:
+		d, err := j.NumParams()
+		if err != nil {
+			return err
+		}
+		return j.Updates(d).Check()
 	}
 	return nil
 }

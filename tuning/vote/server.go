@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/tuning/vote/secagg"
 	pb "github.com/dptune/dptune/tuning/vote/votepb"
 )
@@ -39,16 +41,18 @@ type Server struct {
 	Progress func(Event)
 
 	mu      sync.Mutex
-	agg     *secagg.Server
+	sums    map[int]*sumState // by sum: 0 the vote, r ≥ 1 FedAvg round r's updates
+	dim     int               // the network's parameters
 	joined  int
-	closed  bool // admissions closed
+	taken   map[int]bool // client IDs given out
+	closed  bool         // admissions closed
 	live    map[int]bool
 	phases  map[string]*phase
 	done    chan struct{} // closed when Run returns; ends the Join streams
+	failed  chan struct{} // closed when a round fails; err says why
+	err     error
 	result  Outcome
-	u1      []secagg.Keys
-	u3      []int
-	global  []float32 // FedAvg's current average
+	global  []float32 // FedAvg's current model
 	updates map[int]map[int][]float32
 }
 
@@ -64,10 +68,20 @@ type Event struct {
 
 // Outcome is what a finished vote gives the curator.
 type Outcome struct {
-	Winner    int       // candidate index
-	Survivors []int     // U3: the clients whose noisy votes are in the sum
-	Answered  int       // clients that answered the unmasking
-	Params    []float32 // the final FedAvg model's parameters
+	Winner    int   // candidate index
+	Survivors []int // U3: the clients whose noisy votes are in the sum
+	Answered  int   // clients that answered the unmasking
+	// RoundSurvivors is, with FinalDPFedAvg, how many noisy updates each
+	// round's sum held.
+	RoundSurvivors []int
+	Params         []float32 // the final FedAvg model's parameters
+}
+
+// sumState is one secure summation.
+type sumState struct {
+	agg *secagg.Server
+	u1  []secagg.Keys
+	u3  []int
 }
 
 type phase struct {
@@ -82,13 +96,38 @@ func NewServer(job Job) (*Server, error) {
 	if err := job.Check(); err != nil {
 		return nil, err
 	}
-	agg, err := secagg.NewServer(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: job.Space.Size()})
+	net, err := model.New(job.Arch, randsrc.New(&job.InitSeed, "init"))
 	if err != nil {
 		return nil, err
 	}
-	return &Server{job: job, agg: agg, live: map[int]bool{}, phases: map[string]*phase{},
-		done: make(chan struct{}), updates: map[int]map[int][]float32{}}, nil
+	return &Server{job: job, sums: map[int]*sumState{}, dim: net.NumParams(), global: net.Params, taken: map[int]bool{},
+		live: map[int]bool{}, phases: map[string]*phase{}, done: make(chan struct{}), failed: make(chan struct{}), updates: map[int]map[int][]float32{}}, nil
 }
+
+// sumLocked returns secure sum k (0: the vote; r ≥ 1: FedAvg round r's
+// updates, only with FinalDPFedAvg), starting it on first use.
+func (s *Server) sumLocked(k int) (*sumState, error) {
+	if st, ok := s.sums[k]; ok {
+		return st, nil
+	}
+	length := s.job.Space.Size()
+	if k != 0 {
+		if s.job.Final.Mode != FinalDPFedAvg || k < 0 || k > s.job.Final.Rounds {
+			return nil, fmt.Errorf("vote: no secure sum %d in this job", k)
+		}
+		length = s.dim
+	}
+	agg, err := secagg.NewServer(secagg.Params{Clients: s.job.Clients, Threshold: s.job.Threshold, Length: length})
+	if err != nil {
+		return nil, err
+	}
+	st := &sumState{agg: agg}
+	s.sums[k] = st
+	return st, nil
+}
+
+// sumPhase is the name of secure sum k's round.
+func sumPhase(round string, k int) string { return fmt.Sprintf("%s/%d", round, k) }
 
 func (s *Server) progress(e Event) {
 	e.Live = len(s.live)
@@ -97,14 +136,30 @@ func (s *Server) progress(e Event) {
 	}
 }
 
-// Join implements pb.VoteServer.
-func (s *Server) Join(_ *pb.JoinRequest, stream pb.Vote_JoinServer) error {
+// Join implements pb.VoteServer. A request for part i gets client ID i−1
+// if it is free; otherwise the lowest free ID.
+func (s *Server) Join(req *pb.JoinRequest, stream pb.Vote_JoinServer) error {
 	s.mu.Lock()
 	if s.joined >= s.job.Clients || s.closed {
 		s.mu.Unlock()
 		return fmt.Errorf("vote: all %d clients have joined", s.job.Clients)
 	}
-	id := s.joined
+	id := 0
+	switch p := int(req.GetPart()); {
+	case p < 0 || p > s.job.Clients:
+		s.mu.Unlock()
+		return fmt.Errorf("vote: part %d of a split into %d", p, s.job.Clients)
+	case p > 0 && s.taken[p-1]:
+		s.mu.Unlock()
+		return fmt.Errorf("vote: part %d has already joined", p)
+	case p > 0:
+		id = p - 1
+	default:
+		for s.taken[id] {
+			id++
+		}
+	}
+	s.taken[id] = true
 	s.joined++
 	s.live[id] = true
 	s.progress(Event{Stage: "joined", Client: id})
@@ -175,6 +230,10 @@ func (s *Server) tryClose(p *phase) {
 	}
 	p.err = p.close()
 	close(p.closed)
+	if p.err != nil && s.err == nil {
+		s.err = p.err
+		close(s.failed)
+	}
 }
 
 // submit records client id's message for the named phase (add runs under
@@ -205,38 +264,58 @@ func (s *Server) submit(ctx context.Context, name string, id int, add func() err
 
 // AdvertiseKeys implements pb.VoteServer (secure summation round 0).
 func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, error) {
-	err := s.submit(ctx, "keys", int(m.ClientId), func() error {
-		return s.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey})
+	k := int(m.Sum)
+	var st *sumState
+	err := s.submit(ctx, sumPhase("keys", k), int(m.ClientId), func() (err error) {
+		if st, err = s.sumLocked(k); err != nil {
+			return err
+		}
+		return st.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey})
 	}, func() (err error) {
-		s.u1, err = s.agg.CloseKeys()
-		s.progress(Event{Stage: "keys"})
+		st.u1, err = st.agg.CloseKeys()
+		s.progress(Event{Stage: "keys", Round: k})
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := &pb.KeyList{}
-	for _, k := range s.u1 {
+	for _, k := range st.u1 {
 		out.Keys = append(out.Keys, &pb.Keys{ClientId: int32(k.ID), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey})
 	}
 	return out, nil
 }
 
+// started returns secure sum k if round 0 of it has begun.
+func (s *Server) started(k int) (*sumState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.sums[k]
+	if !ok {
+		return nil, fmt.Errorf("vote: secure sum %d has not started", k)
+	}
+	return st, nil
+}
+
 // ShareKeys implements pb.VoteServer (round 1).
 func (s *Server) ShareKeys(ctx context.Context, m *pb.Shares) (*pb.Inbox, error) {
-	id := int(m.ClientId)
-	err := s.submit(ctx, "shares", id, func() error {
-		return s.agg.AddShares(secagg.Shares{From: id, Ciphertext: fromPB(m.Ciphertext), Commitment: m.Commitment})
+	id, k := int(m.ClientId), int(m.Sum)
+	st, err := s.started(k)
+	if err != nil {
+		return nil, err
+	}
+	err = s.submit(ctx, sumPhase("shares", k), id, func() error {
+		return st.agg.AddShares(secagg.Shares{From: id, Ciphertext: fromPB(m.Ciphertext), Commitment: m.Commitment})
 	}, func() error {
-		_, err := s.agg.CloseShares()
-		s.progress(Event{Stage: "shares"})
+		_, err := st.agg.CloseShares()
+		s.progress(Event{Stage: "shares", Round: k})
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	in, err := s.agg.SharesFor(id)
+	in, err := st.agg.SharesFor(id)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -247,49 +326,80 @@ func (s *Server) ShareKeys(ctx context.Context, m *pb.Shares) (*pb.Inbox, error)
 // MaskedInput implements pb.VoteServer (round 2). The round aborts if fewer
 // than the mechanism's MinSurvivors sent their vectors.
 func (s *Server) MaskedInput(ctx context.Context, m *pb.Masked) (*pb.Survivors, error) {
-	err := s.submit(ctx, "masked", int(m.ClientId), func() error {
-		return s.agg.AddMasked(secagg.Masked{From: int(m.ClientId), Y: m.Y})
+	k := int(m.Sum)
+	st, err := s.started(k)
+	if err != nil {
+		return nil, err
+	}
+	err = s.submit(ctx, sumPhase("masked", k), int(m.ClientId), func() error {
+		return st.agg.AddMasked(secagg.Masked{From: int(m.ClientId), Y: m.Y})
 	}, func() (err error) {
-		if s.u3, err = s.agg.CloseMasked(); err != nil {
+		if st.u3, err = st.agg.CloseMasked(); err != nil {
 			return fmt.Errorf("%w: %v", ErrAborted, err)
 		}
-		if len(s.u3) < s.job.Mechanism.MinSurvivors() {
-			return fmt.Errorf("%w: %d noisy votes arrived, the noise needs ⌈(1−f)n⌉ = %d", ErrAborted, len(s.u3), s.job.Mechanism.MinSurvivors())
+		if len(st.u3) < s.job.Mechanism.MinSurvivors() {
+			return fmt.Errorf("%w: %d noisy vectors arrived, the noise needs ⌈(1−f)n⌉ = %d", ErrAborted, len(st.u3), s.job.Mechanism.MinSurvivors())
 		}
-		s.result.Survivors = slices.Clone(s.u3)
-		s.progress(Event{Stage: "masked"})
+		if k == 0 {
+			s.result.Survivors = slices.Clone(st.u3)
+		} else {
+			s.result.RoundSurvivors = append(s.result.RoundSurvivors, len(st.u3))
+		}
+		s.progress(Event{Stage: "masked", Round: k})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := &pb.Survivors{}
-	for _, id := range s.u3 {
+	for _, id := range st.u3 {
 		out.ClientIds = append(out.ClientIds, int32(id))
 	}
 	return out, nil
 }
 
 // Unmask implements pb.VoteServer (round 3): when the survivors have
-// answered, the server sums, takes the argmax and announces it.
+// answered, the server sums; for the vote it takes the argmax and announces
+// it, for a FedAvg round it adds the survivors' mean update to the global
+// model (UpdateSum.Decode) and returns the model.
 func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, error) {
-	id := int(m.ClientId)
-	err := s.submit(ctx, "unmask", id, func() error {
-		return s.agg.AddUnmask(secagg.Unmask{From: id, SelfMask: fromPB(m.SelfMask), MaskKeys: fromPB(m.MaskKeys)})
+	id, k := int(m.ClientId), int(m.Sum)
+	st, err := s.started(k)
+	if err != nil {
+		return nil, err
+	}
+	name := sumPhase("unmask", k)
+	err = s.submit(ctx, name, id, func() error {
+		return st.agg.AddUnmask(secagg.Unmask{From: id, SelfMask: fromPB(m.SelfMask), MaskKeys: fromPB(m.MaskKeys)})
 	}, func() error {
-		sum, err := s.agg.Sum()
+		sum, err := st.agg.Sum()
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrAborted, err)
 		}
-		s.result.Winner = Winner(sum)
-		s.result.Answered = len(s.phases["unmask"].got)
-		s.progress(Event{Stage: "winner", Winner: s.result.Winner})
+		if k == 0 {
+			s.result.Winner = Winner(sum)
+			s.result.Answered = len(s.phases[name].got)
+			s.progress(Event{Stage: "winner", Winner: s.result.Winner})
+			return nil
+		}
+		mean := s.job.Updates(s.dim).Decode(sum, len(st.u3))
+		g := slices.Clone(s.global)
+		for i, v := range mean {
+			g[i] += float32(v)
+		}
+		s.global = g
+		s.progress(Event{Stage: "round", Round: k})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &pb.Outcome{Winner: int32(s.result.Winner)}, nil
+	if k == 0 {
+		return &pb.Outcome{Winner: int32(s.result.Winner)}, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &pb.Outcome{Winner: int32(s.result.Winner), Values: s.global}, nil
 }
 
 // Update implements pb.VoteServer: one FedAvg round. The new global model
@@ -298,10 +408,13 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 	id, r := int(m.ClientId), int(m.Round)
 	name := fmt.Sprintf("round-%d", r)
 	err := s.submit(ctx, name, id, func() error {
+		if s.job.Final.Mode == FinalDPFedAvg {
+			return fmt.Errorf("vote: with %s, updates go through the secure sum", FinalDPFedAvg)
+		}
 		if r < 0 || r >= s.job.Final.Rounds {
 			return fmt.Errorf("vote: FedAvg round %d of %d", r, s.job.Final.Rounds)
 		}
-		if s.global != nil && len(m.Values) != len(s.global) || len(m.Values) == 0 {
+		if len(m.Values) != len(s.global) {
 			return fmt.Errorf("vote: client %d sent %d parameters", id, len(m.Values))
 		}
 		if s.updates[r] == nil {
@@ -342,7 +455,10 @@ func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 		defer t.Stop()
 	}
 	last := fmt.Sprintf("round-%d", s.job.Final.Rounds-1)
-	for _, name := range []string{"keys", "shares", "masked", "unmask", last} {
+	if s.job.Final.Mode == FinalDPFedAvg {
+		last = sumPhase("unmask", s.job.Final.Rounds)
+	}
+	for _, name := range []string{sumPhase("keys", 0), sumPhase("shares", 0), sumPhase("masked", 0), sumPhase("unmask", 0), last} {
 		s.mu.Lock()
 		p := s.phaseLocked(name, nil)
 		s.mu.Unlock()
@@ -351,6 +467,8 @@ func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 			if p.err != nil {
 				return Outcome{}, p.err
 			}
+		case <-s.failed:
+			return Outcome{}, s.err
 		case <-ctx.Done():
 			return Outcome{}, ctx.Err()
 		}

@@ -145,8 +145,10 @@ func toyJob(t *testing.T, clients int, dropout float64) Job {
 
 // session runs a server and clients over an in-memory gRPC connection.
 // dropAt, if ≥ 0, is the client (by join order) that leaves once it has
-// scored its candidates: after round 1, before sending its vote.
-func session(t *testing.T, job Job, dropAt int) (Outcome, error, []ClientReport) {
+// scored its candidates: after round 1, before sending its vote. With
+// parts, client i joins as part i+1 with seed 100 + i·2^40 (Job.FedAvg's
+// per-client seeds for seed 100); otherwise it takes the next free ID.
+func session(t *testing.T, job Job, dropAt int, parts bool) (Outcome, error, []ClientReport) {
 	t.Helper()
 	srv, err := NewServer(job)
 	if err != nil {
@@ -178,6 +180,10 @@ func session(t *testing.T, job Job, dropAt int) (Outcome, error, []ClientReport)
 			defer cancel()
 			seed := uint64(100 + i)
 			c := &Client{Load: func(Job) (*data.Dataset, error) { return d, nil }, Seed: &seed}
+			if parts {
+				seed = 100 + uint64(i)<<40
+				c.Part, c.Parts = i+1, job.Clients
+			}
 			joinMu.Lock()
 			me := joined
 			joined++
@@ -198,7 +204,7 @@ func session(t *testing.T, job Job, dropAt int) (Outcome, error, []ClientReport)
 }
 
 func TestVoteEndToEnd(t *testing.T) {
-	out, err, reports := session(t, toyJob(t, 4, 0), -1)
+	out, err, reports := session(t, toyJob(t, 4, 0), -1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,14 +225,14 @@ func TestVoteEndToEnd(t *testing.T) {
 // three carry the full noise and the round completes without it; with
 // f = 0 it aborts and releases nothing.
 func TestVoteDropout(t *testing.T) {
-	out, err, _ := session(t, toyJob(t, 4, 0.25), 2)
+	out, err, _ := session(t, toyJob(t, 4, 0.25), 2, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out.Survivors) != 3 || out.Winner != 1 {
 		t.Errorf("outcome %+v, want three survivors", out)
 	}
-	out, err, _ = session(t, toyJob(t, 4, 0), 2)
+	out, err, _ = session(t, toyJob(t, 4, 0), 2, false)
 	if !errors.Is(err, ErrAborted) {
 		t.Errorf("f = 0 with a dropout: %+v, %v; want ErrAborted", out, err)
 	}
@@ -263,5 +269,57 @@ func TestGoodSelectionBound(t *testing.T) {
 	p := float64(wins) / trials
 	if bound < 0.5 || p < bound-3*math.Sqrt(p*(1-p)/trials) {
 		t.Fatalf("bound %v, simulated success %v", bound, p)
+	}
+}
+
+// TestJoinByPart: a client asking for part i gets client ID i−1; a second
+// client asking for the same part, or for a part beyond the split, is
+// refused; a client without a part gets the lowest free ID; a client that
+// expects another number of parts refuses the job.
+func TestJoinByPart(t *testing.T) {
+	srv, err := NewServer(toyJob(t, 3, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	g := grpc.NewServer()
+	pb.RegisterVoteServer(g, srv)
+	go g.Serve(lis)
+	defer g.Stop()
+	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		return lis.DialContext(ctx)
+	}), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	join := func(part int) (int, error) {
+		stream, err := pb.NewVoteClient(conn).Join(ctx, &pb.JoinRequest{Part: int32(part)})
+		if err != nil {
+			return -1, err
+		}
+		s, err := stream.Recv()
+		if err != nil {
+			return -1, err
+		}
+		return int(s.ClientId), nil
+	}
+	if id, err := join(2); id != 1 || err != nil {
+		t.Errorf("part 2: ID %d, %v; want 1", id, err)
+	}
+	if _, err := join(2); err == nil {
+		t.Error("part 2 joined twice")
+	}
+	if _, err := join(4); err == nil {
+		t.Error("part 4 of 3 joined")
+	}
+	if id, err := join(0); id != 0 || err != nil {
+		t.Errorf("no part: ID %d, %v; want 0", id, err)
+	}
+	c := &Client{Part: 3, Parts: 5, Load: func(Job) (*data.Dataset, error) { return toyData(800), nil }}
+	if _, err := c.Run(ctx, pb.NewVoteClient(conn)); err == nil || !strings.Contains(err.Error(), "3 clients") {
+		t.Errorf("a client of 5 parts in a job of 3: %v", err)
 	}
 }

@@ -11,12 +11,11 @@
 package votepb
 
 import (
+	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
+	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
-
-	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
-	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 )
 
 const (
@@ -27,7 +26,10 @@ const (
 )
 
 type JoinRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 0: any free client ID; i ≥ 1: the caller holds share i of the split
+	// and joins as client i−1.
+	Part          int32 `protobuf:"varint,1,opt,name=part,proto3" json:"part,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -60,6 +62,13 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
 	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *JoinRequest) GetPart() int32 {
+	if x != nil {
+		return x.Part
+	}
+	return 0
 }
 
 type Session struct {
@@ -116,11 +125,14 @@ func (x *Session) GetJob() []byte {
 	return nil
 }
 
+// Every secure-summation message names its sum: 0 is the vote, r ≥ 1 the
+// clipped updates of FedAvg round r (--final-training dp-fedavg).
 type Keys struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	EncryptKey    []byte                 `protobuf:"bytes,2,opt,name=encrypt_key,json=encryptKey,proto3" json:"encrypt_key,omitempty"`
 	MaskKey       []byte                 `protobuf:"bytes,3,opt,name=mask_key,json=maskKey,proto3" json:"mask_key,omitempty"`
+	Sum           int32                  `protobuf:"varint,4,opt,name=sum,proto3" json:"sum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -176,6 +188,13 @@ func (x *Keys) GetMaskKey() []byte {
 	return nil
 }
 
+func (x *Keys) GetSum() int32 {
+	if x != nil {
+		return x.Sum
+	}
+	return 0
+}
+
 type KeyList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Keys          []*Keys                `protobuf:"bytes,1,rep,name=keys,proto3" json:"keys,omitempty"`
@@ -225,6 +244,7 @@ type Shares struct {
 	ClientId      int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	Ciphertext    map[int32][]byte       `protobuf:"bytes,2,rep,name=ciphertext,proto3" json:"ciphertext,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	Commitment    []byte                 `protobuf:"bytes,3,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	Sum           int32                  `protobuf:"varint,4,opt,name=sum,proto3" json:"sum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -280,6 +300,13 @@ func (x *Shares) GetCommitment() []byte {
 	return nil
 }
 
+func (x *Shares) GetSum() int32 {
+	if x != nil {
+		return x.Sum
+	}
+	return 0
+}
+
 type Inbox struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ciphertext    map[int32][]byte       `protobuf:"bytes,1,rep,name=ciphertext,proto3" json:"ciphertext,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -328,6 +355,7 @@ type Masked struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	Y             []uint64               `protobuf:"fixed64,2,rep,packed,name=y,proto3" json:"y,omitempty"`
+	Sum           int32                  `protobuf:"varint,3,opt,name=sum,proto3" json:"sum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -374,6 +402,13 @@ func (x *Masked) GetY() []uint64 {
 		return x.Y
 	}
 	return nil
+}
+
+func (x *Masked) GetSum() int32 {
+	if x != nil {
+		return x.Sum
+	}
+	return 0
 }
 
 type Survivors struct {
@@ -425,6 +460,7 @@ type UnmaskShares struct {
 	ClientId      int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	SelfMask      map[int32][]byte       `protobuf:"bytes,2,rep,name=self_mask,json=selfMask,proto3" json:"self_mask,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	MaskKeys      map[int32][]byte       `protobuf:"bytes,3,rep,name=mask_keys,json=maskKeys,proto3" json:"mask_keys,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Sum           int32                  `protobuf:"varint,4,opt,name=sum,proto3" json:"sum,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -480,9 +516,18 @@ func (x *UnmaskShares) GetMaskKeys() map[int32][]byte {
 	return nil
 }
 
+func (x *UnmaskShares) GetSum() int32 {
+	if x != nil {
+		return x.Sum
+	}
+	return 0
+}
+
+// The vote's winner, or after a FedAvg round's sum the new global model.
 type Outcome struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Winner        int32                  `protobuf:"varint,1,opt,name=winner,proto3" json:"winner,omitempty"`
+	Values        []float32              `protobuf:"fixed32,2,rep,packed,name=values,proto3" json:"values,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -522,6 +567,13 @@ func (x *Outcome) GetWinner() int32 {
 		return x.Winner
 	}
 	return 0
+}
+
+func (x *Outcome) GetValues() []float32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
 }
 
 type Params struct {
@@ -588,18 +640,20 @@ var File_tuning_vote_votepb_vote_proto protoreflect.FileDescriptor
 
 const file_tuning_vote_votepb_vote_proto_rawDesc = "" +
 	"\n" +
-	"\x1dtuning/vote/votepb/vote.proto\x12\x0edptune.vote.v1\"\r\n" +
-	"\vJoinRequest\"8\n" +
+	"\x1dtuning/vote/votepb/vote.proto\x12\x0edptune.vote.v1\"!\n" +
+	"\vJoinRequest\x12\x12\n" +
+	"\x04part\x18\x01 \x01(\x05R\x04part\"8\n" +
 	"\aSession\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\x10\n" +
-	"\x03job\x18\x02 \x01(\fR\x03job\"_\n" +
+	"\x03job\x18\x02 \x01(\fR\x03job\"q\n" +
 	"\x04Keys\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\x1f\n" +
 	"\vencrypt_key\x18\x02 \x01(\fR\n" +
 	"encryptKey\x12\x19\n" +
-	"\bmask_key\x18\x03 \x01(\fR\amaskKey\"3\n" +
+	"\bmask_key\x18\x03 \x01(\fR\amaskKey\x12\x10\n" +
+	"\x03sum\x18\x04 \x01(\x05R\x03sum\"3\n" +
 	"\aKeyList\x12(\n" +
-	"\x04keys\x18\x01 \x03(\v2\x14.dptune.vote.v1.KeysR\x04keys\"\xcc\x01\n" +
+	"\x04keys\x18\x01 \x03(\v2\x14.dptune.vote.v1.KeysR\x04keys\"\xde\x01\n" +
 	"\x06Shares\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12F\n" +
 	"\n" +
@@ -607,7 +661,8 @@ const file_tuning_vote_votepb_vote_proto_rawDesc = "" +
 	"ciphertext\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x03 \x01(\fR\n" +
-	"commitment\x1a=\n" +
+	"commitment\x12\x10\n" +
+	"\x03sum\x18\x04 \x01(\x05R\x03sum\x1a=\n" +
 	"\x0fCiphertextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"\x8d\x01\n" +
@@ -617,25 +672,28 @@ const file_tuning_vote_votepb_vote_proto_rawDesc = "" +
 	"ciphertext\x1a=\n" +
 	"\x0fCiphertextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"3\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"E\n" +
 	"\x06Masked\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\f\n" +
-	"\x01y\x18\x02 \x03(\x06R\x01y\"*\n" +
+	"\x01y\x18\x02 \x03(\x06R\x01y\x12\x10\n" +
+	"\x03sum\x18\x03 \x01(\x05R\x03sum\"*\n" +
 	"\tSurvivors\x12\x1d\n" +
 	"\n" +
-	"client_ids\x18\x01 \x03(\x05R\tclientIds\"\xb7\x02\n" +
+	"client_ids\x18\x01 \x03(\x05R\tclientIds\"\xc9\x02\n" +
 	"\fUnmaskShares\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12G\n" +
 	"\tself_mask\x18\x02 \x03(\v2*.dptune.vote.v1.UnmaskShares.SelfMaskEntryR\bselfMask\x12G\n" +
-	"\tmask_keys\x18\x03 \x03(\v2*.dptune.vote.v1.UnmaskShares.MaskKeysEntryR\bmaskKeys\x1a;\n" +
+	"\tmask_keys\x18\x03 \x03(\v2*.dptune.vote.v1.UnmaskShares.MaskKeysEntryR\bmaskKeys\x12\x10\n" +
+	"\x03sum\x18\x04 \x01(\x05R\x03sum\x1a;\n" +
 	"\rSelfMaskEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a;\n" +
 	"\rMaskKeysEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"!\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"9\n" +
 	"\aOutcome\x12\x16\n" +
-	"\x06winner\x18\x01 \x01(\x05R\x06winner\"S\n" +
+	"\x06winner\x18\x01 \x01(\x05R\x06winner\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\x02R\x06values\"S\n" +
 	"\x06Params\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x16\n" +

@@ -12,7 +12,6 @@ package votepb
 
 import (
 	context "context"
-
 	grpc "google.golang.org/grpc"
 	codes "google.golang.org/grpc/codes"
 	status "google.golang.org/grpc/status"
@@ -44,12 +43,15 @@ type VoteClient interface {
 	// Round 1: encrypted shares for each client of U1; returns the shares
 	// addressed to the caller by U2.
 	ShareKeys(ctx context.Context, in *Shares, opts ...grpc.CallOption) (*Inbox, error)
-	// Round 2: the masked noisy vote vector; returns U3.
+	// Round 2: the masked noisy vector (the vote, or a clipped update);
+	// returns U3.
 	MaskedInput(ctx context.Context, in *Masked, opts ...grpc.CallOption) (*Survivors, error)
-	// Round 3: the unmasking shares; returns the winning candidate.
+	// Round 3: the unmasking shares; returns the winning candidate, or the
+	// global model after a FedAvg round's sum.
 	Unmask(ctx context.Context, in *UnmaskShares, opts ...grpc.CallOption) (*Outcome, error)
-	// One FedAvg round: the client's locally trained parameters; returns the
-	// average the next round starts from (or the final model).
+	// One FedAvg round without secure summation (dp-sgd, non-private): the
+	// client's locally trained parameters; returns the average the next round
+	// starts from (or the final model).
 	Update(ctx context.Context, in *Params, opts ...grpc.CallOption) (*Params, error)
 }
 
@@ -142,12 +144,15 @@ type VoteServer interface {
 	// Round 1: encrypted shares for each client of U1; returns the shares
 	// addressed to the caller by U2.
 	ShareKeys(context.Context, *Shares) (*Inbox, error)
-	// Round 2: the masked noisy vote vector; returns U3.
+	// Round 2: the masked noisy vector (the vote, or a clipped update);
+	// returns U3.
 	MaskedInput(context.Context, *Masked) (*Survivors, error)
-	// Round 3: the unmasking shares; returns the winning candidate.
+	// Round 3: the unmasking shares; returns the winning candidate, or the
+	// global model after a FedAvg round's sum.
 	Unmask(context.Context, *UnmaskShares) (*Outcome, error)
-	// One FedAvg round: the client's locally trained parameters; returns the
-	// average the next round starts from (or the final model).
+	// One FedAvg round without secure summation (dp-sgd, non-private): the
+	// client's locally trained parameters; returns the average the next round
+	// starts from (or the final model).
 	Update(context.Context, *Params) (*Params, error)
 	mustEmbedUnimplementedVoteServer()
 }
