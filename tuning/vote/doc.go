@@ -32,6 +32,12 @@
 // runs DP-SGD in each FedAvg round, and since an example lives in one
 // client, the example-level cost is one client's DP-SGD over all rounds
 // (Job.TrainingEvent), composed with the vote (a client-level guarantee
-// implies the same example-level one). FinalNonPrivate is the paper's
-// setting and its model is labelled not private.
+// implies the same example-level one). With FinalDPFedAvg the guarantee is
+// client-level throughout: each FedAvg round, every client clips its model
+// update, rounds it to integers and adds a discrete Gaussian share, and a
+// fresh secure sum reveals only the noisy sum (UpdateSum; McMahan et al.
+// 2018's DP-FedAvg with Kairouz, Liu & Steinke's distributed discrete
+// Gaussian); it needs many clients, since the noise on the mean update
+// shrinks only as 1/n. FinalNonPrivate is the paper's setting and its model
+// is labelled not private.
 package vote

@@ -40,20 +40,21 @@ type Server struct {
 	// as the protocol advances.
 	Progress func(Event)
 
-	mu      sync.Mutex
-	sums    map[int]*sumState // by sum: 0 the vote, r ≥ 1 FedAvg round r's updates
-	dim     int               // the network's parameters
-	joined  int
-	taken   map[int]bool // client IDs given out
-	closed  bool         // admissions closed
-	live    map[int]bool
-	phases  map[string]*phase
-	done    chan struct{} // closed when Run returns; ends the Join streams
-	failed  chan struct{} // closed when a round fails; err says why
-	err     error
-	result  Outcome
-	global  []float32 // FedAvg's current model
-	updates map[int]map[int][]float32
+	mu       sync.Mutex
+	sums     map[int]*sumState // by sum: 0 the vote, r ≥ 1 FedAvg round r's updates
+	dim      int               // the network's parameters
+	joined   int
+	taken    map[int]bool // client IDs given out
+	closed   bool         // admissions closed
+	live     map[int]bool
+	phases   map[string]*phase
+	done     chan struct{} // closed when Run returns; ends the Join streams
+	failed   chan struct{} // closed when a round fails; err says why
+	finished bool          // the last round has closed: leaving clients are not dropouts
+	err      error
+	result   Outcome
+	global   []float32 // FedAvg's current model
+	updates  map[int]map[int][]float32
 }
 
 // Event reports the server's progress.
@@ -187,6 +188,9 @@ func (s *Server) drop(id int) {
 		return
 	}
 	delete(s.live, id)
+	if s.finished {
+		return
+	}
 	select {
 	case <-s.done:
 		return
@@ -388,6 +392,7 @@ func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, e
 			g[i] += float32(v)
 		}
 		s.global = g
+		s.finished = k == s.job.Final.Rounds
 		s.progress(Event{Stage: "round", Round: k})
 		return nil
 	})
@@ -428,6 +433,7 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 			return err
 		}
 		delete(s.updates, r)
+		s.finished = r+1 == s.job.Final.Rounds
 		s.progress(Event{Stage: "round", Round: r + 1})
 		return nil
 	})
