@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +280,32 @@ func TestEvaluateMatchesGraph(t *testing.T) {
 	net, x, y := randomData(t, model.MNIST, 4, 5)
 	if _, err := Evaluate(context.Background(), net, x[:10], y); err == nil {
 		t.Error("short x accepted")
+	}
+}
+
+// TestEngineWorkersStopWhenGarbage: an engine nobody holds is collected and
+// its helper goroutines exit, so code that builds one engine per training
+// run (tuners, benchmarks) does not accumulate goroutines and buffers.
+func TestEngineWorkersStopWhenGarbage(t *testing.T) {
+	net, _, _ := randomData(t, model.MNIST, 1, 1)
+	before := runtime.NumGoroutine()
+	for range 20 {
+		e, err := newEngineWorkers(net, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = e
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		runtime.GC()
+		n := runtime.NumGoroutine()
+		if n <= before {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after dropping 20 engines of 2 helpers each, %d before", n, before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -71,17 +71,24 @@ const (
 // (internal/gemm), with the per-example work Opacus's grad samplers do.
 // See NewEngine.
 type nativeEngine struct {
-	net     *model.Net
-	stages  []stage
-	slot    []int // per stage: the index of its layer with parameters, for Timings
-	input   inputLayout
-	chunk   int
+	*plan
 	reduced []float32 // the workers' summed gradient in PyTorch's layouts
 
 	workers []*worker
 	jobs    []chan job
 	done    chan jobResult
 	timings Timings
+}
+
+// plan is what the workers share: the network's stages and layout. The
+// helper goroutines reference it and not the engine, so that an engine
+// nobody holds is collected and its cleanup stops them.
+type plan struct {
+	net    *model.Net
+	stages []stage
+	slot   []int // per stage: the index of its layer with parameters, for Timings
+	input  inputLayout
+	chunk  int
 }
 
 type job struct {
@@ -96,7 +103,7 @@ type jobResult struct{ loss float64 }
 // worker holds one worker's buffers for a chunk of examples, and its share of
 // the clipped sum in the engine's internal layouts.
 type worker struct {
-	e             *nativeEngine
+	e             *plan
 	raw, nhwc     []float32   // the chunk's inputs
 	acts, grads   [][]float32 // per stage: outputs and gradients, [chunk, OutSize]
 	bufs          []any       // per stage
@@ -159,7 +166,7 @@ func newNative(net *model.Net) (*nativeEngine, error) {
 	if len(ls) == 0 {
 		return nil, fmt.Errorf("dpsgd: network %s has no layers", net.Arch.Name)
 	}
-	e := &nativeEngine{net: net, reduced: make([]float32, net.NumParams())}
+	e := &nativeEngine{plan: &plan{net: net}, reduced: make([]float32, net.NumParams())}
 	if ls[0].Kind != model.ConvLayer && ls[0].Kind != model.FlattenLayer && net.Arch.C > 1 && net.Arch.H*net.Arch.W > 1 {
 		e.input = inputNHWC
 	}
@@ -218,7 +225,7 @@ func runWorker(w *worker, jobs <-chan job, done chan<- jobResult) {
 
 func (e *nativeEngine) newWorker() *worker {
 	n, a := e.chunk, e.net.Arch
-	w := &worker{e: e, raw: make([]float32, n*a.C*a.H*a.W)}
+	w := &worker{e: e.plan, raw: make([]float32, n*a.C*a.H*a.W)}
 	if e.input == inputNHWC {
 		w.nhwc = make([]float32, n*a.C*a.H*a.W)
 	}

@@ -21,6 +21,7 @@ type benchVoteFlags struct {
 	votes, localEpochs, batch, rounds int
 	clients                           []int
 	alphas, epsilons, dpsgdEps        []float64
+	noDPSGD                           bool
 	delta, clip                       float64
 	seed                              uint64
 }
@@ -61,7 +62,8 @@ federated training; the dp-sgd figure repeats the IID setting with
 	fl.Float64SliceVar(&f.alphas, "alphas", []float64{0.1, 0.5, 1}, "Dirichlet α of the non-IID settings")
 	fl.IntVar(&f.alphaN, "alpha-clients", 10, "n of the non-IID settings and of the dp-sgd figure")
 	fl.Float64SliceVar(&f.epsilons, "epsilons", []float64{0.5, 1, 2, 5}, "the vote's client-level ε")
-	fl.Float64SliceVar(&f.dpsgdEps, "dpsgd-epsilons", []float64{2, 4, 8}, "total example-level ε of the dp-sgd figure (none: skip it)")
+	fl.Float64SliceVar(&f.dpsgdEps, "dpsgd-epsilons", []float64{2, 4, 8}, "total example-level ε of the dp-sgd figure")
+	fl.BoolVar(&f.noDPSGD, "no-dpsgd", false, "skip the dp-sgd figure")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ")
 	fl.IntVar(&f.votes, "votes-per-client", 5, "ℓ (the paper's choice: 5)")
 	fl.IntVar(&f.localEpochs, "local-epochs", 1, "epochs of each client's local training of each candidate")
@@ -94,6 +96,9 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 		if !(a > 0) || a > 1e6 {
 			return usagef("--alphas %v: need 0 < α ≤ 1e6", a)
 		}
+	}
+	if f.noDPSGD {
+		f.dpsgdEps = nil
 	}
 	for _, e := range append(append([]float64{}, f.epsilons...), f.dpsgdEps...) {
 		if err := accounting.CheckEpsilon(e); err != nil {
