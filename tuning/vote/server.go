@@ -137,8 +137,9 @@ func (s *Server) progress(e Event) {
 	}
 }
 
-// Join implements pb.VoteServer. A request for part i gets client ID i−1
-// if it is free; otherwise the lowest free ID.
+// Join implements pb.VoteServer. A request for part i gets client ID i−1,
+// and is refused if another client holds it; a request without a part gets
+// the lowest free ID.
 func (s *Server) Join(req *pb.JoinRequest, stream pb.Vote_JoinServer) error {
 	s.mu.Lock()
 	if s.joined >= s.job.Clients || s.closed {
