@@ -163,9 +163,9 @@ func TestUpdateSumCheck(t *testing.T) {
 		func(u *UpdateSum) { u.ClipNorm = math.NaN() },
 		func(u *UpdateSum) { u.NoiseMultiplier = 0 },
 		func(u *UpdateSum) { u.NoiseMultiplier = 1e-9 }, // share below ½
-		func(u *UpdateSum) { u.Scale = 1000 },             // not a power of two
-		func(u *UpdateSum) { u.Dropout = 0.8 },            // fewer than two survivors of four
-		func(u *UpdateSum) { u.NoiseMultiplier = 1e6 },    // share above the sampler's range
+		func(u *UpdateSum) { u.Scale = 1000 },           // not a power of two
+		func(u *UpdateSum) { u.Dropout = 0.8 },          // fewer than two survivors of four
+		func(u *UpdateSum) { u.NoiseMultiplier = 1e6 },  // share above the sampler's range
 	} {
 		u := good
 		bad(&u)

@@ -143,6 +143,28 @@ func toyJob(t *testing.T, clients int, dropout float64) Job {
 		Final: Final{Mode: FinalDPSGD, Rounds: 2, StepsPerRound: 5, SamplingRate: 0.1, NoiseMultiplier: 1, ClipNorm: 1}}
 }
 
+// serveInMemory serves srv over an in-memory listener until the test ends
+// and returns a function that opens a client connection to it (closed when
+// the test ends); call it from the test's goroutine.
+func serveInMemory(t *testing.T, srv *Server) func() *grpc.ClientConn {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	g := grpc.NewServer()
+	pb.RegisterVoteServer(g, srv)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	return func() *grpc.ClientConn {
+		conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return lis.DialContext(ctx)
+		}), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+}
+
 // session runs a server and clients over an in-memory gRPC connection.
 // dropAt, if ≥ 0, is the client (by join order) that leaves once it has
 // scored its candidates: after round 1, before sending its vote. With
@@ -154,28 +176,17 @@ func session(t *testing.T, job Job, dropAt int, parts bool) (Outcome, error, []C
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer()
-	pb.RegisterVoteServer(g, srv)
-	go g.Serve(lis)
-	defer g.Stop()
+	dial := serveInMemory(t, srv)
 	d := toyData(job.NominalN)
 	var wg sync.WaitGroup
 	reports := make([]ClientReport, job.Clients)
 	var joinMu sync.Mutex
 	joined := 0
 	for i := range job.Clients {
+		conn := dial()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-				return lis.DialContext(ctx)
-			}), grpc.WithTransportCredentials(insecure.NewCredentials()))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			seed := uint64(100 + i)
@@ -281,18 +292,7 @@ func TestJoinByPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer()
-	pb.RegisterVoteServer(g, srv)
-	go g.Serve(lis)
-	defer g.Stop()
-	conn, err := grpc.NewClient("passthrough:///bufnet", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-		return lis.DialContext(ctx)
-	}), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := serveInMemory(t, srv)()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	join := func(part int) (int, error) {
