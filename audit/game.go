@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/runner"
 )
 
 // Protocol is the private protocol under audit together with the
@@ -41,6 +43,60 @@ type Config struct {
 	// trial and after each one. It is called from any goroutine, one call at
 	// a time, and holds up the other workers while it runs.
 	Progress func(done, total int)
+	// Runner, if not nil, plays the trials in blocks of Block (default 50)
+	// as the jobs Task describes; each job's output is EncodeStats of
+	// Trials(ctx, p, Seed, block). Nil: Workers goroutines in this process.
+	Runner runner.Runner
+	Task   func(trials []int) (runner.Task, error)
+	Block  int
+}
+
+// Trials plays the given trials of the game (Run's streams: trial i's coin
+// and randomness come from seed and i alone) and returns their statistics in
+// the same order: the job a runner's block of trials does.
+func Trials(ctx context.Context, p Protocol, seed uint64, trials []int) ([]float64, error) {
+	out := make([]float64, len(trials))
+	for k, i := range trials {
+		b, rng := trialStream(seed, i)
+		s, err := p.Trial(ctx, b, rng)
+		if err != nil {
+			return nil, fmt.Errorf("audit: trial %d: %w", i, err)
+		}
+		if math.IsNaN(s) {
+			return nil, fmt.Errorf("audit: trial %d: the statistic is NaN", i)
+		}
+		out[k] = s
+		runner.Progress(ctx, k+1, len(trials))
+	}
+	return out, nil
+}
+
+// EncodeStats writes statistics as JSON strings in Go's shortest
+// round-tripping form ("+Inf" and "-Inf" included, which JSON numbers lack).
+func EncodeStats(stats []float64) ([]byte, error) {
+	s := make([]string, len(stats))
+	for i, v := range stats {
+		s[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return json.Marshal(s)
+}
+
+// DecodeStats reads EncodeStats's output; it refuses NaN and malformed
+// input.
+func DecodeStats(b []byte) ([]float64, error) {
+	var s []string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("audit: malformed statistics: %w", err)
+	}
+	out := make([]float64, len(s))
+	for i, v := range s {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) {
+			return nil, fmt.Errorf("audit: malformed statistic %.40q", v)
+		}
+		out[i] = f
+	}
+	return out, nil
 }
 
 // Run plays the distinguishing game (Xiang et al., Algorithm 1) c.Trials
@@ -121,6 +177,25 @@ func Run(ctx context.Context, p Protocol, c Config) (stats0, stats1 []float64, e
 		c.Progress(done, n)
 	}
 
+	if c.Runner != nil {
+		if err := c.runBlocks(ctx, p, todo, func(i int, s float64) error {
+			b, _ := trialStream(c.Seed, i)
+			stat[i], coin[i] = s, int8(b)
+			if out != nil {
+				if _, err := out.f.Write(appendRecord(nil, record{trial: i, b: b, stat: s})); err != nil {
+					return fmt.Errorf("audit: writing %s: %w", c.CSV, err)
+				}
+			}
+			done++
+			if c.Progress != nil {
+				c.Progress(done, n)
+			}
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+		return split(stat, coin)
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -184,7 +259,12 @@ func Run(ctx context.Context, p Protocol, c Config) (stats0, stats1 []float64, e
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	for i := range n {
+	return split(stat, coin)
+}
+
+// split sorts the statistics by coin, in trial order.
+func split(stat []float64, coin []int8) (stats0, stats1 []float64, err error) {
+	for i := range stat {
 		if coin[i] == 0 {
 			stats0 = append(stats0, stat[i])
 		} else {
@@ -192,6 +272,43 @@ func Run(ctx context.Context, p Protocol, c Config) (stats0, stats1 []float64, e
 		}
 	}
 	return stats0, stats1, nil
+}
+
+// runBlocks plays the trials todo through c.Runner in blocks of c.Block,
+// calling record for each trial as its block finishes.
+func (c Config) runBlocks(ctx context.Context, p Protocol, todo []int, record func(i int, s float64) error) error {
+	if c.Task == nil {
+		return errors.New("audit: a runner needs the trials' jobs")
+	}
+	size := c.Block
+	if size <= 0 {
+		size = 50
+	}
+	var blocks [][]int
+	var tasks []runner.Task
+	for lo := 0; lo < len(todo); lo += size {
+		b := todo[lo:min(lo+size, len(todo))]
+		t, err := c.Task(b)
+		if err != nil {
+			return err
+		}
+		blocks, tasks = append(blocks, b), append(tasks, t)
+	}
+	return c.Runner.Run(ctx, tasks, func(k int, out []byte) error {
+		stats, err := DecodeStats(out)
+		if err != nil {
+			return err
+		}
+		if len(stats) != len(blocks[k]) {
+			return fmt.Errorf("audit: %s returned %d statistics for %d trials", tasks[k].ID, len(stats), len(blocks[k]))
+		}
+		for j, i := range blocks[k] {
+			if err := record(i, stats[j]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // trialStream returns trial i's coin and its random stream, positioned

@@ -13,6 +13,7 @@ import (
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -38,6 +39,11 @@ type LandscapeConfig struct {
 	// Progress, if not nil, is called after each run with the runs done and
 	// the runs needed.
 	Progress func(done, total int)
+	// Runner, if not nil, runs the landscape's runs as the jobs that Jobs
+	// makes for the landscape's trainer (job.LandscapeJobs); nil: one after
+	// another in this process.
+	Runner runner.Runner
+	Jobs   func(*tuning.DPSGDTrainer) tuning.Jobs
 }
 
 // Subgrid keeps every stride-th value of each dimension of s (strides[k] for
@@ -64,7 +70,6 @@ func Subgrid(s tuning.Space, strides []int) tuning.Space {
 // to it at once, so an interrupted build loses nothing.
 func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error) {
 	n := cfg.Space.Size()
-	acc := make([][]float64, n)
 	done := map[[2]int]bool{}
 	key := func(c tuning.Candidate) (int, bool) {
 		for i := 0; i < n; i++ {
@@ -79,44 +84,91 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 	if err != nil {
 		return Landscape{}, err
 	}
+	// got[i][s] is seed s's accuracy at candidate i, in seed order
+	// whatever order the runs finish in.
+	got := make([][]float64, n)
+	have := make([][]bool, n)
+	for i := range got {
+		got[i], have[i] = make([]float64, cfg.Seeds), make([]bool, cfg.Seeds)
+	}
 	for _, r := range rows {
 		if !approx(r.sigma, cfg.NoiseMultiplier) || r.epochs != cfg.Epochs || r.seed >= cfg.Seeds {
 			continue
 		}
-		if i, ok := key(tuning.Candidate{Values: map[string]float64{tuning.LearningRate: r.lr, tuning.ClipNorm: r.clip}}); ok && !done[[2]int{i, r.seed}] {
+		if i, ok := key(tuning.Candidate{Values: map[string]float64{tuning.LearningRate: r.lr, tuning.ClipNorm: r.clip}}); ok && !have[i][r.seed] {
+			got[i][r.seed], have[i][r.seed] = r.accuracy, true
 			done[[2]int{i, r.seed}] = true
-			acc[i] = append(acc[i], r.accuracy)
 		}
 	}
 	total, finished := n*cfg.Seeds, len(done)
+	t := &tuning.DPSGDTrainer{Arch: cfg.Arch, Data: cfg.Train, Val: cfg.Test, NoiseMultiplier: cfg.NoiseMultiplier,
+		SamplingRate: cfg.SamplingRate, Steps: dpsgd.StepsForEpochs(cfg.Epochs, cfg.SamplingRate)}
+	if cfg.Train != nil {
+		t.ExpectedBatchSize = cfg.SamplingRate * float64(cfg.Train.N)
+	}
+	var todo [][2]int
 	for i := 0; i < n; i++ {
-		c := cfg.Space.At(i)
 		for s := 0; s < cfg.Seeds; s++ {
-			if done[[2]int{i, s}] {
-				continue
+			if !done[[2]int{i, s}] {
+				todo = append(todo, [2]int{i, s})
 			}
+		}
+	}
+	record := func(p [2]int, r tuning.Run) error {
+		score := r.Score
+		if r.Failed {
+			score = 0 // a diverged run: the landscape records it as accuracy 0
+		}
+		got[p[0]][p[1]], have[p[0]][p[1]] = score, true
+		c := cfg.Space.At(p[0])
+		if err := appendCache(cfg.Cache, cacheRow{cfg.NoiseMultiplier, cfg.Epochs, p[1], c.Values[tuning.LearningRate], c.Values[tuning.ClipNorm], score}); err != nil {
+			return err
+		}
+		finished++
+		if cfg.Progress != nil {
+			cfg.Progress(finished, total)
+		}
+		return nil
+	}
+	seedOf := func(p [2]int) *uint64 { v := uint64(1000*p[1] + p[0]); return &v }
+	if cfg.Runner != nil {
+		if cfg.Jobs == nil {
+			return Landscape{}, errors.New("bench: a runner needs the landscape's jobs")
+		}
+		tasks := make([]runner.Task, len(todo))
+		for k, p := range todo {
+			if tasks[k], err = cfg.Jobs(t).Task(fmt.Sprintf("σ %g candidate %d seed %d", cfg.NoiseMultiplier, p[0], p[1]), cfg.Space.At(p[0]), seedOf(p)); err != nil {
+				return Landscape{}, err
+			}
+		}
+		if err := cfg.Runner.Run(ctx, tasks, func(k int, out []byte) error {
+			r, err := cfg.Jobs(t).Decode(out)
+			if err != nil {
+				return err
+			}
+			return record(todo[k], r)
+		}); err != nil {
+			return Landscape{}, err
+		}
+	} else {
+		for _, p := range todo {
 			if err := ctx.Err(); err != nil {
 				return Landscape{}, err
 			}
-			seed := uint64(1000*s + i)
-			t := &tuning.DPSGDTrainer{Arch: cfg.Arch, Data: cfg.Train, Val: cfg.Test, NoiseMultiplier: cfg.NoiseMultiplier,
-				SamplingRate: cfg.SamplingRate, ExpectedBatchSize: cfg.SamplingRate * float64(cfg.Train.N),
-				Steps: dpsgd.StepsForEpochs(cfg.Epochs, cfg.SamplingRate)}
-			r, err := t.Train(ctx, c, &seed)
+			r, err := t.Train(ctx, cfg.Space.At(p[0]), seedOf(p))
 			if err != nil {
 				return Landscape{}, err
 			}
-			score := r.Score
-			if r.Failed {
-				score = 0 // a diverged run: the landscape records it as accuracy 0
-			}
-			acc[i] = append(acc[i], score)
-			if err := appendCache(cfg.Cache, cacheRow{cfg.NoiseMultiplier, cfg.Epochs, s, c.Values[tuning.LearningRate], c.Values[tuning.ClipNorm], score}); err != nil {
+			if err := record(p, r); err != nil {
 				return Landscape{}, err
 			}
-			finished++
-			if cfg.Progress != nil {
-				cfg.Progress(finished, total)
+		}
+	}
+	acc := make([][]float64, n)
+	for i := range got {
+		for s, ok := range have[i] {
+			if ok {
+				acc[i] = append(acc[i], got[i][s])
 			}
 		}
 	}

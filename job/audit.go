@@ -8,6 +8,7 @@ import (
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -33,8 +34,11 @@ type AuditSpec struct {
 	Confidence float64 // default 0.95
 	// CSV streams the trials' statistics (an interrupted audit resumes);
 	// Progress is called as trials finish.
-	CSV      string
-	Progress func(done, total int)
+	CSV      string                 `json:"-"`
+	Progress func(done, total int) `json:"-"`
+	// Runner, if not nil, plays the trials in blocks as runner jobs
+	// (KindAuditTrials); nil: on all cores of this process.
+	Runner runner.Runner `json:"-"`
 
 	// Mu (reduced) is the reduced game's shift; Repetitions (reduced,
 	// tuner) the distribution of the number of runs.
@@ -46,7 +50,7 @@ type AuditSpec struct {
 	Steps, Size                                          int
 	// Data and Size (natural): the real training subset is the first Size
 	// training examples of Data; LearningRate trains it.
-	Data         Source
+	Data         Source `json:"-"`
 	LearningRate float64
 	// GPOptions (gp) are DP-HyPO's.
 	GPOptions tuning.GPOptions
@@ -116,7 +120,11 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 			res.EpsilonUpper[name] = g.Epsilon
 		}
 	}
-	s0, s1, err := audit.Run(ctx, p, audit.Config{Trials: s.Trials, Seed: s.Seed, CSV: s.CSV, Progress: s.Progress})
+	cfg := audit.Config{Trials: s.Trials, Seed: s.Seed, CSV: s.CSV, Progress: s.Progress}
+	if s.Runner != nil {
+		cfg.Runner, cfg.Task = s.Runner, auditTask(s)
+	}
+	s0, s1, err := audit.Run(ctx, p, cfg)
 	if err != nil {
 		return nil, err
 	}

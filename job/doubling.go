@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
@@ -169,16 +168,17 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
-	fit, val, err := keyedValidationSplit(train, s.ValSize, s.Data.NominalN, s.Seed)
+	seed, run := s.invocationSeed()
+	tuner.Seed = seed
+	ref := dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN, Validation: "private",
+		ValSize: s.ValSize, SplitKey: splitKey(seed), Parts: d.Partitions}
+	fit, val, err := keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
-	partKey := randsrc.New(s.Seed, "partition").Uint64()
-	fracs := make([]float64, d.Partitions)
-	for i := range fracs {
-		fracs[i] = 1
-	}
-	parts, err := data.KeyedSplit(fit, fracs, partKey)
+	partKey := randsrc.New(seed, "partition").Uint64()
+	ref.PartKey = partKey
+	parts, err := partition(fit, d.Partitions, partKey)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
@@ -188,7 +188,10 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 		}
 	}
 	scorer.Parts, scorer.Val, tuner.Train = parts, val, fit
-	scorer.Seed = randsrc.New(s.Seed, "part runs").Uint64() // fresh when unseeded
+	scorer.Seed = randsrc.New(seed, "part runs").Uint64() // fresh when unseeded
+	// The jobs of this process read the data loaded here.
+	cachePut(cacheKey(ref), loaded{train: fit, val: val, parts: parts})
+	scorer.Runner, scorer.Task = run, partitionTask(scorer, ref)
 	scorer.SplitID = fmt.Sprintf("%016x", randsrc.Seeded(partKey, "split id").Uint64())
 	if s.Progress != nil {
 		scorer.Progress = s.Progress

@@ -10,6 +10,7 @@ import (
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -60,8 +61,14 @@ type TuneSpec struct {
 	// random-stop with public validation and no budget file only.
 	Accountant string
 
-	// Seed makes the tuning reproducible (fast noise); nil: crypto/rand.
+	// Seed makes the tuning reproducible (fast noise); nil: crypto/rand,
+	// or, with a keyed Runner (a durable one), its invocation's secret key,
+	// so that a resumed invocation repeats the same draws.
 	Seed *uint64
+	// Runner runs the training runs (random-stop's all at once, GP's one
+	// after another, doubling's partition runs) as jobs; nil: runner.Local
+	// in this process.
+	Runner runner.Runner
 	// Budget is the curator's budget file ("" for none); Label says what
 	// the tuning is, in it.
 	Budget, Label string
@@ -287,16 +294,24 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
+	seed, run := s.invocationSeed()
+	ref := dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN, Validation: s.Validation}
 	if s.Validation == "public" {
 		trainer.Data = train
 		if trainer.Val, _, err = s.PublicVal.Load(); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, fmt.Errorf("the public validation set: %w", err))
 		}
-	} else if trainer.Data, trainer.Val, err = keyedValidationSplit(train, s.ValSize, s.Data.NominalN, s.Seed); err != nil {
-		return nil, nil, resv.done(accounting.Ledger{}, err)
+		ref.Public = &dataRef{Dataset: s.PublicVal.Name, Dir: s.PublicVal.Dir}
+	} else {
+		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed)
+		if trainer.Data, trainer.Val, err = keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey); err != nil {
+			return nil, nil, resv.done(accounting.Ledger{}, err)
+		}
 	}
-	cfg := tuning.Config{Space: s.Space, Trainer: trainer, Repetitions: s.Repetitions, Seed: s.Seed,
-		Diagnostics: s.Diagnostics, Progress: s.Progress}
+	// The jobs of this process read the data loaded here.
+	cachePut(cacheKey(ref), loaded{train: trainer.Data, val: trainer.Val})
+	cfg := tuning.Config{Space: s.Space, Trainer: trainer, Repetitions: s.Repetitions, Seed: seed,
+		Diagnostics: s.Diagnostics, Progress: s.Progress, Runner: run, Jobs: dpsgdJobs{t: trainer, data: ref, model: true}}
 	var res tuning.Result
 	var tuneErr error
 	if gp != nil {
@@ -362,14 +377,36 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	return rel, diag, resv.done(res.Ledger, nil)
 }
 
+// invocationSeed returns the seed the tuning's randomness comes from — s.Seed,
+// or a keyed runner's secret key, or nil (crypto/rand) — and its runner
+// (runner.Local when s.Runner is nil).
+func (s TuneSpec) invocationSeed() (*uint64, runner.Runner) {
+	run := s.Runner
+	if run == nil {
+		run = runner.Local{}
+	}
+	if s.Seed != nil {
+		return s.Seed, run
+	}
+	if k, ok := run.(runner.Keyed); ok {
+		key := k.Key()
+		return &key, run
+	}
+	return nil, run
+}
+
+// splitKey is the key of the keyed validation split: from the seed's
+// stream, or from crypto/rand.
+func splitKey(seed *uint64) uint64 { return randsrc.New(seed, "validation split").Uint64() }
+
 // keyedValidationSplit holds out about nVal of the nominal examples of
-// train for scoring, by a keyed hash of each example (data.KeyedSplit), so
-// that adding or removing one example changes either the training split or
-// the validation split, never both. The fraction is nVal/nominal — public —
-// and the key comes from the seed's stream or crypto/rand.
-func keyedValidationSplit(train *data.Dataset, nVal, nominal int, seed *uint64) (fit, val *data.Dataset, err error) {
+// train for scoring, by a keyed hash of each example (data.KeyedSplit) with
+// key (splitKey), so that adding or removing one example changes either the
+// training split or the validation split, never both. The fraction is
+// nVal/nominal — public.
+func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key uint64) (fit, val *data.Dataset, err error) {
 	v := float64(nVal) / float64(nominal)
-	parts, err := data.KeyedSplit(train, []float64{1 - v, v}, randsrc.New(seed, "validation split").Uint64())
+	parts, err := data.KeyedSplit(train, []float64{1 - v, v}, key)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/runner"
 )
 
 // PartitionScorer computes the doubling tuner's utilities by subsample and
@@ -65,6 +67,12 @@ type PartitionScorer struct {
 	// partial line), one call at a time; nil drops them.
 	Warn func(msg string)
 
+	// Runner, if not nil, runs the part runs as the jobs Task describes
+	// (each job's output is the run's accuracy in JSON; TrainPart computes
+	// it); nil: the pool in this process.
+	Runner runner.Runner
+	Task   func(c Candidate, part int) (runner.Task, error)
+
 	header string // the cache header of the last Scores call
 	cands  int    // its number of candidates
 }
@@ -98,7 +106,6 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 	if err != nil {
 		return nil, nil, err
 	}
-	type task struct{ cand, part int }
 	var tasks []task
 	done := 0
 	for i := 0; i < n; i++ {
@@ -111,6 +118,58 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 		}
 	}
 	total := n * k
+	var mu sync.Mutex
+	record := func(t task, acc float64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		per[t.cand][t.part] = acc
+		if err := p.appendCache(fp, strconv.Itoa(t.cand)+","+strconv.Itoa(t.part)+","+fmtFloat(acc)); err != nil {
+			return err
+		}
+		done++
+		if p.Progress != nil {
+			p.Progress(done, total)
+		}
+		return nil
+	}
+	if p.Runner != nil {
+		if p.Task == nil {
+			return nil, nil, fmt.Errorf("tuning: a runner needs the part runs' jobs")
+		}
+		jobs := make([]runner.Task, len(tasks))
+		for q, t := range tasks {
+			if jobs[q], err = p.Task(s.At(t.cand), t.part); err != nil {
+				return nil, nil, err
+			}
+		}
+		err := p.Runner.Run(ctx, jobs, func(q int, out []byte) error {
+			var acc float64
+			if err := json.Unmarshal(out, &acc); err != nil || !(acc >= 0 && acc <= 1) {
+				return fmt.Errorf("tuning: %s: malformed output %.40q", jobs[q].ID, out)
+			}
+			return record(tasks[q], acc)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	} else if err := p.pool(ctx, s, tasks, record); err != nil {
+		return nil, nil, err
+	}
+	u := make([]float64, n)
+	for i := range per {
+		for _, a := range per[i] {
+			u[i] += a / float64(k)
+		}
+	}
+	p.header, p.cands = fp, n
+	return u, per, nil
+}
+
+// task is one part run: candidate cand on part part.
+type task struct{ cand, part int }
+
+// pool runs the tasks on GOMAXPROCS goroutines in this process.
+func (p *PartitionScorer) pool(ctx context.Context, s Space, tasks []task, record func(task, float64) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := make(chan task)
@@ -118,27 +177,22 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 	var firstErr error
 	var wg sync.WaitGroup
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for t := range ch {
-				acc, err := p.train(ctx, s.At(t.cand), t.part)
-				mu.Lock()
+				acc, err := p.TrainPart(ctx, s.At(t.cand), t.part)
 				if err == nil {
-					per[t.cand][t.part] = acc
-					err = p.appendCache(fp, strconv.Itoa(t.cand)+","+strconv.Itoa(t.part)+","+fmtFloat(acc))
-					done++
-					if p.Progress != nil && err == nil {
-						p.Progress(done, total)
+					err = record(t, acc)
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+						cancel()
 					}
+					mu.Unlock()
 				}
-				if err != nil && firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				mu.Unlock()
 			}
-		}()
+		})
 	}
 feed:
 	for _, t := range tasks {
@@ -153,22 +207,15 @@ feed:
 	if firstErr == nil {
 		firstErr = ctx.Err()
 	}
-	if firstErr != nil {
-		return nil, nil, firstErr
-	}
-	u := make([]float64, n)
-	for i := range per {
-		for _, a := range per[i] {
-			u[i] += a / float64(k)
-		}
-	}
-	p.header, p.cands = fp, n
-	return u, per, nil
+	return firstErr
 }
 
-// train runs candidate c on part j and returns its validation accuracy; a
-// diverged run scores 0.
-func (p *PartitionScorer) train(ctx context.Context, c Candidate, j int) (float64, error) {
+// TrainPart runs candidate c on part j and returns its validation accuracy;
+// a diverged run scores 0. It is what a runner's part-run job does.
+func (p *PartitionScorer) TrainPart(ctx context.Context, c Candidate, j int) (float64, error) {
+	if j < 0 || j >= len(p.Parts) {
+		return 0, fmt.Errorf("tuning: part %d is outside [0, %d)", j, len(p.Parts))
+	}
 	part := p.Parts[j]
 	seed := p.Seed ^ uint64(c.Index*1_000_003+j)*0x9e3779b97f4a7c15
 	net, err := model.New(p.Arch, randsrc.Seeded(seed, "init"))
@@ -183,7 +230,7 @@ func (p *PartitionScorer) train(ctx context.Context, c Candidate, j int) (float6
 	} else {
 		cfg.NonPrivate = true
 	}
-	if _, err := dpsgd.Train(ctx, net, part, cfg, nil, nil); err != nil {
+	if _, err := dpsgd.Train(ctx, net, part, cfg, nil, stepHeartbeat(ctx)); err != nil {
 		if errors.Is(err, dpsgd.ErrDiverged) {
 			return 0, nil
 		}

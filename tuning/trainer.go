@@ -12,6 +12,7 @@ import (
 	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/runner"
 )
 
 // Run is what one training run of a candidate gives the tuner.
@@ -101,7 +102,7 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 	}
 	cfg := dpsgd.Config{NoiseMultiplier: t.NoiseMultiplier, ClipNorm: clip, SamplingRate: t.SamplingRate,
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed}
-	if _, err := dpsgd.Train(ctx, net, t.Data, cfg, nil, nil); err != nil {
+	if _, err := dpsgd.Train(ctx, net, t.Data, cfg, nil, stepHeartbeat(ctx)); err != nil {
 		if errors.Is(err, dpsgd.ErrDiverged) {
 			return Run{Score: math.Inf(-1), Failed: true}, nil
 		}
@@ -119,6 +120,12 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 		return Run{}, err
 	}
 	return Run{Model: net, Score: float64(count) / float64(t.ValSize), NoisyCount: count}, nil
+}
+
+// stepHeartbeat reports a run's steps to its runner (runner.Progress):
+// counts only, never a loss or a score.
+func stepHeartbeat(ctx context.Context) func(dpsgd.Progress) {
+	return func(p dpsgd.Progress) { runner.Progress(ctx, p.Step, p.Steps) }
 }
 
 // Check returns an error if the trainer cannot run.

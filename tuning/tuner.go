@@ -8,6 +8,7 @@ import (
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/runner"
 )
 
 // Config is what every tuner takes.
@@ -18,10 +19,18 @@ type Config struct {
 	// Seed, if not nil, makes K, the candidates and every run reproducible;
 	// without it they come from crypto/rand.
 	Seed *uint64
-	// Progress, if not nil, is called as each run starts (run = 1, …, runs).
+	// Progress, if not nil, is called as each run starts (run = 1, …,
+	// runs), or, with a Runner, as each run finishes (run = runs finished).
 	// It is the curator's: it shows the number of runs K, which the release
 	// must not.
 	Progress func(run, runs int)
+	// Runner, if not nil, runs the training runs as jobs that Jobs
+	// describes: random-stop's K runs all at once (its candidates do not
+	// depend on the scores), DP-HyPO's one after another (each draw needs
+	// the scores before it). Nil: Trainer.Train in this process, one run
+	// after another.
+	Runner runner.Runner
+	Jobs   Jobs
 	// Diagnostics asks for every run's candidate and score in
 	// Result.Diagnostics. NOT PRIVATE: they reveal K and the other runs'
 	// scores, which the guarantee needs hidden; for the data curator only.
@@ -51,6 +60,17 @@ type RunRecord struct {
 	Failed    bool      `json:"failed,omitempty"` // diverged: no model, never selected
 }
 
+// Jobs describes a Trainer's runs as runner jobs. Task's input must fix
+// all the run's randomness (its seed), so that a retried job repeats the
+// same run.
+type Jobs interface {
+	// Task is the job of training candidate c with seed (nil only for a
+	// runner in this process: a fresh crypto/rand stream).
+	Task(id string, c Candidate, seed *uint64) (runner.Task, error)
+	// Decode reads a finished job's output.
+	Decode(output []byte) (Run, error)
+}
+
 // sampler proposes each run's candidate and learns from its score.
 type sampler interface {
 	next(rng *rand.Rand) int
@@ -73,24 +93,8 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 	// already released nothing, but its runs touched the data).
 	res.Ledger.Add(label, event)
 	best := -1.0
-	for j := 1; j <= k; j++ {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		if cfg.Progress != nil {
-			cfg.Progress(j, k)
-		}
-		i := s.next(rng)
+	record := func(j, i int, r Run) {
 		c := cfg.Space.At(i)
-		var seed *uint64
-		if cfg.Seed != nil {
-			v := *cfg.Seed ^ (uint64(j) * 0x9e3779b97f4a7c15)
-			seed = &v
-		}
-		r, err := cfg.Trainer.Train(ctx, c, seed)
-		if err != nil {
-			return res, fmt.Errorf("tuning: a training run failed: %w", err)
-		}
 		if cfg.Diagnostics {
 			rec := RunRecord{Candidate: c, Score: r.Score, Failed: r.Failed}
 			if rec.Failed {
@@ -101,14 +105,83 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 		if r.Failed {
 			// The sampler learns the worst score; the run is never selected.
 			s.observe(i, 0)
-			continue
+			return
 		}
 		s.observe(i, r.Score)
 		if res.Selected == nil || r.Score > best {
 			best = r.Score
-			cc := c
-			res.Selected, res.Model, res.Score, res.NoisyCount = &cc, r.Model, r.Score, r.NoisyCount
+			res.Selected, res.Model, res.Score, res.NoisyCount = &c, r.Model, r.Score, r.NoisyCount
 		}
+	}
+	seedOf := func(j int) *uint64 {
+		if cfg.Seed == nil {
+			return nil
+		}
+		v := *cfg.Seed ^ (uint64(j) * 0x9e3779b97f4a7c15)
+		return &v
+	}
+	if cfg.Runner != nil {
+		if cfg.Jobs == nil {
+			return res, fmt.Errorf("tuning: a runner needs the trainer's jobs")
+		}
+		// A non-adaptive sampler draws every candidate up front and the
+		// K runs go out at once; an adaptive one waits for each score.
+		batch := 1
+		if _, ok := s.(uniform); ok {
+			batch = max(k, 1)
+		}
+		finished := 0
+		for j0 := 1; j0 <= k; j0 += batch {
+			n := min(batch, k-j0+1)
+			idx := make([]int, n)
+			tasks := make([]runner.Task, n)
+			for t := range n {
+				idx[t] = s.next(rng)
+				task, err := cfg.Jobs.Task(fmt.Sprintf("run %d", j0+t), cfg.Space.At(idx[t]), seedOf(j0+t))
+				if err != nil {
+					return res, err
+				}
+				tasks[t] = task
+			}
+			runs := make([]Run, n)
+			err := cfg.Runner.Run(ctx, tasks, func(t int, out []byte) error {
+				r, err := cfg.Jobs.Decode(out)
+				if err != nil {
+					return fmt.Errorf("tuning: %s: %w", tasks[t].ID, err)
+				}
+				runs[t] = r
+				finished++
+				if cfg.Progress != nil {
+					cfg.Progress(finished, k)
+				}
+				return nil
+			})
+			if err != nil {
+				if ctx.Err() != nil {
+					return res, ctx.Err()
+				}
+				return res, fmt.Errorf("tuning: a training run failed: %w", err)
+			}
+			// Selection goes in run order, as in one process.
+			for t := range n {
+				record(j0+t, idx[t], runs[t])
+			}
+		}
+		return res, nil
+	}
+	for j := 1; j <= k; j++ {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if cfg.Progress != nil {
+			cfg.Progress(j, k)
+		}
+		i := s.next(rng)
+		r, err := cfg.Trainer.Train(ctx, cfg.Space.At(i), seedOf(j))
+		if err != nil {
+			return res, fmt.Errorf("tuning: a training run failed: %w", err)
+		}
+		record(j, i, r)
 	}
 	return res, nil
 }

@@ -1,0 +1,428 @@
+package job
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/dptune/dptune/audit"
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/runner"
+	"github.com/dptune/dptune/tuning"
+)
+
+// The kinds of runner jobs this package defines; a worker (`dptune worker`)
+// runs them for any runner.
+const (
+	// KindDPSGDRun is one DP-SGD run of a candidate and its score: a
+	// random-stop or DP-HyPO run, or a landscape point.
+	KindDPSGDRun = "dptune.dpsgd-run"
+	// KindPartitionRun is one run of the doubling tuner's subsample and
+	// aggregate: a candidate on one part.
+	KindPartitionRun = "dptune.partition-run"
+	// KindAuditTrials is a block of an audit's trials.
+	KindAuditTrials = "dptune.audit-trials"
+)
+
+func init() {
+	runner.Register(KindDPSGDRun, doDPSGDRun)
+	runner.Register(KindPartitionRun, doPartitionRun)
+	runner.Register(KindAuditTrials, doAuditTrials)
+}
+
+// dataRef names a job's data so that any worker can load it: a built-in
+// dataset (Dataset) and how the training set is cut. Every key in it is
+// the curator's secret: jobs travel only through the runner's encrypted
+// payloads.
+type dataRef struct {
+	Dataset  string `json:"dataset"`
+	Dir      string `json:"dir,omitempty"`
+	NominalN int    `json:"nominal_n"`
+	// Validation is how the validation set is made: "private" (ValSize
+	// nominal examples held out by the keyed hash with SplitKey), "public"
+	// (Public's training set) or "test" (the test set, for landscapes).
+	Validation string   `json:"validation"`
+	ValSize    int      `json:"val_size,omitempty"`
+	SplitKey   uint64   `json:"split_key,omitempty"`
+	Public     *dataRef `json:"public,omitempty"`
+	// Parts > 0 cuts the training split into Parts equal keyed parts with
+	// PartKey (the doubling tuner's partition).
+	Parts   int    `json:"parts,omitempty"`
+	PartKey uint64 `json:"part_key,omitempty"`
+}
+
+// loaded is a dataRef's data.
+type loaded struct {
+	train, val *data.Dataset
+	parts      []*data.Dataset
+}
+
+// workerDirs are the data directories a worker was given, by dataset.
+var workerDirs sync.Map
+
+// WorkerDataDir makes this process's jobs read dataset name from dir
+// instead of the directory the curator named: a worker on a machine whose
+// copy of the data lives elsewhere (`dptune worker --data-dir`).
+func WorkerDataDir(name, dir string) { workerDirs.Store(name, dir) }
+
+// dataCache keeps the last few loaded datasets of this process, so that a
+// worker reads its data once, not once per job, and the curator's own
+// process shares what it has loaded with its local jobs.
+var dataCache = struct {
+	sync.Mutex
+	keys []string
+	m    map[string]loaded
+}{m: map[string]loaded{}}
+
+const dataCacheSize = 6
+
+func cacheKey(v any) string {
+	b, _ := json.Marshal(v) // dataRef and rawRef always marshal
+	return string(b)
+}
+
+func cachePut(key string, l loaded) {
+	dataCache.Lock()
+	defer dataCache.Unlock()
+	if _, ok := dataCache.m[key]; !ok {
+		dataCache.keys = append(dataCache.keys, key)
+		if len(dataCache.keys) > dataCacheSize {
+			delete(dataCache.m, dataCache.keys[0])
+			dataCache.keys = dataCache.keys[1:]
+		}
+	}
+	dataCache.m[key] = l
+}
+
+func cacheGet(key string) (loaded, bool) {
+	dataCache.Lock()
+	defer dataCache.Unlock()
+	l, ok := dataCache.m[key]
+	return l, ok
+}
+
+// loadMu serialises loads, so that concurrent jobs read a dataset once.
+var loadMu sync.Mutex
+
+// rawRef is a dataset as read: its training and test sets.
+type rawRef struct{ Dataset, Dir string }
+
+func loadRaw(name, dir string) (train, test *data.Dataset, err error) {
+	if d, ok := workerDirs.Load(name); ok {
+		dir = d.(string)
+	}
+	key := cacheKey(rawRef{name, dir})
+	if l, ok := cacheGet(key); ok {
+		return l.train, l.val, nil
+	}
+	src, err := Dataset(name, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if train, test, err = src.Load(); err != nil {
+		return nil, nil, err
+	}
+	cachePut(key, loaded{train: train, val: test})
+	return train, test, nil
+}
+
+// resolve loads r's data in this process, from the cache when it can.
+func (r dataRef) resolve() (loaded, error) {
+	key := cacheKey(r)
+	if l, ok := cacheGet(key); ok {
+		return l, nil
+	}
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if l, ok := cacheGet(key); ok {
+		return l, nil
+	}
+	train, test, err := loadRaw(r.Dataset, r.Dir)
+	if err != nil {
+		return loaded{}, err
+	}
+	var l loaded
+	switch r.Validation {
+	case "private":
+		key := r.SplitKey
+		if l.train, l.val, err = keyedValidationSplit(train, r.ValSize, r.NominalN, key); err != nil {
+			return loaded{}, err
+		}
+	case "public":
+		if r.Public == nil {
+			return loaded{}, fmt.Errorf("job: public validation without its data: %w", runner.ErrInvalidInput)
+		}
+		pub, _, err := loadRaw(r.Public.Dataset, r.Public.Dir)
+		if err != nil {
+			return loaded{}, err
+		}
+		l.train, l.val = train, pub
+	case "test":
+		l.train, l.val = train, test
+	default:
+		return loaded{}, fmt.Errorf("job: unknown validation %q: %w", r.Validation, runner.ErrInvalidInput)
+	}
+	if r.Parts > 0 {
+		if l.parts, err = partition(l.train, r.Parts, r.PartKey); err != nil {
+			return loaded{}, err
+		}
+	}
+	cachePut(key, l)
+	return l, nil
+}
+
+// partition cuts fit into k equal keyed parts (Ding et al.'s partition).
+func partition(fit *data.Dataset, k int, key uint64) ([]*data.Dataset, error) {
+	fracs := make([]float64, k)
+	for i := range fracs {
+		fracs[i] = 1
+	}
+	return data.KeyedSplit(fit, fracs, key)
+}
+
+// decodeInput reads a job's JSON input; a malformed one is never retried.
+func decodeInput(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("job: malformed input: %v: %w", err, runner.ErrInvalidInput)
+	}
+	return nil
+}
+
+// runInput is a KindDPSGDRun job: the trainer's settings without its
+// data, the candidate and the run's seed.
+type runInput struct {
+	Data              dataRef          `json:"data"`
+	Arch              model.Arch       `json:"arch"`
+	NoiseMultiplier   float64          `json:"noise_multiplier"`
+	SamplingRate      float64          `json:"sampling_rate"`
+	ExpectedBatchSize float64          `json:"expected_batch_size"`
+	Steps             int              `json:"steps"`
+	Momentum          float64          `json:"momentum"`
+	LearningRate      float64          `json:"learning_rate"`
+	ClipNorm          float64          `json:"clip_norm"`
+	ScoreNoise        float64          `json:"score_noise"`
+	ValSize           int              `json:"val_size"`
+	Candidate         tuning.Candidate `json:"candidate"`
+	Seed              *uint64          `json:"seed"`
+	// Model asks for the trained parameters in the output (a tuning run
+	// may be selected; a landscape point never is).
+	Model bool `json:"model"`
+}
+
+// runOutput is a KindDPSGDRun job's output.
+type runOutput struct {
+	Score      float64 `json:"score"` // 0 when Failed
+	Failed     bool    `json:"failed,omitempty"`
+	NoisyCount int64   `json:"noisy_count,omitempty"`
+	Params     []byte  `json:"params,omitempty"` // little-endian float32
+}
+
+func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
+	var in runInput
+	if err := decodeInput(b, &in); err != nil {
+		return nil, err
+	}
+	l, err := in.Data.resolve()
+	if err != nil {
+		return nil, err
+	}
+	t := &tuning.DPSGDTrainer{Arch: in.Arch, Data: l.train, Val: l.val, ValSize: in.ValSize, NoiseMultiplier: in.NoiseMultiplier,
+		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
+		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise}
+	if err := t.Check(); err != nil {
+		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
+	}
+	r, err := t.Train(ctx, in.Candidate, in.Seed)
+	if err != nil {
+		return nil, err
+	}
+	out := runOutput{Score: r.Score, Failed: r.Failed, NoisyCount: r.NoisyCount}
+	if r.Failed {
+		out.Score = 0 // −∞ has no JSON
+	} else if in.Model {
+		out.Params = make([]byte, 4*len(r.Model.Params))
+		for i, v := range r.Model.Params {
+			binary.LittleEndian.PutUint32(out.Params[4*i:], math.Float32bits(v))
+		}
+	}
+	return json.Marshal(out)
+}
+
+// dpsgdJobs describes a DPSGDTrainer's runs as KindDPSGDRun jobs
+// (tuning.Jobs).
+type dpsgdJobs struct {
+	t     *tuning.DPSGDTrainer
+	data  dataRef
+	model bool
+}
+
+// Task implements tuning.Jobs.
+func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64) (runner.Task, error) {
+	t := j.t
+	b, err := json.Marshal(runInput{Data: j.data, Arch: t.Arch, NoiseMultiplier: t.NoiseMultiplier, SamplingRate: t.SamplingRate,
+		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
+		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Candidate: c, Seed: seed, Model: j.model})
+	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
+}
+
+// Decode implements tuning.Jobs.
+func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
+	var out runOutput
+	if err := json.Unmarshal(b, &out); err != nil {
+		return tuning.Run{}, fmt.Errorf("malformed run output: %w", err)
+	}
+	if out.Failed {
+		return tuning.Run{Score: math.Inf(-1), Failed: true}, nil
+	}
+	r := tuning.Run{Score: out.Score, NoisyCount: out.NoisyCount}
+	if j.model {
+		net, err := model.NewZero(j.t.Arch)
+		if err != nil {
+			return tuning.Run{}, err
+		}
+		if len(out.Params) != 4*len(net.Params) {
+			return tuning.Run{}, fmt.Errorf("run output has %d bytes of parameters, want %d", len(out.Params), 4*len(net.Params))
+		}
+		for i := range net.Params {
+			net.Params[i] = math.Float32frombits(binary.LittleEndian.Uint32(out.Params[4*i:]))
+		}
+		r.Model = net
+	}
+	return r, nil
+}
+
+// LandscapeJobs describes DP-SGD runs of t on src's training set, scored on
+// its test set, as runner jobs (bench's landscapes): t's Data and Val are
+// not used, the jobs load src by name wherever they run.
+func LandscapeJobs(src Source, t *tuning.DPSGDTrainer) tuning.Jobs {
+	return dpsgdJobs{t: t, data: dataRef{Dataset: src.Name, Dir: src.Dir, NominalN: src.NominalN, Validation: "test"}}
+}
+
+// partInput is a KindPartitionRun job.
+type partInput struct {
+	Data            dataRef          `json:"data"` // with Parts and PartKey
+	Arch            model.Arch       `json:"arch"`
+	ValSize         int              `json:"val_size"`
+	Epochs          int              `json:"epochs"`
+	BatchSize       int              `json:"batch_size"`
+	SamplingRate    float64          `json:"sampling_rate"`
+	Momentum        float64          `json:"momentum"`
+	Private         bool             `json:"private"`
+	NoiseMultiplier float64          `json:"noise_multiplier"`
+	Seed            uint64           `json:"seed"`
+	Candidate       tuning.Candidate `json:"candidate"`
+	Part            int              `json:"part"`
+}
+
+func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
+	var in partInput
+	if err := decodeInput(b, &in); err != nil {
+		return nil, err
+	}
+	if in.Data.Parts < 1 || in.Part < 0 || in.Part >= in.Data.Parts {
+		return nil, fmt.Errorf("job: part %d of %d: %w", in.Part, in.Data.Parts, runner.ErrInvalidInput)
+	}
+	l, err := in.Data.resolve()
+	if err != nil {
+		return nil, err
+	}
+	p := &tuning.PartitionScorer{Arch: in.Arch, Parts: l.parts, Val: l.val, ValSize: in.ValSize, Epochs: in.Epochs,
+		BatchSize: in.BatchSize, SamplingRate: in.SamplingRate, Momentum: in.Momentum, Private: in.Private,
+		NoiseMultiplier: in.NoiseMultiplier, Seed: in.Seed}
+	acc, err := p.TrainPart(ctx, in.Candidate, in.Part)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(acc)
+}
+
+// partitionTask returns the job maker of scorer's part runs on ref.
+func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Candidate, int) (runner.Task, error) {
+	return func(c tuning.Candidate, part int) (runner.Task, error) {
+		b, err := json.Marshal(partInput{Data: ref, Arch: scorer.Arch, ValSize: scorer.ValSize, Epochs: scorer.Epochs,
+			BatchSize: scorer.BatchSize, SamplingRate: scorer.SamplingRate, Momentum: scorer.Momentum, Private: scorer.Private,
+			NoiseMultiplier: scorer.NoiseMultiplier, Seed: scorer.Seed, Candidate: c, Part: part})
+		return runner.Task{ID: fmt.Sprintf("candidate %d part %d", c.Index, part), Kind: KindPartitionRun, Input: b}, err
+	}
+}
+
+// auditInput is a KindAuditTrials job: the audit's spec (its data by
+// name) and the trials to play.
+type auditInput struct {
+	Spec   AuditSpec `json:"spec"`
+	Data   *dataRef  `json:"data,omitempty"` // natural only
+	Arch   *model.Arch
+	Trials []int `json:"trials"`
+}
+
+// protocols keeps the last audit protocol this process built, so that a
+// worker builds it (and calibrates σ, loads data) once per audit.
+var protocols = struct {
+	sync.Mutex
+	key string
+	p   audit.Protocol
+}{}
+
+func doAuditTrials(ctx context.Context, b []byte) ([]byte, error) {
+	var in auditInput
+	if err := decodeInput(b, &in); err != nil {
+		return nil, err
+	}
+	spec := in.Spec
+	key := cacheKey(struct {
+		S AuditSpec
+		D *dataRef
+		A *model.Arch
+	}{spec, in.Data, in.Arch})
+	protocols.Lock()
+	p := protocols.p
+	if protocols.key != key {
+		p = nil
+	}
+	protocols.Unlock()
+	if p == nil {
+		if in.Data != nil {
+			src, err := Dataset(in.Data.Dataset, in.Data.Dir)
+			if err != nil {
+				return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
+			}
+			if in.Arch != nil {
+				src.Arch = *in.Arch
+			}
+			src.Load = func() (*data.Dataset, *data.Dataset, error) { return loadRaw(in.Data.Dataset, in.Data.Dir) }
+			spec.Data = src
+		}
+		var err error
+		if p, _, err = spec.protocol(ctx); err != nil {
+			return nil, err
+		}
+		protocols.Lock()
+		protocols.key, protocols.p = key, p
+		protocols.Unlock()
+	}
+	stats, err := audit.Trials(ctx, p, spec.Seed, in.Trials)
+	if err != nil {
+		return nil, err
+	}
+	return audit.EncodeStats(stats)
+}
+
+// auditTask returns the job maker of s's blocks of trials.
+func auditTask(s AuditSpec) func([]int) (runner.Task, error) {
+	in := auditInput{Spec: s}
+	if s.Protocol == AuditNatural {
+		in.Data = &dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN}
+		a := s.Data.Arch
+		in.Arch = &a
+	}
+	return func(trials []int) (runner.Task, error) {
+		in := in
+		in.Trials = trials
+		b, err := json.Marshal(in)
+		return runner.Task{ID: fmt.Sprintf("trials %d-%d", trials[0], trials[len(trials)-1]), Kind: KindAuditTrials, Input: b}, err
+	}
+}

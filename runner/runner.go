@@ -1,0 +1,119 @@
+// Package runner runs dptune's independent jobs — the K runs of a
+// random-stop tuning, the doubling tuner's partition runs, landscape points,
+// blocks of audit trials — either in this process (Local, the default) or on
+// workers elsewhere (package runner/temporalrunner).
+//
+// A job is data, not a closure: a registered kind and its JSON input, so
+// that any process holding the same binary and the data can run it. Each
+// input carries everything the job's randomness comes from (a per-job seed
+// fixed by the caller before the job is scheduled), so running a job twice
+// gives the same output, and a retried job is the same job.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Task is one job.
+type Task struct {
+	// ID names the job within one invocation (e.g. "run 3"); a resumed
+	// invocation submits the same IDs and gets the finished jobs' outputs
+	// back without running them again.
+	ID string `json:"id"`
+	// Kind is a name passed to Register.
+	Kind string `json:"kind"`
+	// Input is the job's JSON input.
+	Input []byte `json:"input"`
+}
+
+// Runner runs independent jobs.
+type Runner interface {
+	// Run runs every task and calls done(i, output) once for each task i
+	// that finished, one call at a time, in any order. It returns the first
+	// error: a task's, done's or ctx's (the other tasks are then stopped).
+	Run(ctx context.Context, tasks []Task, done func(i int, output []byte) error) error
+}
+
+// Keyed is a runner whose invocation has a secret key fixed when the
+// invocation first started (a durable runner): a caller without a seed
+// derives all its randomness from Key, so that an invocation resumed by a
+// new process draws the same number of runs, the same candidates and the
+// same noise as the first, and no job is charged twice.
+type Keyed interface {
+	Runner
+	// Key is the invocation's secret key.
+	Key() uint64
+	// Resumed reports whether the invocation existed before this process
+	// attached to it.
+	Resumed() bool
+}
+
+// Func runs one job of a kind: input in, output out. It reports progress
+// with Progress(ctx, …). Errors wrapping ErrInvalidInput are not retried.
+type Func func(ctx context.Context, input []byte) ([]byte, error)
+
+// ErrInvalidInput marks a job whose input can never work (malformed, an
+// unknown kind, data the job refuses): a durable runner fails it at once
+// instead of retrying it.
+var ErrInvalidInput = errors.New("invalid job input")
+
+var (
+	mu    sync.RWMutex
+	kinds = map[string]Func{}
+)
+
+// Register makes kind runnable by Do in this process. Kinds are registered
+// by the packages that define them, in init; registering a kind twice
+// panics (a programming error, like http.Handle's).
+func Register(kind string, f Func) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := kinds[kind]; dup || f == nil {
+		panic("runner: kind " + kind + " registered twice or nil")
+	}
+	kinds[kind] = f
+}
+
+// Kinds lists the registered kinds, sorted.
+func Kinds() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Do runs one job in this process. It returns an error wrapping
+// ErrInvalidInput for an unregistered kind.
+func Do(ctx context.Context, kind string, input []byte) ([]byte, error) {
+	mu.RLock()
+	f := kinds[kind]
+	mu.RUnlock()
+	if f == nil {
+		return nil, fmt.Errorf("runner: unknown job kind %q (this binary knows %v): %w", kind, Kinds(), ErrInvalidInput)
+	}
+	return f(ctx, input)
+}
+
+type progressKey struct{}
+
+// WithProgress returns ctx carrying f, which Progress calls.
+func WithProgress(ctx context.Context, f func(done, total int)) context.Context {
+	return context.WithValue(ctx, progressKey{}, f)
+}
+
+// Progress reports a running job's progress (e.g. DP-SGD steps done of
+// total): counts only, never a score. A durable runner sends it in the
+// job's heartbeats; without a receiver it does nothing.
+func Progress(ctx context.Context, done, total int) {
+	if f, ok := ctx.Value(progressKey{}).(func(done, total int)); ok && f != nil {
+		f(done, total)
+	}
+}
