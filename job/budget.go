@@ -6,6 +6,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/dpsgd/accounting/budget"
+	"github.com/dptune/dptune/runner"
 )
 
 // charge is a job's reservation in the curator's budget file (none when the
@@ -36,6 +37,23 @@ func reserve(path string, seeded bool, dataset, command, label string, worst acc
 		return nil, err
 	}
 	return &charge{r, worst}, nil
+}
+
+// reserveFor is reserve for a job whose runs go to run: when run is a
+// durable runner resuming an invocation, the reservation its first process
+// made (same command, label and worst case) is taken over instead of
+// charging the same runs again.
+func reserveFor(run runner.Runner, path string, seeded bool, dataset, command, label string, worst accounting.Ledger) (*charge, error) {
+	if k, ok := run.(runner.Keyed); ok && k.Resumed() && path != "" && !seeded {
+		r, found, err := budget.Attach(path, dataset, command, label, worst)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return &charge{r, worst}, nil
+		}
+	}
+	return reserve(path, seeded, dataset, command, label, worst)
 }
 
 // done records what the job spent in its reservation and returns err (the

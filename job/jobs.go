@@ -296,10 +296,13 @@ func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
 }
 
 // LandscapeJobs describes DP-SGD runs of t on src's training set, scored on
-// its test set, as runner jobs (bench's landscapes): t's Data and Val are
-// not used, the jobs load src by name wherever they run.
-func LandscapeJobs(src Source, t *tuning.DPSGDTrainer) tuning.Jobs {
-	return dpsgdJobs{t: t, data: dataRef{Dataset: src.Name, Dir: src.Dir, NominalN: src.NominalN, Validation: "test"}}
+// its test set, as runner jobs (bench's landscapes): the jobs load src by
+// name wherever they run; in this process they use train and test, src's
+// sets as the caller loaded them.
+func LandscapeJobs(src Source, train, test *data.Dataset, t *tuning.DPSGDTrainer) tuning.Jobs {
+	ref := dataRef{Dataset: src.Name, Dir: src.Dir, NominalN: src.NominalN, Validation: "test"}
+	cachePut(cacheKey(ref), loaded{train: train, val: test})
+	return dpsgdJobs{t: t, data: ref}
 }
 
 // partInput is a KindPartitionRun job.

@@ -283,7 +283,7 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	if gp != nil {
 		label = fmt.Sprintf("DP-HyPO (GP) tuning, %s runs, densities in [%g, %g] × prior, best released", s.Repetitions, gp.MinRatio, gp.MaxRatio)
 	}
-	resv, err := reserve(s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(label, tuning.Pipeline(trainer.Event(), s.Repetitions, gp)))
+	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(label, tuning.Pipeline(trainer.Event(), s.Repetitions, gp)))
 	if err != nil {
 		return nil, nil, err
 	}

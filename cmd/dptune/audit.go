@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +30,7 @@ type auditFlags struct {
 	partitions, maxIterations                            int
 	epsilon0, granularity, u0                            float64
 	dataset, dataDir, model                              string
+	run                                                  runnerFlags
 	lr                                                   float64
 }
 
@@ -66,6 +69,7 @@ epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv
 	fl.IntVar(&f.trials, "trials", 100000, "games played")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the trials (an audit is reproducible)")
 	fl.StringVar(&f.out, "out", "out/audit", "directory for audit.json, audit.png and trials.csv")
+	addRunnerFlags(fl, &f.run)
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ of the bounds")
 	fl.Float64Var(&f.confidence, "confidence", 0.95, "Clopper–Pearson confidence (two-sided)")
 	fl.Float64Var(&f.gdpMu, "gdp-mu", 1, "reduced: the shift μ of N(μ, 1)")
@@ -123,9 +127,17 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		}
 		spec.Doubling = tuning.DoublingConfig{Partitions: f.partitions, Epsilon0: f.epsilon0, Granularity: f.granularity, U0: f.u0, MaxIterations: f.maxIterations}
 	}
+	if err := f.run.check(cmd); err != nil {
+		return err
+	}
 	if err := job.CheckOut(f.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	run, end, err := f.run.open(cmd.Context(), "audit "+protocol, f.out)
+	if err != nil {
+		return err
+	}
+	spec.Runner = run
 	w := cmd.ErrOrStderr()
 	start := time.Now()
 	bar := progressbar.NewOptions(f.trials, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("audit trials"),
@@ -133,6 +145,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish())
 	spec.Progress = func(done, _ int) { bar.Set(done) }
 	res, err := job.Audit(cmd.Context(), spec)
+	end(errors.Is(err, context.Canceled))
 	bar.Finish()
 	fmt.Fprintln(w)
 	if err != nil {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -18,11 +20,13 @@ import (
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
 type benchTunersFlags struct {
 	dataset, dataDir, space, cache, out  string
+	run                                  runnerFlags
 	epsilon, delta, refGamma, scoreNoise float64
 	gammas                               []float64
 	lrStride, clipStride, epochs, seeds  int
@@ -49,6 +53,7 @@ selected candidate, as the paper's Table 1, with a plot.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
+	addRunnerFlags(fl, &f.run)
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module)")
 	fl.StringVar(&f.space, "space", "", "search space (default: the dataset's DP-HyPO grid)")
 	fl.IntVar(&f.lrStride, "lr-stride", 2, "keep every n-th learning rate of the space")
@@ -117,6 +122,16 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if f.cache == "" {
 		f.cache = filepath.Join(f.out, "landscape-"+f.dataset+".csv")
 	}
+	if err := f.run.check(cmd); err != nil {
+		return err
+	}
+	run, end, err := f.run.open(cmd.Context(), "bench tuners", f.out)
+	if err != nil {
+		return err
+	}
+	if run == nil {
+		run = runner.Local{Workers: 1} // a run already uses every core
+	}
 	train, test, err := src.Load()
 	if err != nil {
 		return err
@@ -130,12 +145,15 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		label := []string{"GP landscape", "uniform landscape"}[k]
 		ls[k], err = bench.BuildLandscape(ctx, bench.LandscapeConfig{Arch: src.Arch, Train: train, Test: test, Space: space,
 			NoiseMultiplier: sigma, SamplingRate: q, Epochs: f.epochs, Seeds: f.seeds, Cache: f.cache,
+			Runner: run, Jobs: func(t *tuning.DPSGDTrainer) tuning.Jobs { return job.LandscapeJobs(src, train, test, t) },
 			Progress: func(done, total int) { fmt.Fprintf(w, "\r%s: %d/%d runs", label, done, total) }})
 		fmt.Fprintln(w)
 		if err != nil {
+			end(errors.Is(err, context.Canceled))
 			return err
 		}
 	}
+	end(false)
 	cells, err := bench.SimulateTuners(ctx, bench.TunerSimConfig{GP: ls[0], Uniform: ls[1], Gammas: f.gammas, Repeats: f.repeats,
 		ScoreNoise: f.scoreNoise, GPOptions: gpOpt, Seed: f.seed,
 		Progress: func(done, total int) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,7 @@ type tuneFlags struct {
 	seed                                           uint64
 	doubling                                       doublingFlags
 	vote                                           voteFlags
+	run                                            runnerFlags
 }
 
 func newTuneCmd() *cobra.Command {
@@ -86,6 +88,7 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
 	addDoublingFlags(fl, &f.doubling)
 	addVoteFlags(fl, &f.vote)
+	addRunnerFlags(fl, &f.run)
 	return cmd
 }
 
@@ -113,20 +116,22 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 				progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25), progressbar.OptionThrottle(time.Second),
 				progressbar.OptionShowElapsedTimeOnFinish())
 		}
-		if spec.Tuner == job.Doubling {
-			bar.Set(run)
-		} else {
-			bar.Set(run - 1)
-		}
+		bar.Set(run)
 	}
+	run, end, err := f.run.open(cmd.Context(), "tune", f.out)
+	if err != nil {
+		return err
+	}
+	spec.Runner = run
 	spec.Started = func(s job.TuneStart) {
 		if spec.Seed != nil {
 			warnSeeded(w)
 		}
-		fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g\n",
-			f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta)
+		fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g; runs in %s\n",
+			f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
 	}
 	rel, diag, err := job.Tune(cmd.Context(), spec)
+	end(errors.Is(err, context.Canceled))
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(w)
@@ -162,6 +167,11 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	spec := job.TuneSpec{Tuner: f.tuner, Epsilon: f.epsilon, Delta: f.delta, Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum,
 		Validation: f.validation, ValSize: f.valSize, ScoreNoise: f.score, Seed: seedFlag(cmd, f.seed), Budget: f.data.budget,
 		Label: fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), Diagnostics: f.diagnostics != "", Accountant: f.accountant}
+	if f.tuner != job.Vote {
+		if err := f.run.check(cmd); err != nil {
+			return spec, err
+		}
+	}
 	notMine := append([]string(nil), voteOnly...)
 	switch f.tuner {
 	case job.RandomStop, job.GP:

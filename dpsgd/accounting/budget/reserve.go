@@ -218,3 +218,42 @@ func newID() (string, error) {
 	}
 	return hex.EncodeToString(b[:]), nil
 }
+
+// Attach returns the reservation a resumed run left in the budget file at
+// path: the last release still "reserved" with the same command and label
+// whose worst case has the same RDP curve as worst (so it covers this run
+// exactly). A durable runner's invocation resumed by a new process attaches
+// to its first process's reservation instead of charging the same runs
+// twice. found is false (and nothing changes) when there is none.
+func Attach(path, dataset, command, label string, worst accounting.Ledger) (r *Reservation, found bool, err error) {
+	unlock, err := lock(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("budget %s: locking: %w", path, pathless(err))
+	}
+	defer unlock()
+	b, err := Load(path)
+	if err != nil {
+		return nil, false, err
+	}
+	if dataset != b.Dataset {
+		return nil, false, fmt.Errorf("budget %s is the budget of dataset %q, not %q", path, b.Dataset, dataset)
+	}
+	rdp, _, err := curve(b.Orders, worst)
+	if err != nil {
+		return nil, false, fmt.Errorf("budget %s: this run's ledger: %w", path, err)
+	}
+	for k := len(b.Releases) - 1; k >= 0; k-- {
+		rel := b.Releases[k]
+		if rel.Status != Reserved || rel.Command != command || rel.Label != label || len(rel.RDP) != len(rdp) {
+			continue
+		}
+		same := true
+		for j := range rdp {
+			same = same && sameValue(rdp[j], rel.RDP[j])
+		}
+		if same {
+			return &Reservation{path: path, id: rel.ID}, true, nil
+		}
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/runner"
+	"github.com/dptune/dptune/runner/temporalrunner"
+)
+
+// runnerFlags choose where independent jobs run.
+type runnerFlags struct {
+	kind, address, queue, namespace, key string
+	heartbeat                            time.Duration
+}
+
+func addRunnerFlags(fl *pflag.FlagSet, f *runnerFlags) {
+	fl.StringVar(&f.kind, "runner", "local", "where the independent runs go: local (this process) or temporal (workers of --task-queue, see `dptune worker`)")
+	addTemporalFlags(fl, f)
+	fl.DurationVar(&f.heartbeat, "heartbeat-timeout", 30*time.Second, "temporal: a run whose worker is silent this long is retried on another worker")
+}
+
+func addTemporalFlags(fl *pflag.FlagSet, f *runnerFlags) {
+	fl.StringVar(&f.address, "temporal-address", "127.0.0.1:7233", "temporal: host:port of the Temporal frontend")
+	fl.StringVar(&f.queue, "task-queue", "dptune", "temporal: the task queue the workers serve")
+	fl.StringVar(&f.namespace, "temporal-namespace", "default", "temporal: the namespace")
+	fl.StringVar(&f.key, "temporal-key", defaultKeyFile(), "temporal: the curator's payload key file (64 hex digits, mode 0600; the curator creates it if missing, every worker needs a copy)")
+}
+
+func defaultKeyFile() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "temporal.key"
+	}
+	return filepath.Join(dir, "dptune", "temporal.key")
+}
+
+// check refuses bad runner flags before any work.
+func (f runnerFlags) check(cmd *cobra.Command) error {
+	switch f.kind {
+	case "local":
+		for _, n := range []string{"temporal-address", "task-queue", "temporal-namespace", "temporal-key", "heartbeat-timeout"} {
+			if cmd.Flags().Changed(n) {
+				return usagef("--%s needs --runner temporal", n)
+			}
+		}
+	case "temporal":
+		if f.queue == "" || f.address == "" {
+			return usagef("--runner temporal needs --temporal-address and --task-queue")
+		}
+		if f.heartbeat < time.Second {
+			return usagef("--heartbeat-timeout %v is below 1s", f.heartbeat)
+		}
+	default:
+		return usagef("unknown --runner %q (want local or temporal)", f.kind)
+	}
+	return nil
+}
+
+// open returns the runner of one invocation of command writing to out
+// (nil for local: the job's own default) and end, to call when the
+// invocation is over: it closes the workflow unless the invocation was
+// interrupted, so that a rerun with the same --out attaches to it.
+func (f runnerFlags) open(ctx context.Context, command, out string) (run runner.Runner, end func(interrupted bool), err error) {
+	if f.kind != "temporal" {
+		return nil, func(bool) {}, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(f.key), 0o700); err != nil {
+		return nil, nil, err
+	}
+	if err := temporalrunner.CreateKey(f.key); err != nil {
+		return nil, nil, err
+	}
+	c, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
+	if err != nil {
+		return nil, nil, err
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	r, err := temporalrunner.Open(ctx, c, temporalrunner.OpenOptions{WorkflowID: "dptune " + command + " " + abs, TaskQueue: f.queue,
+		HeartbeatTimeout: f.heartbeat})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return r, func(interrupted bool) {
+		if !interrupted {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			r.Close(cctx)
+			cancel()
+		}
+		c.Close()
+	}, nil
+}
+
+// describe says where the runs go, for the curator's terminal.
+func describeRunner(r runner.Runner) string {
+	if t, ok := r.(*temporalrunner.Runner); ok {
+		s := "temporal workflow " + t.WorkflowID()
+		if t.Resumed() {
+			s += " (resumed: finished runs are not run again)"
+		}
+		return s
+	}
+	return "this process"
+}
+
+type workerFlags struct {
+	runnerFlags
+	concurrency int
+	dataDir     string
+}
+
+func newWorkerCmd() *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run tuning, bench and audit jobs for curators using --runner temporal",
+		Long: `worker serves a Temporal task queue: it runs the invocation workflows and
+the jobs (DP-SGD runs, partition runs, blocks of audit trials) that
+` + "`dptune tune|bench tuners|audit --runner temporal`" + ` submit, and heartbeats
+their progress (step counts only), so that a job whose worker dies is retried
+on another. Every payload is encrypted with the curator's key file
+(--temporal-key), which every worker needs a copy of.
+
+The worker reads the data itself: MNIST from the Go module cache (as the
+curator does), CIFAR-10 from --data-dir (default: the directory the curator
+named). Run it where the data is; stop it with Ctrl-C.`,
+		Example: `  dptune worker --temporal-address 127.0.0.1:7233 --task-queue dptune
+  dptune worker --task-queue dptune --data-dir /data/cifar-10-batches-bin`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd, f) },
+	}
+	fl := cmd.Flags()
+	addTemporalFlags(fl, &f.runnerFlags)
+	fl.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once (a DP-SGD run already uses every core)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "CIFAR-10's directory on this machine, instead of the curator's")
+	return cmd
+}
+
+func runWorker(cmd *cobra.Command, f workerFlags) error {
+	if f.concurrency < 1 || f.concurrency > 64 {
+		return usagef("--concurrency %d is outside [1, 64]", f.concurrency)
+	}
+	if f.dataDir != "" {
+		if st, err := os.Stat(f.dataDir); err != nil || !st.IsDir() {
+			return usagef("--data-dir %s is not a directory", f.dataDir)
+		}
+		job.WorkerDataDir("cifar10", f.dataDir)
+	}
+	c, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := temporalrunner.NewWorker(c, f.queue, f.concurrency)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "worker serving task queue %s at %s (jobs: %v); Ctrl-C stops it\n", f.queue, f.address, runner.Kinds())
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}

@@ -1,0 +1,178 @@
+// Package temporalrunner runs dptune's jobs (package runner) on Temporal
+// workers: one workflow (Invocation) per invocation of a tuning, a bench or
+// an audit, one activity per job, on any number of `dptune worker`
+// processes that share a task queue and the curator's key file.
+//
+// The curator's process and the workers never trust Temporal with a
+// secret: every payload is encrypted (Codec). What Temporal does see is the
+// shape of the work — how many jobs, their kinds, when they ran — which for
+// a random-stop tuning is the number of runs K: the server, its database,
+// its UI and every worker are curator-side.
+package temporalrunner
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/dptune/dptune/runner"
+)
+
+// Runner is a runner.Keyed on Temporal: Open starts or attaches to one
+// invocation's workflow.
+type Runner struct {
+	c       client.Client
+	id      string
+	key     uint64
+	resumed bool
+	// Poll is how often Run asks the workflow for finished jobs.
+	Poll time.Duration
+
+	cursor  int
+	fetched map[string]Result
+}
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	// WorkflowID names the invocation: the same ID attaches to the same
+	// running invocation (derive it from the output directory).
+	WorkflowID string
+	TaskQueue  string
+	// HeartbeatTimeout, MaxPending and MaxAttempts go to Start (zero:
+	// its defaults). They are fixed when the invocation first starts.
+	HeartbeatTimeout time.Duration
+	MaxPending       int
+	MaxAttempts      int32
+}
+
+// Open starts the invocation's workflow, or attaches to it if it is running
+// (then the first start's key and settings hold, and Resumed is true). A
+// workflow with the same ID that has finished is not reused: Open starts a
+// new invocation.
+func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) {
+	if o.WorkflowID == "" || o.TaskQueue == "" {
+		return nil, errors.New("temporalrunner: a workflow ID and a task queue are needed")
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	in := Start{Key: binary.LittleEndian.Uint64(b[:]), HeartbeatTimeout: o.HeartbeatTimeout, MaxPending: o.MaxPending, MaxAttempts: o.MaxAttempts}
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       o.WorkflowID,
+		TaskQueue:                o.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, WorkflowName, in)
+	if err != nil {
+		return nil, fmt.Errorf("temporalrunner: starting workflow %s: %w", o.WorkflowID, err)
+	}
+	r := &Runner{c: c, id: run.GetID(), Poll: 200 * time.Millisecond, fetched: map[string]Result{}}
+	v, err := c.QueryWorkflow(ctx, r.id, "", queryKey)
+	if err == nil {
+		err = v.Get(&r.key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("temporalrunner: workflow %s (is a `dptune worker` serving task queue %s?): %w", o.WorkflowID, o.TaskQueue, err)
+	}
+	r.resumed = r.key != in.Key
+	return r, nil
+}
+
+// Key implements runner.Keyed.
+func (r *Runner) Key() uint64 { return r.key }
+
+// Resumed implements runner.Keyed.
+func (r *Runner) Resumed() bool { return r.resumed }
+
+// WorkflowID is the invocation's workflow ID.
+func (r *Runner) WorkflowID() string { return r.id }
+
+// submitChunk caps the tasks of one signal, to keep it under Temporal's
+// payload limit.
+const submitChunk = 256
+
+// Run implements runner.Runner: it submits the tasks to the workflow and
+// polls its results. Tasks the invocation has already run (a resumed
+// curator) are not run again; their outputs come back at once. When ctx is
+// cancelled Run returns at once, and the jobs go on: a curator that
+// attaches again gets them.
+func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, output []byte) error) error {
+	// A job's ID in the workflow carries a digest of its kind and input,
+	// so that a curator resumed with other settings never gets the old
+	// settings' outputs.
+	wire := make([]runner.Task, len(tasks))
+	index := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		h := sha256.New()
+		h.Write([]byte(t.Kind))
+		h.Write([]byte{0})
+		h.Write(t.Input)
+		t.ID += " #" + hex.EncodeToString(h.Sum(nil)[:8])
+		if _, dup := index[t.ID]; dup {
+			return fmt.Errorf("temporalrunner: two jobs have the ID %q", t.ID)
+		}
+		index[t.ID], wire[i] = i, t
+	}
+	tasks = wire
+	for lo := 0; lo < len(tasks); lo += submitChunk {
+		if err := r.c.SignalWorkflow(ctx, r.id, "", signalSubmit, tasks[lo:min(lo+submitChunk, len(tasks))]); err != nil {
+			return fmt.Errorf("temporalrunner: submitting jobs to %s: %w", r.id, err)
+		}
+	}
+	left := len(tasks)
+	tick := time.NewTicker(r.Poll)
+	defer tick.Stop()
+	for {
+		for id, res := range r.fetched {
+			i, ok := index[id]
+			if !ok {
+				continue
+			}
+			delete(r.fetched, id)
+			delete(index, id)
+			if res.Err != "" {
+				return fmt.Errorf("temporalrunner: job %s failed: %s", id, res.Err)
+			}
+			if err := done(i, res.Output); err != nil {
+				return err
+			}
+			left--
+		}
+		if left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		v, err := r.c.QueryWorkflow(ctx, r.id, "", queryResults, r.cursor)
+		var got []Result
+		if err == nil {
+			err = v.Get(&got)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("temporalrunner: asking %s for results: %w", r.id, err)
+		}
+		for _, res := range got {
+			r.fetched[res.ID] = res
+		}
+		r.cursor += len(got)
+	}
+}
+
+// Close ends the invocation's workflow: call it once the invocation has
+// all it needs.
+func (r *Runner) Close(ctx context.Context) error {
+	return r.c.SignalWorkflow(ctx, r.id, "", signalClose, nil)
+}

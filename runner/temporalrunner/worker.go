@@ -1,0 +1,68 @@
+package temporalrunner
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dptune/dptune/runner"
+)
+
+// NewWorker returns a worker of taskQueue that runs the Invocation
+// workflow and its jobs — any kind registered with runner.Register in this
+// binary — at most concurrency at once (0: one; a DP-SGD run already uses
+// every core). Start it with Run or Start.
+func NewWorker(c client.Client, taskQueue string, concurrency int) worker.Worker {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentActivityExecutionSize: concurrency})
+	w.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterActivityWithOptions(Job, activity.RegisterOptions{Name: ActivityName})
+	return w
+}
+
+// heartbeatEvery is how often a running job heartbeats when its timeout
+// allows (the SDK also throttles heartbeats to 80% of the timeout).
+const heartbeatEvery = time.Second
+
+// Job is the activity: it runs one job in this process (runner.Do) and
+// heartbeats its progress — steps done and planned, never a score — so that
+// a job whose worker dies is retried on another. An input the job refuses
+// (runner.ErrInvalidInput) fails it without a retry.
+func Job(ctx context.Context, t runner.Task) ([]byte, error) {
+	var done, total atomic.Int64
+	jctx := runner.WithProgress(ctx, func(d, n int) { done.Store(int64(d)); total.Store(int64(n)) })
+	every := heartbeatEvery
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 && hb/4 < every {
+		every = hb / 4
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			activity.RecordHeartbeat(ctx, done.Load(), total.Load())
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	out, err := runner.Do(jctx, t.Kind, t.Input)
+	if errors.Is(err, runner.ErrInvalidInput) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errInvalidInput, err)
+	}
+	return out, err
+}

@@ -1,0 +1,113 @@
+package temporalrunner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/dptune/dptune/runner"
+)
+
+var flakyCalls, invalidCalls atomic.Int64
+
+func init() {
+	runner.Register("test.square", func(_ context.Context, in []byte) ([]byte, error) {
+		var n int
+		if err := json.Unmarshal(in, &n); err != nil {
+			return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
+		}
+		return json.Marshal(n * n)
+	})
+	// test.flaky fails its first attempt, as a job whose worker died.
+	runner.Register("test.flaky", func(_ context.Context, in []byte) ([]byte, error) {
+		if flakyCalls.Add(1) == 1 {
+			return nil, errors.New("worker lost")
+		}
+		return in, nil
+	})
+	runner.Register("test.invalid", func(context.Context, []byte) ([]byte, error) {
+		invalidCalls.Add(1)
+		return nil, fmt.Errorf("never works: %w", runner.ErrInvalidInput)
+	})
+}
+
+func task(id, kind string, v any) runner.Task {
+	b, _ := json.Marshal(v)
+	return runner.Task{ID: id, Kind: kind, Input: b}
+}
+
+// TestInvocation runs the workflow in the SDK's in-memory environment: each
+// submitted job runs once (a resubmitted ID is not run again), a failed
+// attempt is retried into one result, an invalid input is not retried, and
+// the key query returns the start's key.
+func TestInvocation(t *testing.T) {
+	flakyCalls.Store(0)
+	invalidCalls.Store(0)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
+	env.RegisterActivityWithOptions(Job, activity.RegisterOptions{Name: ActivityName})
+	batch := []runner.Task{task("a", "test.square", 3), task("b", "test.square", 4), task("c", "test.flaky", "x"), task("d", "test.invalid", 0)}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(signalSubmit, batch) }, time.Second)
+	// A resumed curator submits the same jobs again, and one more.
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(signalSubmit, append(batch[:2:2], task("e", "test.square", 5)))
+	}, time.Hour)
+	var results []Result
+	var key uint64
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(queryResults, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Get(&results); err != nil {
+			t.Fatal(err)
+		}
+		v, err = env.QueryWorkflow(queryKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = v.Get(&key)
+		env.SignalWorkflow(signalClose, nil)
+	}, 2*time.Hour)
+	env.ExecuteWorkflow(Invocation, Start{Key: 42, HeartbeatTimeout: time.Minute})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if key != 42 {
+		t.Errorf("key query: %d, want 42", key)
+	}
+	got := map[string]Result{}
+	for _, r := range results {
+		if _, dup := got[r.ID]; dup {
+			t.Errorf("job %s has two results", r.ID)
+		}
+		got[r.ID] = r
+	}
+	want := map[string]string{"a": "9", "b": "16", "c": `"x"`, "e": "25"}
+	for id, w := range want {
+		if r := got[id]; string(r.Output) != w || r.Err != "" {
+			t.Errorf("job %s: output %q error %q, want %s", id, r.Output, r.Err, w)
+		}
+	}
+	if r := got["d"]; r.Err == "" {
+		t.Errorf("the invalid job succeeded: %+v", r)
+	}
+	if n := invalidCalls.Load(); n != 1 {
+		t.Errorf("the invalid job ran %d times, want 1 (not retried)", n)
+	}
+	if n := flakyCalls.Load(); n != 2 {
+		t.Errorf("the flaky job ran %d times, want 2 (one retry)", n)
+	}
+	if len(got) != 5 {
+		t.Errorf("%d results, want 5", len(got))
+	}
+}
