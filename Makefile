@@ -24,8 +24,9 @@ build: deps
 run: build
 	./$(BIN) train --dataset mnist --model tb-mnist --epsilon 3 --delta 1e-5 --batch-size 1024 --clip-norm 0.1 --lr 2 --momentum 0.9 --epochs 30 --out out/mnist
 
-# Unit and integration tests, then a short run of each fuzz target.
-test: deps
+# Unit and integration tests (TestTemporalIntegration needs bin/temporal,
+# built first), then a short run of each fuzz target.
+test: deps temporal
 	$(GO) vet ./...
 	$(GO) test ./...
 	$(GO) test -tags purego ./internal/gemm ./dpsgd

@@ -34,11 +34,13 @@ type AuditSpec struct {
 	Confidence float64 // default 0.95
 	// CSV streams the trials' statistics (an interrupted audit resumes);
 	// Progress is called as trials finish.
-	CSV      string                 `json:"-"`
+	CSV      string                `json:"-"`
 	Progress func(done, total int) `json:"-"`
 	// Runner, if not nil, plays the trials in blocks as runner jobs
-	// (KindAuditTrials); nil: on all cores of this process.
-	Runner runner.Runner `json:"-"`
+	// (KindAuditTrials); nil: OpenRunner's, or all cores of this process.
+	// OpenRunner is called once every check has passed.
+	Runner     runner.Runner                                 `json:"-"`
+	OpenRunner func(context.Context) (runner.Runner, error) `json:"-"`
 
 	// Mu (reduced) is the reduced game's shift; Repetitions (reduced,
 	// tuner) the distribution of the number of runs.
@@ -118,6 +120,11 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 		}
 		if !math.IsInf(g.Epsilon, 0) {
 			res.EpsilonUpper[name] = g.Epsilon
+		}
+	}
+	if s.Runner == nil && s.OpenRunner != nil {
+		if s.Runner, err = s.OpenRunner(ctx); err != nil {
+			return nil, err
 		}
 	}
 	cfg := audit.Config{Trials: s.Trials, Seed: s.Seed, CSV: s.CSV, Progress: s.Progress}

@@ -154,6 +154,9 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 	d, tuner, scorer := s.Doubling, p.tuner, p.tuner.Scorer
 	worst := p.searchLedger
 	worst.Add("final DP-SGD run with the selected candidate", accounting.DPSGD(p.sigma, p.q, p.steps))
+	if s.Runner, err = s.openRunner(ctx); err != nil {
+		return nil, nil, err
+	}
 	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, worst)
 	if err != nil {
 		return nil, nil, err

@@ -66,9 +66,13 @@ type TuneSpec struct {
 	// so that a resumed invocation repeats the same draws.
 	Seed *uint64
 	// Runner runs the training runs (random-stop's all at once, GP's one
-	// after another, doubling's partition runs) as jobs; nil: runner.Local
-	// in this process.
+	// after another, doubling's partition runs) as jobs; nil: OpenRunner's,
+	// or runner.Local in this process.
 	Runner runner.Runner
+	// OpenRunner, if not nil and Runner is nil, opens the runner once every
+	// check has passed and before the budget is charged (so that bad input
+	// never reaches a cluster).
+	OpenRunner func(context.Context) (runner.Runner, error)
 	// Budget is the curator's budget file ("" for none); Label says what
 	// the tuning is, in it.
 	Budget, Label string
@@ -283,6 +287,9 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	if gp != nil {
 		label = fmt.Sprintf("DP-HyPO (GP) tuning, %s runs, densities in [%g, %g] × prior, best released", s.Repetitions, gp.MinRatio, gp.MaxRatio)
 	}
+	if s.Runner, err = s.openRunner(ctx); err != nil {
+		return nil, nil, err
+	}
 	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(label, tuning.Pipeline(trainer.Event(), s.Repetitions, gp)))
 	if err != nil {
 		return nil, nil, err
@@ -393,6 +400,14 @@ func (s TuneSpec) invocationSeed() (*uint64, runner.Runner) {
 		return &key, run
 	}
 	return nil, run
+}
+
+// openRunner returns s.Runner, or OpenRunner's runner.
+func (s TuneSpec) openRunner(ctx context.Context) (runner.Runner, error) {
+	if s.Runner != nil || s.OpenRunner == nil {
+		return s.Runner, nil
+	}
+	return s.OpenRunner(ctx)
 }
 
 // splitKey is the key of the keyed validation split: from the seed's

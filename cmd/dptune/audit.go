@@ -14,6 +14,7 @@ import (
 
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -133,11 +134,12 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	if err := job.CheckOut(f.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	run, end, err := f.run.open(cmd.Context(), "audit "+protocol, f.out)
-	if err != nil {
-		return err
+	end := func(bool) {}
+	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
+		run, e, err := f.run.open(ctx, "audit "+protocol, f.out)
+		end = e
+		return run, err
 	}
-	spec.Runner = run
 	w := cmd.ErrOrStderr()
 	start := time.Now()
 	bar := progressbar.NewOptions(f.trials, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("audit trials"),

@@ -67,33 +67,34 @@ func (f runnerFlags) check(cmd *cobra.Command) error {
 }
 
 // open returns the runner of one invocation of command writing to out
-// (nil for local: the job's own default) and end, to call when the
-// invocation is over: it closes the workflow unless the invocation was
+// (nil for local: the job's own default) and end (never nil), to call when
+// the invocation is over: it closes the workflow unless the invocation was
 // interrupted, so that a rerun with the same --out attaches to it.
 func (f runnerFlags) open(ctx context.Context, command, out string) (run runner.Runner, end func(interrupted bool), err error) {
+	noop := func(bool) {}
 	if f.kind != "temporal" {
-		return nil, func(bool) {}, nil
+		return nil, noop, nil
 	}
 	if err := os.MkdirAll(filepath.Dir(f.key), 0o700); err != nil {
-		return nil, nil, err
+		return nil, noop, err
 	}
 	if err := temporalrunner.CreateKey(f.key); err != nil {
-		return nil, nil, err
+		return nil, noop, err
 	}
 	c, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
 	if err != nil {
-		return nil, nil, err
+		return nil, noop, err
 	}
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		c.Close()
-		return nil, nil, err
+		return nil, noop, err
 	}
 	r, err := temporalrunner.Open(ctx, c, temporalrunner.OpenOptions{WorkflowID: "dptune " + command + " " + abs, TaskQueue: f.queue,
 		HeartbeatTimeout: f.heartbeat})
 	if err != nil {
 		c.Close()
-		return nil, nil, err
+		return nil, noop, err
 	}
 	return r, func(interrupted bool) {
 		if !interrupted {
@@ -165,7 +166,7 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 		return err
 	}
 	defer c.Close()
-	w := temporalrunner.NewWorker(c, f.queue, f.concurrency)
+	w := temporalrunner.NewWorker(c, f.queue, f.concurrency, cmd.ErrOrStderr())
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -118,11 +119,13 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 		bar.Set(run)
 	}
-	run, end, err := f.run.open(cmd.Context(), "tune", f.out)
-	if err != nil {
-		return err
+	var run runner.Runner
+	end := func(bool) {}
+	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
+		var err error
+		run, end, err = f.run.open(ctx, "tune", f.out)
+		return run, err
 	}
-	spec.Runner = run
 	spec.Started = func(s job.TuneStart) {
 		if spec.Seed != nil {
 			warnSeeded(w)

@@ -3,6 +3,8 @@ package temporalrunner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -18,15 +20,28 @@ import (
 // NewWorker returns a worker of taskQueue that runs the Invocation
 // workflow and its jobs — any kind registered with runner.Register in this
 // binary — at most concurrency at once (0: one; a DP-SGD run already uses
-// every core). Start it with Run or Start.
-func NewWorker(c client.Client, taskQueue string, concurrency int) worker.Worker {
+// every core). log, if not nil, gets one line as each job starts and ends
+// (its ID, attempt and duration: nothing of its output). Start it with Run
+// or Start.
+func NewWorker(c client.Client, taskQueue string, concurrency int, log io.Writer) worker.Worker {
 	if concurrency < 1 {
 		concurrency = 1
 	}
 	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentActivityExecutionSize: concurrency})
 	w.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivityWithOptions(Job, activity.RegisterOptions{Name: ActivityName})
+	w.RegisterActivityWithOptions(Jobs{Log: log}.Job, activity.RegisterOptions{Name: ActivityName})
 	return w
+}
+
+// Jobs is the activity's receiver.
+type Jobs struct {
+	Log io.Writer // nil: silent
+}
+
+func (j Jobs) logf(format string, a ...any) {
+	if j.Log != nil {
+		fmt.Fprintf(j.Log, format+"\n", a...)
+	}
 }
 
 // heartbeatEvery is how often a running job heartbeats when its timeout
@@ -37,11 +52,14 @@ const heartbeatEvery = time.Second
 // heartbeats its progress — steps done and planned, never a score — so that
 // a job whose worker dies is retried on another. An input the job refuses
 // (runner.ErrInvalidInput) fails it without a retry.
-func Job(ctx context.Context, t runner.Task) ([]byte, error) {
+func (j Jobs) Job(ctx context.Context, t runner.Task) ([]byte, error) {
+	info := activity.GetInfo(ctx)
+	start := time.Now()
+	j.logf("running %s (%s), attempt %d", t.ID, t.Kind, info.Attempt)
 	var done, total atomic.Int64
 	jctx := runner.WithProgress(ctx, func(d, n int) { done.Store(int64(d)); total.Store(int64(n)) })
 	every := heartbeatEvery
-	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 && hb/4 < every {
+	if hb := info.HeartbeatTimeout; hb > 0 && hb/4 < every {
 		every = hb / 4
 	}
 	stop := make(chan struct{})
@@ -61,6 +79,11 @@ func Job(ctx context.Context, t runner.Task) ([]byte, error) {
 		}
 	}()
 	out, err := runner.Do(jctx, t.Kind, t.Input)
+	if err != nil {
+		j.logf("failed %s after %.1f s", t.ID, time.Since(start).Seconds())
+	} else {
+		j.logf("finished %s in %.1f s", t.ID, time.Since(start).Seconds())
+	}
 	if errors.Is(err, runner.ErrInvalidInput) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errInvalidInput, err)
 	}

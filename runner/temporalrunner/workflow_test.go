@@ -54,7 +54,7 @@ func TestInvocation(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterActivityWithOptions(Job, activity.RegisterOptions{Name: ActivityName})
+	env.RegisterActivityWithOptions(Jobs{}.Job, activity.RegisterOptions{Name: ActivityName})
 	batch := []runner.Task{task("a", "test.square", 3), task("b", "test.square", 4), task("c", "test.flaky", "x"), task("d", "test.invalid", 0)}
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(signalSubmit, batch) }, time.Second)
 	// A resumed curator submits the same jobs again, and one more.
