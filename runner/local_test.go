@@ -1,0 +1,96 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func init() {
+	Register("test.double", func(ctx context.Context, in []byte) ([]byte, error) {
+		var n int
+		if err := json.Unmarshal(in, &n); err != nil {
+			return nil, fmt.Errorf("%v: %w", err, ErrInvalidInput)
+		}
+		if n < 0 {
+			return nil, errors.New("negative")
+		}
+		Progress(ctx, 1, 1)
+		return json.Marshal(2 * n)
+	})
+}
+
+func tasks(vals ...int) []Task {
+	out := make([]Task, len(vals))
+	for i, v := range vals {
+		b, _ := json.Marshal(v)
+		out[i] = Task{ID: fmt.Sprint("t", i), Kind: "test.double", Input: b}
+	}
+	return out
+}
+
+// Every task's output reaches done once, under its own index.
+func TestLocalRunsEveryTaskOnce(t *testing.T) {
+	for _, w := range []int{0, 1, 3, 50} {
+		ts := tasks(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
+		seen := make([]int, len(ts))
+		err := Local{Workers: w}.Run(context.Background(), ts, func(i int, out []byte) error {
+			var v int
+			json.Unmarshal(out, &v)
+			if v != 2*i {
+				t.Errorf("workers %d: task %d gave %d", w, i, v)
+			}
+			seen[i]++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Errorf("workers %d: task %d done %d times", w, i, n)
+			}
+		}
+	}
+}
+
+// A failing task, a failing done and an unknown kind are errors; a
+// malformed input wraps ErrInvalidInput; a cancelled context stops Run.
+func TestLocalErrors(t *testing.T) {
+	noop := func(int, []byte) error { return nil }
+	if err := (Local{}).Run(context.Background(), tasks(1, -1, 2), noop); err == nil || err.Error() != "runner: job t1: negative" {
+		t.Errorf("failing task: %v", err)
+	}
+	stop := errors.New("stop")
+	if err := (Local{}).Run(context.Background(), tasks(1, 2), func(int, []byte) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("failing done: %v", err)
+	}
+	bad := []Task{{ID: "x", Kind: "no such kind"}, {ID: "y", Kind: "test.double", Input: []byte("{")}}
+	for _, b := range bad {
+		if err := (Local{}).Run(context.Background(), []Task{b}, noop); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("task %s: %v, want ErrInvalidInput", b.ID, err)
+		}
+	}
+	if err := (Local{Workers: -1}).Run(context.Background(), tasks(1), noop); err == nil {
+		t.Error("negative workers accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := (Local{}).Run(ctx, tasks(1, 2, 3), noop); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var got [2]int
+	ctx := WithProgress(context.Background(), func(d, n int) { got = [2]int{d, n} })
+	if _, err := Do(ctx, "test.double", []byte("3")); err != nil {
+		t.Fatal(err)
+	}
+	if got != [2]int{1, 1} {
+		t.Errorf("progress %v", got)
+	}
+	Progress(context.Background(), 1, 2) // no receiver: nothing happens
+}
