@@ -39,7 +39,7 @@ type AuditSpec struct {
 	// Runner, if not nil, plays the trials in blocks as runner jobs
 	// (KindAuditTrials); nil: OpenRunner's, or all cores of this process.
 	// OpenRunner is called once every check has passed.
-	Runner     runner.Runner                                 `json:"-"`
+	Runner     runner.Runner                                `json:"-"`
 	OpenRunner func(context.Context) (runner.Runner, error) `json:"-"`
 
 	// Mu (reduced) is the reduced game's shift; Repetitions (reduced,
