@@ -172,7 +172,7 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
 	seed, run := s.invocationSeed()
-	tuner.Seed = seed
+	tuner.Seed, tuner.Final.Noise, scorer.Noise = seed, s.noiseMode(), s.noiseMode()
 	ref := dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN, Validation: "private",
 		ValSize: s.ValSize, SplitKey: splitKey(seed), Parts: d.Partitions}
 	fit, val, err := keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
@@ -206,6 +207,7 @@ type runInput struct {
 	ClipNorm          float64          `json:"clip_norm"`
 	ScoreNoise        float64          `json:"score_noise"`
 	ValSize           int              `json:"val_size"`
+	Noise             dpsgd.NoiseMode  `json:"noise"`
 	Candidate         tuning.Candidate `json:"candidate"`
 	Seed              *uint64          `json:"seed"`
 	// Model asks for the trained parameters in the output (a tuning run
@@ -232,7 +234,7 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	t := &tuning.DPSGDTrainer{Arch: in.Arch, Data: l.train, Val: l.val, ValSize: in.ValSize, NoiseMultiplier: in.NoiseMultiplier,
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
-		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise}
+		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 	}
@@ -265,7 +267,7 @@ func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64) (runner.Tas
 	t := j.t
 	b, err := json.Marshal(runInput{Data: j.data, Arch: t.Arch, NoiseMultiplier: t.NoiseMultiplier, SamplingRate: t.SamplingRate,
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
-		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Candidate: c, Seed: seed, Model: j.model})
+		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }
 
@@ -316,6 +318,7 @@ type partInput struct {
 	Momentum        float64          `json:"momentum"`
 	Private         bool             `json:"private"`
 	NoiseMultiplier float64          `json:"noise_multiplier"`
+	Noise           dpsgd.NoiseMode  `json:"noise"`
 	Seed            uint64           `json:"seed"`
 	Candidate       tuning.Candidate `json:"candidate"`
 	Part            int              `json:"part"`
@@ -335,7 +338,7 @@ func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	p := &tuning.PartitionScorer{Arch: in.Arch, Parts: l.parts, Val: l.val, ValSize: in.ValSize, Epochs: in.Epochs,
 		BatchSize: in.BatchSize, SamplingRate: in.SamplingRate, Momentum: in.Momentum, Private: in.Private,
-		NoiseMultiplier: in.NoiseMultiplier, Seed: in.Seed}
+		NoiseMultiplier: in.NoiseMultiplier, Noise: in.Noise, Seed: in.Seed}
 	acc, err := p.TrainPart(ctx, in.Candidate, in.Part)
 	if err != nil {
 		return nil, err
@@ -348,7 +351,7 @@ func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Cand
 	return func(c tuning.Candidate, part int) (runner.Task, error) {
 		b, err := json.Marshal(partInput{Data: ref, Arch: scorer.Arch, ValSize: scorer.ValSize, Epochs: scorer.Epochs,
 			BatchSize: scorer.BatchSize, SamplingRate: scorer.SamplingRate, Momentum: scorer.Momentum, Private: scorer.Private,
-			NoiseMultiplier: scorer.NoiseMultiplier, Seed: scorer.Seed, Candidate: c, Part: part})
+			NoiseMultiplier: scorer.NoiseMultiplier, Noise: scorer.Noise, Seed: scorer.Seed, Candidate: c, Part: part})
 		return runner.Task{ID: fmt.Sprintf("candidate %d part %d", c.Index, part), Kind: KindPartitionRun, Input: b}, err
 	}
 }

@@ -302,6 +302,7 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
 	seed, run := s.invocationSeed()
+	trainer.Noise = s.noiseMode()
 	ref := dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN, Validation: s.Validation}
 	if s.Validation == "public" {
 		trainer.Data = train
@@ -400,6 +401,15 @@ func (s TuneSpec) invocationSeed() (*uint64, runner.Runner) {
 		return &key, run
 	}
 	return nil, run
+}
+
+// noiseMode is how the runs draw their noise: secure unless the user gave a
+// seed, also when every run is seeded from a durable runner's secret key.
+func (s TuneSpec) noiseMode() dpsgd.NoiseMode {
+	if s.Seed == nil {
+		return dpsgd.NoiseSecure
+	}
+	return dpsgd.NoiseFast
 }
 
 // openRunner returns s.Runner, or OpenRunner's runner.

@@ -45,7 +45,8 @@ type PartitionScorer struct {
 	SamplingRate    float64 // nominal sampling rate of a part run: BatchSize / nominal part size
 	Momentum        float64
 	Private         bool
-	NoiseMultiplier float64 // when Private
+	NoiseMultiplier float64         // when Private
+	Noise           dpsgd.NoiseMode // how a private part run draws its noise (NoiseAuto: fast, the runs are seeded)
 	Seed            uint64
 	// SplitID identifies the partition (e.g. a digest of its key); a cache
 	// written for another partition is refused.
@@ -226,7 +227,7 @@ func (p *PartitionScorer) TrainPart(ctx context.Context, c Candidate, j int) (fl
 	cfg := dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(p.BatchSize), Steps: dpsgd.StepsForEpochs(p.Epochs, q),
 		LearningRate: c.Values[LearningRate], ClipNorm: c.Values[ClipNorm], Momentum: p.Momentum, Seed: &seed}
 	if p.Private {
-		cfg.NoiseMultiplier = p.NoiseMultiplier
+		cfg.NoiseMultiplier, cfg.Noise = p.NoiseMultiplier, p.Noise
 	} else {
 		cfg.NonPrivate = true
 	}

@@ -69,6 +69,10 @@ type DPSGDTrainer struct {
 	LearningRate      float64 // used when the space has no LearningRate dimension
 	ClipNorm          float64 // used when the space has no ClipNorm dimension
 	ScoreNoise        float64 // noise multiplier of the private count; 0: Val is public
+	// Noise is how the runs draw their Gaussian noise (dpsgd.NoiseAuto:
+	// secure without a seed). A caller that seeds every run from a secret
+	// key (a durable runner's) sets dpsgd.NoiseSecure.
+	Noise dpsgd.NoiseMode
 }
 
 // EventFor is the event of one run with noise multiplier sigma: the DP-SGD
@@ -101,7 +105,7 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 		return Run{}, err
 	}
 	cfg := dpsgd.Config{NoiseMultiplier: t.NoiseMultiplier, ClipNorm: clip, SamplingRate: t.SamplingRate,
-		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed}
+		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed, Noise: t.Noise}
 	if _, err := dpsgd.Train(ctx, net, t.Data, cfg, nil, stepHeartbeat(ctx)); err != nil {
 		if errors.Is(err, dpsgd.ErrDiverged) {
 			return Run{Score: math.Inf(-1), Failed: true}, nil
