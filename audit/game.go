@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/runner"
@@ -57,18 +55,27 @@ type Config struct {
 func Trials(ctx context.Context, p Protocol, seed uint64, trials []int) ([]float64, error) {
 	out := make([]float64, len(trials))
 	for k, i := range trials {
-		b, rng := trialStream(seed, i)
-		s, err := p.Trial(ctx, b, rng)
+		_, s, err := play(ctx, p, seed, i)
 		if err != nil {
-			return nil, fmt.Errorf("audit: trial %d: %w", i, err)
-		}
-		if math.IsNaN(s) {
-			return nil, fmt.Errorf("audit: trial %d: the statistic is NaN", i)
+			return nil, err
 		}
 		out[k] = s
 		runner.Progress(ctx, k+1, len(trials))
 	}
 	return out, nil
+}
+
+// play plays trial i: its coin from seed and i alone, and the statistic;
+// it refuses a NaN statistic.
+func play(ctx context.Context, p Protocol, seed uint64, i int) (b int, s float64, err error) {
+	b, rng := trialStream(seed, i)
+	if s, err = p.Trial(ctx, b, rng); err != nil {
+		return 0, 0, fmt.Errorf("audit: trial %d: %w", i, err)
+	}
+	if math.IsNaN(s) {
+		return 0, 0, fmt.Errorf("audit: trial %d: the statistic is NaN", i)
+	}
+	return b, s, nil
 }
 
 // EncodeStats writes statistics as JSON strings in Go's shortest
@@ -177,86 +184,41 @@ func Run(ctx context.Context, p Protocol, c Config) (stats0, stats1 []float64, e
 		c.Progress(done, n)
 	}
 
-	if c.Runner != nil {
-		if err := c.runBlocks(ctx, p, todo, func(i int, s float64) error {
-			b, _ := trialStream(c.Seed, i)
-			stat[i], coin[i] = s, int8(b)
-			if out != nil {
-				if _, err := out.f.Write(appendRecord(nil, record{trial: i, b: b, stat: s})); err != nil {
-					return fmt.Errorf("audit: writing %s: %w", c.CSV, err)
-				}
-			}
-			done++
-			if c.Progress != nil {
-				c.Progress(done, n)
-			}
-			return nil
-		}); err != nil {
-			return nil, nil, err
-		}
-		return split(stat, coin)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var (
-		mu       sync.Mutex // guards done, the CSV and Progress
-		next     atomic.Int64
-		failOnce sync.Once
-		failErr  error
-		wg       sync.WaitGroup
+		mu   sync.Mutex // guards done, the CSV and Progress
+		line []byte
 	)
-	fail := func(e error) {
-		failOnce.Do(func() { failErr = e; cancel() })
-	}
-	workers := c.Workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, len(todo))
-	for range workers {
-		wg.Go(func() {
-			var line []byte
-			for {
-				j := int(next.Add(1)) - 1
-				if j >= len(todo) || runCtx.Err() != nil {
-					return
-				}
-				i := todo[j]
-				b, rng := trialStream(c.Seed, i)
-				s, err := p.Trial(runCtx, b, rng)
-				if err != nil {
-					if runCtx.Err() == nil {
-						fail(fmt.Errorf("audit: trial %d: %w", i, err))
-					}
-					return
-				}
-				if math.IsNaN(s) {
-					fail(fmt.Errorf("audit: trial %d: the statistic is NaN", i))
-					return
-				}
-				stat[i], coin[i] = s, int8(b)
-				mu.Lock()
-				if out != nil {
-					line = appendRecord(line[:0], record{trial: i, b: b, stat: s})
-					if _, err := out.f.Write(line); err != nil {
-						mu.Unlock()
-						fail(fmt.Errorf("audit: writing %s: %w", c.CSV, err))
-						return
-					}
-				}
-				done++
-				if c.Progress != nil {
-					c.Progress(done, n)
-				}
-				mu.Unlock()
+	keep := func(i, b int, s float64) error {
+		mu.Lock()
+		defer mu.Unlock()
+		stat[i], coin[i] = s, int8(b)
+		if out != nil {
+			line = appendRecord(line[:0], record{trial: i, b: b, stat: s})
+			if _, err := out.f.Write(line); err != nil {
+				return fmt.Errorf("audit: writing %s: %w", c.CSV, err)
 			}
+		}
+		done++
+		if c.Progress != nil {
+			c.Progress(done, n)
+		}
+		return nil
+	}
+	if c.Runner != nil {
+		err = c.runBlocks(ctx, todo, func(i int, s float64) error {
+			b, _ := trialStream(c.Seed, i)
+			return keep(i, b, s)
+		})
+	} else {
+		err = runner.ForEach(ctx, c.Workers, len(todo), func(ctx context.Context, j int) error {
+			b, s, err := play(ctx, p, c.Seed, todo[j])
+			if err != nil {
+				return err
+			}
+			return keep(todo[j], b, s)
 		})
 	}
-	wg.Wait()
-	if failErr != nil {
-		return nil, nil, failErr
-	}
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		return nil, nil, err
 	}
 	return split(stat, coin)
@@ -276,7 +238,7 @@ func split(stat []float64, coin []int8) (stats0, stats1 []float64, err error) {
 
 // runBlocks plays the trials todo through c.Runner in blocks of c.Block,
 // calling record for each trial as its block finishes.
-func (c Config) runBlocks(ctx context.Context, p Protocol, todo []int, record func(i int, s float64) error) error {
+func (c Config) runBlocks(ctx context.Context, todo []int, record func(i int, s float64) error) error {
 	if c.Task == nil {
 		return errors.New("audit: a runner needs the trials' jobs")
 	}

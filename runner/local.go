@@ -17,44 +17,51 @@ type Local struct {
 
 // Run implements Runner. Tasks start in index order.
 func (l Local) Run(ctx context.Context, tasks []Task, done func(i int, output []byte) error) error {
-	if l.Workers < 0 {
-		return fmt.Errorf("runner: the number of workers must be ≥ 0 (0: GOMAXPROCS), have %d", l.Workers)
+	var mu sync.Mutex // serialises done
+	return ForEach(ctx, l.Workers, len(tasks), func(ctx context.Context, i int) error {
+		t := tasks[i]
+		out, err := Do(ctx, t.Kind, t.Input)
+		if err != nil {
+			return fmt.Errorf("runner: job %s: %w", t.ID, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return done(i, out)
+	})
+}
+
+// ForEach calls f(ctx, i) for every i in [0, n) on workers goroutines (0:
+// GOMAXPROCS), starting them in index order. The first error cancels the
+// ctx the other calls get and is returned; errors after a cancellation are
+// dropped, and ForEach then returns ctx's error. It returns an error for
+// workers < 0.
+func ForEach(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
+	if workers < 0 {
+		return fmt.Errorf("runner: the number of workers must be ≥ 0 (0: GOMAXPROCS), have %d", workers)
 	}
-	workers := l.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, len(tasks))
-	ctx, cancel := context.WithCancel(ctx)
+	workers = min(workers, n)
+	run, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu       sync.Mutex // serialises done
 		next     atomic.Int64
 		failOnce sync.Once
 		failErr  error
 		wg       sync.WaitGroup
 	)
-	fail := func(err error) { failOnce.Do(func() { failErr = err; cancel() }) }
 	for range workers {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(tasks) || ctx.Err() != nil {
+				if i >= n || run.Err() != nil {
 					return
 				}
-				t := tasks[i]
-				out, err := Do(ctx, t.Kind, t.Input)
-				if err != nil {
-					if ctx.Err() == nil {
-						fail(fmt.Errorf("runner: job %s: %w", t.ID, err))
+				if err := f(run, i); err != nil {
+					if run.Err() == nil {
+						failOnce.Do(func() { failErr = err; cancel() })
 					}
-					return
-				}
-				mu.Lock()
-				err = done(i, out)
-				mu.Unlock()
-				if err != nil {
-					fail(err)
 					return
 				}
 			}

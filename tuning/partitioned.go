@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -171,44 +170,13 @@ type task struct{ cand, part int }
 
 // pool runs the tasks on GOMAXPROCS goroutines in this process.
 func (p *PartitionScorer) pool(ctx context.Context, s Space, tasks []task, record func(task, float64) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan task)
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Go(func() {
-			for t := range ch {
-				acc, err := p.TrainPart(ctx, s.At(t.cand), t.part)
-				if err == nil {
-					err = record(t, acc)
-				}
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-						cancel()
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-feed:
-	for _, t := range tasks {
-		select {
-		case ch <- t:
-		case <-ctx.Done():
-			break feed
+	return runner.ForEach(ctx, 0, len(tasks), func(ctx context.Context, q int) error {
+		acc, err := p.TrainPart(ctx, s.At(tasks[q].cand), tasks[q].part)
+		if err != nil {
+			return err
 		}
-	}
-	close(ch)
-	wg.Wait()
-	if firstErr == nil {
-		firstErr = ctx.Err()
-	}
-	return firstErr
+		return record(tasks[q], acc)
+	})
 }
 
 // TrainPart runs candidate c on part j and returns its validation accuracy;

@@ -93,7 +93,7 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 	// already released nothing, but its runs touched the data).
 	res.Ledger.Add(label, event)
 	best := -1.0
-	record := func(j, i int, r Run) {
+	record := func(i int, r Run) {
 		c := cfg.Space.At(i)
 		if cfg.Diagnostics {
 			rec := RunRecord{Candidate: c, Score: r.Score, Failed: r.Failed}
@@ -164,7 +164,7 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 			}
 			// Selection goes in run order, as in one process.
 			for t := range n {
-				record(j0+t, idx[t], runs[t])
+				record(idx[t], runs[t])
 			}
 		}
 		return res, nil
@@ -181,7 +181,7 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 		if err != nil {
 			return res, fmt.Errorf("tuning: a training run failed: %w", err)
 		}
-		record(j, i, r)
+		record(i, r)
 	}
 	return res, nil
 }
