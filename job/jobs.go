@@ -149,8 +149,7 @@ func (r dataRef) resolve() (loaded, error) {
 	var l loaded
 	switch r.Validation {
 	case "private":
-		key := r.SplitKey
-		if l.train, l.val, err = keyedValidationSplit(train, r.ValSize, r.NominalN, key); err != nil {
+		if l.train, l.val, err = keyedValidationSplit(train, r.ValSize, r.NominalN, r.SplitKey); err != nil {
 			return loaded{}, err
 		}
 	case "public":
@@ -359,10 +358,10 @@ func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Cand
 // auditInput is a KindAuditTrials job: the audit's spec (its data by
 // name) and the trials to play.
 type auditInput struct {
-	Spec   AuditSpec `json:"spec"`
-	Data   *dataRef  `json:"data,omitempty"` // natural only
-	Arch   *model.Arch
-	Trials []int `json:"trials"`
+	Spec   AuditSpec   `json:"spec"`
+	Data   *dataRef    `json:"data,omitempty"` // natural only
+	Arch   *model.Arch `json:"arch,omitempty"` // natural only
+	Trials []int       `json:"trials"`
 }
 
 // protocols keeps the last audit protocol this process built, so that a
