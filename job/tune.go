@@ -19,6 +19,9 @@ const (
 	RandomStop = "randomstop" // Liu & Talwar 2019; Papernot & Steinke 2022
 	GP         = "gp"         // DP-HyPO, Wang et al. 2023, Algorithm 3
 	Doubling   = "doubling"   // Ding et al., Algorithm 1
+	// Grid is the naive baseline (DESIGN.md): every candidate trained,
+	// the runs composed, the best released.
+	Grid = "grid"
 )
 
 // TuneSpec is one private hyperparameter tuning around complete DP-SGD runs:
@@ -27,7 +30,7 @@ const (
 // so that the whole pipeline meets them.
 type TuneSpec struct {
 	Data  Source
-	Tuner string       // RandomStop, GP or Doubling
+	Tuner string       // RandomStop, GP, Doubling or Grid
 	Space tuning.Space // must pass tuning.CheckDPSGDSpace
 	// Epsilon and Delta are the total budget.
 	Epsilon, Delta float64
@@ -36,7 +39,8 @@ type TuneSpec struct {
 	Momentum          float64
 
 	// Repetitions is the distribution of the number of runs K (random-stop:
-	// TNB or Poisson; GP: TNB); GPOptions are DP-HyPO's (GP only).
+	// TNB or Poisson; GP: TNB; ignored by Grid, whose K is the space's
+	// size); GPOptions are DP-HyPO's (GP only).
 	Repetitions accounting.Repetitions
 	GPOptions   tuning.GPOptions
 
@@ -210,6 +214,9 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 	if err := dpsgd.CheckEpochs(s.Epochs, q); err != nil {
 		return nil, nil, invalidf("epochs %d: %v", s.Epochs, err)
 	}
+	if s.Tuner == Grid {
+		s.Repetitions = accounting.FixedRepetitions(s.Space.Size())
+	}
 	if err := s.Repetitions.Check(); err != nil {
 		return nil, nil, invalid(err)
 	}
@@ -233,6 +240,12 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 	var err error
 	switch s.Accountant {
 	case "", "rdp":
+		if s.Tuner == Grid {
+			n := s.Space.Size()
+			sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{},
+				func(z float64) accounting.Event { return tuning.GridEvent(t.EventFor(z), n) }, s.Epsilon, s.Delta)
+			break
+		}
 		sigma, err = tuning.CalibrateBase(ctx, t.EventFor, s.Repetitions, gp, s.Epsilon, s.Delta)
 	case "xiang-o":
 		switch {
@@ -266,6 +279,8 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 //   - GP: DP-HyPO (tuning.GPTune; Wang et al. 2023, Theorem 1).
 //   - Doubling: Ding et al.'s doubling search on partitioned scores, then one
 //     final DP-SGD run (see DoublingSpec).
+//   - Grid: every candidate trained once, the best released (tuning.Grid);
+//     the runs compose, so each gets the noise of a budget split |S| ways.
 //
 // The whole tuning's cost is known before it starts: the budget file, if
 // any, is charged with it before the data is read. A refused request is an
@@ -276,21 +291,27 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	if s.Tuner == Doubling {
 		return tuneDoubling(ctx, s)
 	}
-	if s.Tuner != RandomStop && s.Tuner != GP {
-		return nil, nil, invalidf("unknown tuner %q (want randomstop, gp or doubling)", s.Tuner)
+	if s.Tuner != RandomStop && s.Tuner != GP && s.Tuner != Grid {
+		return nil, nil, invalidf("unknown tuner %q (want randomstop, gp, doubling or grid)", s.Tuner)
 	}
 	trainer, gp, err := s.plan(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	label := "random-stop tuning, " + s.Repetitions.String() + " runs, best released"
-	if gp != nil {
+	pipeline := tuning.Pipeline(trainer.Event(), s.Repetitions, gp)
+	switch {
+	case gp != nil:
 		label = fmt.Sprintf("DP-HyPO (GP) tuning, %s runs, densities in [%g, %g] × prior, best released", s.Repetitions, gp.MinRatio, gp.MaxRatio)
+	case s.Tuner == Grid:
+		s.Repetitions = accounting.FixedRepetitions(s.Space.Size())
+		label = fmt.Sprintf("grid search, all %d candidates, best released", s.Space.Size())
+		pipeline = tuning.GridEvent(trainer.Event(), s.Space.Size())
 	}
 	if s.Runner, err = s.openRunner(ctx); err != nil {
 		return nil, nil, err
 	}
-	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(label, tuning.Pipeline(trainer.Event(), s.Repetitions, gp)))
+	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(label, pipeline))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -322,9 +343,12 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 		Diagnostics: s.Diagnostics, Progress: s.Progress, Runner: run, Jobs: dpsgdJobs{t: trainer, data: ref, model: true}}
 	var res tuning.Result
 	var tuneErr error
-	if gp != nil {
+	switch {
+	case gp != nil:
 		res, tuneErr = tuning.GPTune(ctx, cfg, *gp)
-	} else {
+	case s.Tuner == Grid:
+		res, tuneErr = tuning.Grid(ctx, cfg)
+	default:
 		res, tuneErr = tuning.RandomStop(ctx, cfg)
 	}
 	interrupted := errors.Is(tuneErr, context.Canceled)

@@ -127,7 +127,7 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 		// A non-adaptive sampler draws every candidate up front and the
 		// K runs go out at once; an adaptive one waits for each score.
 		batch := 1
-		if _, ok := s.(uniform); ok {
+		if _, ok := s.(nonAdaptive); ok {
 			batch = max(k, 1)
 		}
 		finished := 0
@@ -186,10 +186,25 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 	return res, nil
 }
 
+// nonAdaptive is a sampler whose candidates do not depend on the scores.
+type nonAdaptive interface{ nonAdaptive() }
+
 type uniform struct{ n int }
 
 func (u uniform) next(rng *rand.Rand) int { return rng.IntN(u.n) }
 func (uniform) observe(int, float64)      {}
+func (uniform) nonAdaptive()              {}
+
+// sequence visits candidates 0, 1, …, in order: grid search.
+type sequence struct{ i *int }
+
+func (s sequence) next(*rand.Rand) int {
+	i := *s.i
+	*s.i++
+	return i
+}
+func (sequence) observe(int, float64) {}
+func (sequence) nonAdaptive()         {}
 
 // RandomStop is random-stop tuning (Liu & Talwar 2019; Papernot & Steinke
 // 2022; Algorithm 2 of Xiang et al., "Selection leaks privacy"): K ∼
@@ -200,4 +215,24 @@ func (uniform) observe(int, float64)      {}
 func RandomStop(ctx context.Context, cfg Config) (Result, error) {
 	ev := accounting.RepeatAndSelect{Event: cfg.Trainer.Event(), Repetitions: cfg.Repetitions}
 	return run(ctx, cfg, uniform{cfg.Space.Size()}, ev, "random-stop tuning, "+cfg.Repetitions.String()+" runs, best released")
+}
+
+// GridEvent is the cost of grid search over n candidates whose every run is
+// base: the n runs composed (the best run's release is post-processing of
+// all of them).
+func GridEvent(base accounting.Event, n int) accounting.Event {
+	return accounting.SelfComposed{Event: base, Count: n}
+}
+
+// Grid is the naive baseline: every candidate of the space trained once,
+// in order, and the best run's candidate, model and score released. Its
+// cost is GridEvent — the composition of all runs, which the accountant
+// counts in full, so at a fixed total budget each run gets far more noise
+// than random-stop's. cfg.Repetitions is ignored (K is the space's size,
+// public).
+func Grid(ctx context.Context, cfg Config) (Result, error) {
+	n := cfg.Space.Size()
+	cfg.Repetitions = accounting.FixedRepetitions(n)
+	var i int
+	return run(ctx, cfg, sequence{&i}, GridEvent(cfg.Trainer.Event(), n), fmt.Sprintf("grid search, all %d candidates, best released", n))
 }

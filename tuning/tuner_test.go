@@ -152,3 +152,42 @@ func TestCalibrateBase(t *testing.T) {
 		}
 	}
 }
+
+// Grid trains every candidate exactly once, releases the best by score, and
+// charges the composition of all runs: n times one run's Gaussian ρ in zCDP
+// terms, which the RDP accountant turns into the closed-form ε of a
+// Gaussian of multiplier σ/√n.
+func TestGridVisitsEveryCandidateOnce(t *testing.T) {
+	l := synthetic()
+	l.noise = 0
+	seed := uint64(3)
+	res, err := Grid(context.Background(), Config{Space: l.space, Trainer: l, Seed: &seed, Diagnostics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := l.space.Size()
+	if len(res.Diagnostics) != n {
+		t.Fatalf("%d runs, want %d", len(res.Diagnostics), n)
+	}
+	for i, r := range res.Diagnostics {
+		if r.Candidate.Index != i {
+			t.Fatalf("run %d trained candidate %d", i, r.Candidate.Index)
+		}
+	}
+	if res.Selected == nil || res.Selected.Index != l.best() {
+		t.Fatalf("selected %v, want the landscape's best %d", res.Selected, l.best())
+	}
+	got, err := res.Ledger.Spent(accounting.RDP{}, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One Gaussian of multiplier 10 composed n times is a Gaussian of
+	// multiplier 10/√n.
+	want, err := accounting.RDP{}.Epsilon(accounting.Gaussian{NoiseMultiplier: 10 / math.Sqrt(float64(n)), Sensitivity: 1}, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.Epsilon-want.Epsilon) > 1e-9*want.Epsilon {
+		t.Fatalf("grid ε = %v, want %v (a Gaussian of multiplier σ/√n)", got.Epsilon, want.Epsilon)
+	}
+}

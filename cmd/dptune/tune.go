@@ -46,6 +46,9 @@ the ledger — never the number of runs or the other runs' scores.
               UCB softmax kept within [c, C] × the uniform prior; K ~ TNB
   doubling    Ding et al.: every candidate trained on k disjoint parts, a
               capped doubling AboveThreshold search, one final DP-SGD run
+  grid        the naive baseline: every candidate trained once and the best
+              released; the runs compose, so each gets the noise of the
+              budget split |S| ways
 
 For every tuner --epsilon and --delta are the total budget of tuning and
 release together: each run's noise multiplier (for doubling, the final run's)
@@ -59,13 +62,14 @@ private training data, read from --public-val-dir; it costs nothing.`,
 		Example: `  dptune tune --tuner randomstop --epsilon 8 --out out/tune
   dptune tune --tuner gp --space mnist-dphypo --mean-runs 10 --epsilon 8 --out out/gp
   dptune tune --tuner doubling --space mnist-doubling --epsilon 8 --out out/doubling
+  dptune tune --tuner grid --space mnist-doubling --epochs 1 --epsilon 8 --out out/grid
   dptune tune --validation public --public-val-dir DIR --epsilon 4 --out out/public`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, f) },
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop, gp, doubling or vote (DP-Hype: client processes over gRPC)")
+	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop, gp, doubling, grid (every candidate, runs composed) or vote (DP-Hype: client processes over gRPC)")
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
 	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file (default: the dataset's DP-HyPO grid)")
@@ -179,10 +183,13 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	switch f.tuner {
 	case job.RandomStop, job.GP:
 		notMine = append(notMine, doublingFlagNames...)
+	case job.Grid:
+		notMine = append(notMine, doublingFlagNames...)
+		notMine = append(notMine, "eta", "mean-runs", "runs-dist")
 	case job.Doubling:
 		notMine = append(notMine, "C", "c", "tau", "beta", "eta", "mean-runs", "runs-dist", "validation", "public-val-dir", "score-noise", "diagnostics")
 	default:
-		return spec, usagef("unknown --tuner %q (want randomstop, gp, doubling or vote)", f.tuner)
+		return spec, usagef("unknown --tuner %q (want randomstop, gp, doubling, grid or vote)", f.tuner)
 	}
 	for _, n := range notMine {
 		if ch(n) {
@@ -232,6 +239,9 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 			return spec, err
 		}
 		spec.PublicVal = &pub
+	}
+	if f.tuner == job.Grid {
+		return spec, nil // K is the space's size
 	}
 	if f.runsDist == "" {
 		f.runsDist = map[string]string{job.RandomStop: accounting.Poisson, job.GP: accounting.TNB}[f.tuner]
