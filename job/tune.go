@@ -152,6 +152,16 @@ func xiangEvent(t *tuning.DPSGDTrainer, rep accounting.Repetitions, sigma float6
 	return accounting.GaussianSelect{Mu: accounting.XiangMu(t.SamplingRate, sigma, t.Steps), Repetitions: rep, Reduction: "xiang-o"}
 }
 
+// XiangEpsilon is the ε at r's δ of Xiang et al.'s Algorithm 3 (the
+// xiang-o accountant) for a random-stop report's DP-SGD runs and selection
+// at its noise multiplier — an APPROXIMATION, not a proved bound, and
+// without the private scores' noise — for comparison beside the proved ε.
+func XiangEpsilon(r *TuneReport) (float64, error) {
+	ev := accounting.GaussianSelect{Mu: accounting.XiangMu(r.SamplingRate, r.BaseNoiseMultiplier, r.Steps), Repetitions: r.Repetitions, Reduction: "xiang-o"}
+	g, err := accounting.RDP{Orders: xiangOrders}.Epsilon(ev, r.Delta)
+	return g.Epsilon, err
+}
+
 // checkCommon checks what every tuner needs.
 func (s TuneSpec) checkCommon() error {
 	if err := s.Data.Check(); err != nil {
@@ -407,6 +417,27 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 		return rel, diag, resv.done(res.Ledger, fmt.Errorf("interrupted: nothing released; the ledger still counts the whole tuning budget: %w", context.Canceled))
 	}
 	return rel, diag, resv.done(res.Ledger, nil)
+}
+
+// CheckTune checks s and calibrates its noise as Tune would, without
+// reading data, opening a runner or charging a budget: the σ of each run
+// (doubling: of the final run), or an error wrapping ErrInvalid.
+func CheckTune(ctx context.Context, s TuneSpec) (float64, error) {
+	switch s.Tuner {
+	case Doubling:
+		p, err := s.planDoubling(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return p.sigma, nil
+	case RandomStop, GP, Grid:
+		t, _, err := s.plan(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return t.NoiseMultiplier, nil
+	}
+	return 0, invalidf("unknown tuner %q (want randomstop, gp, doubling or grid)", s.Tuner)
 }
 
 // invocationSeed returns the seed the tuning's randomness comes from — s.Seed,

@@ -1,0 +1,491 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/runner"
+	"github.com/dptune/dptune/tuning"
+)
+
+// CompareEntry is one central tuner of a comparison: the tuner as
+// `dptune tune --tuner` names it, and for random-stop the distribution of
+// its number of runs.
+type CompareEntry struct {
+	Tuner   string `json:"tuner"`             // job.Grid, job.RandomStop, job.GP or job.Doubling
+	Variant string `json:"variant,omitempty"` // random-stop: accounting.TNB or accounting.Poisson
+}
+
+// Name is the entry's row label: "randomstop (tnb)", or the tuner alone.
+func (e CompareEntry) Name() string {
+	if e.Variant == "" {
+		return e.Tuner
+	}
+	return e.Tuner + " (" + e.Variant + ")"
+}
+
+// CompareEntries are every central tuner: grid, random-stop with TNB and
+// with Poisson runs, GP (DP-HyPO) and doubling.
+var CompareEntries = []CompareEntry{{Tuner: job.Grid}, {Tuner: job.RandomStop, Variant: accounting.TNB},
+	{Tuner: job.RandomStop, Variant: accounting.Poisson}, {Tuner: job.GP}, {Tuner: job.Doubling}}
+
+// CompareConfig is a comparison of the central private tuners at equal
+// total example-level budgets (ε, δ) covering tuning and the released
+// model: every tuner calibrates its own noise to each budget, and runs on
+// the same data, space, validation split (per seed) and run settings.
+type CompareConfig struct {
+	Data    job.Source
+	Space   tuning.Space
+	Entries []CompareEntry // default CompareEntries
+	Budgets []float64      // total ε in nats
+	Delta   float64
+	Seeds   []uint64 // one tuning per entry, budget and seed; fast seeded noise
+	// Epochs and BatchSize are each DP-SGD run's (doubling: the final
+	// run's; its part runs take Doubling.PartEpochs).
+	Epochs, BatchSize int
+	// MeanRuns is E[K] of random-stop (TNB with η = 1, i.e. geometric, or
+	// Poisson) and of GP (TNB, η = 1).
+	MeanRuns float64
+	// ValSize and ScoreNoise: every tuner holds out ValSize private
+	// examples (a keyed split, the same per seed for every tuner) and
+	// releases noisy counts on them (doubling: Laplace-noised counting
+	// queries instead).
+	ValSize    int
+	ScoreNoise float64
+	GP         tuning.GPOptions
+	// Doubling holds k, ϵ₀, g, u₀ and the part epochs; its Cache is set per
+	// seed under Dir. The part scores do not depend on the budget (the
+	// parts are trained without noise), so the budgets of one seed share
+	// them: common random numbers, exactly the scores a rerun would draw.
+	Doubling job.DoublingSpec
+	// DoublingShare is the fraction of each budget the doubling search
+	// spends at its cap: ϵ₀ = DoublingShare·ε/T_max (the final run gets
+	// the rest); in (0, 1).
+	DoublingShare float64
+	// Runner runs the training runs (nil: runner.Local, one run at a time;
+	// a run already uses every core).
+	Runner runner.Runner
+	// Dir holds compare.json and the cache of finished tunings
+	// (Dir/runs/*.json), which a rerun with the same settings reuses.
+	Dir string
+	// Progress, if not nil, receives a line per tuning started; RunProgress
+	// the runs within it (curator-side: they show K).
+	Progress    func(string)
+	RunProgress func(run, runs int)
+}
+
+// CompareRow is one tuning: what it released and what it cost. Runs,
+// TrainingEpochs and Seconds are the curator's (NOT PRIVATE: they reveal K).
+type CompareRow struct {
+	Tuner   string  `json:"tuner"`
+	Variant string  `json:"variant,omitempty"`
+	Budget  float64 `json:"budget_epsilon"`
+	Seed    uint64  `json:"seed"`
+	// TestAccuracy is the released model's; 0 when nothing was released
+	// (Released false: Poisson K = 0, or every run diverged).
+	TestAccuracy float64            `json:"test_accuracy"`
+	Released     bool               `json:"released"`
+	Selected     map[string]float64 `json:"selected,omitempty"`
+	// EpsilonRDP is the ledger's total ε by the RDP accountant (the one
+	// every tuner is calibrated with); EpsilonPLD the PLD accountant's
+	// where it counts every event (nil otherwise); EpsilonXiang Xiang et
+	// al.'s Algorithm 3 for random-stop's DP-SGD runs and selection, an
+	// APPROXIMATION without the private scores' noise (nil otherwise).
+	EpsilonRDP      float64  `json:"epsilon_rdp"`
+	EpsilonPLD      *float64 `json:"epsilon_pld,omitempty"`
+	EpsilonXiang    *float64 `json:"epsilon_xiang_o_approximate,omitempty"`
+	NoiseMultiplier float64  `json:"noise_multiplier"` // each run's σ (doubling: the final run's)
+	Runs            int      `json:"runs"`             // DP-SGD runs (doubling: part runs + the final run)
+	TrainingEpochs  float64  `json:"training_epochs"`  // passes over the full training set, all runs together
+	Seconds         float64  `json:"seconds"`
+	// PartsReused marks a doubling tuning whose part scores came from an
+	// earlier budget of the same seed (its Seconds leave them out).
+	PartsReused bool `json:"parts_reused,omitempty"`
+}
+
+// CompareCell is one entry at one budget over the seeds: the mean test
+// accuracy with its 95% Student-t interval half-width.
+type CompareCell struct {
+	Tuner          string  `json:"tuner"`
+	Variant        string  `json:"variant,omitempty"`
+	Budget         float64 `json:"budget_epsilon"`
+	Seeds          int     `json:"seeds"`
+	Accuracy       float64 `json:"mean_test_accuracy"`
+	CI95           float64 `json:"ci95"`
+	Released       int     `json:"released"`
+	EpsilonRDP     float64 `json:"mean_epsilon_rdp"`
+	EpsilonPLD     float64 `json:"mean_epsilon_pld,omitempty"`
+	EpsilonXiang   float64 `json:"mean_epsilon_xiang_o_approximate,omitempty"`
+	Noise          float64 `json:"mean_noise_multiplier"`
+	Runs           float64 `json:"mean_runs"`
+	TrainingEpochs float64 `json:"mean_training_epochs"`
+	Seconds        float64 `json:"mean_seconds"`
+}
+
+// CompareSettings are the public settings a comparison ran with.
+type CompareSettings struct {
+	Dataset     string           `json:"dataset"`
+	NominalSize int              `json:"nominal_size"`
+	Model       string           `json:"model"`
+	Space       string           `json:"space"`
+	Candidates  int              `json:"candidates"`
+	SpaceDims   []tuning.Dim     `json:"space_dims"`
+	Entries     []CompareEntry   `json:"entries"`
+	Budgets     []float64        `json:"budgets"`
+	Delta       float64          `json:"delta"`
+	Seeds       []uint64         `json:"seeds"`
+	Epochs      int              `json:"epochs"`
+	BatchSize   int              `json:"batch_size"`
+	MeanRuns    float64          `json:"mean_runs"`
+	ValSize     int              `json:"val_size"`
+	ScoreNoise  float64          `json:"score_noise"`
+	GP          tuning.GPOptions `json:"gp"`
+	Doubling    struct {
+		Partitions    int     `json:"partitions"`
+		SearchShare   float64 `json:"search_share_of_budget"`
+		Granularity   float64 `json:"granularity"`
+		U0            float64 `json:"u0"`
+		MaxIterations int     `json:"max_iterations"`
+		PartEpochs    int     `json:"part_epochs"`
+	} `json:"doubling"`
+}
+
+// CompareReport is compare.json.
+type CompareReport struct {
+	Settings CompareSettings `json:"settings"`
+	Rows     []CompareRow    `json:"rows"`
+	Cells    []CompareCell   `json:"cells"`
+	// Vote is DP-Hype's separate table (client-level guarantee, its own
+	// split): nil unless run.
+	Vote     []VoteCompareCell `json:"vote,omitempty"`
+	Command  string            `json:"command,omitempty"`
+	CPUs     int               `json:"cpus"`
+	LoadAvg  []string          `json:"load_avg"` // at the start and at the end
+	Cached   int               `json:"tunings_from_cache"`
+	Wall     float64           `json:"wall_seconds"`
+	Finished string            `json:"finished"`
+}
+
+// settings is cfg's public summary, which also fingerprints the cache.
+func (cfg CompareConfig) settings() CompareSettings {
+	s := CompareSettings{Dataset: cfg.Data.Name, NominalSize: cfg.Data.NominalN, Model: cfg.Data.Arch.Spec.Name, Space: cfg.Space.Name,
+		Candidates: cfg.Space.Size(), SpaceDims: cfg.Space.Dims, Entries: cfg.Entries, Budgets: cfg.Budgets, Delta: cfg.Delta, Seeds: cfg.Seeds,
+		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GP: cfg.GP}
+	d := cfg.Doubling
+	s.Doubling.Partitions, s.Doubling.SearchShare, s.Doubling.Granularity, s.Doubling.U0 = d.Partitions, cfg.DoublingShare, d.Granularity, d.U0
+	s.Doubling.MaxIterations, s.Doubling.PartEpochs = d.MaxIterations, d.PartEpochs
+	return s
+}
+
+// fingerprint identifies the settings one tuning depends on.
+func (s CompareSettings) fingerprint(e CompareEntry) string {
+	k := s
+	k.Entries, k.Budgets, k.Seeds = []CompareEntry{e}, nil, nil
+	b, _ := json.Marshal(k)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// Compare runs every entry at every budget and seed (seed by seed, so an
+// early stop leaves whole tables of the first seeds), reusing the tunings a
+// previous call with the same settings finished (Dir/runs), and writes
+// Dir/compare.json. Cancelled, it returns ctx's error; what finished stays
+// cached.
+func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
+	if len(cfg.Entries) == 0 {
+		cfg.Entries = CompareEntries
+	}
+	if len(cfg.Budgets) == 0 || len(cfg.Seeds) == 0 {
+		return nil, fmt.Errorf("bench: a comparison needs budgets and seeds")
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = runner.Local{Workers: 1}
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "runs"), 0o755); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	rep := &CompareReport{Settings: cfg.settings(), CPUs: runtime.NumCPU(), LoadAvg: []string{loadAvg()}}
+	for _, seed := range cfg.Seeds {
+		for _, eps := range cfg.Budgets {
+			for _, e := range cfg.Entries {
+				path := filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s-eps%s-seed%d.json", e.ID(), strconv.FormatFloat(eps, 'g', -1, 64), seed))
+				fp := rep.Settings.fingerprint(e)
+				if row, ok := readCompareRow(path, fp); ok {
+					rep.Rows = append(rep.Rows, row)
+					rep.Cached++
+					continue
+				}
+				if cfg.Progress != nil {
+					cfg.Progress(fmt.Sprintf("%s at ε = %g, seed %d", e.Name(), eps, seed))
+				}
+				row, err := compareOne(ctx, cfg, e, eps, seed)
+				if err != nil {
+					return nil, fmt.Errorf("bench: %s at ε = %g, seed %d: %w", e.Name(), eps, seed, err)
+				}
+				if err := writeCompareRow(path, fp, row); err != nil {
+					return nil, err
+				}
+				rep.Rows = append(rep.Rows, row)
+			}
+		}
+	}
+	rep.Cells = compareCells(cfg.Entries, cfg.Budgets, rep.Rows)
+	rep.LoadAvg = append(rep.LoadAvg, loadAvg())
+	rep.Wall = time.Since(start).Seconds()
+	rep.Finished = time.Now().UTC().Format(time.RFC3339)
+	return rep, nil
+}
+
+// Save writes rep as Dir/compare.json.
+func (rep *CompareReport) Save(dir string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "compare.json"), append(b, '\n'), 0o644)
+}
+
+// ID is the entry's name in flags and file names: "randomstop-tnb", or
+// the tuner alone.
+func (e CompareEntry) ID() string {
+	if e.Variant == "" {
+		return e.Tuner
+	}
+	return e.Tuner + "-" + e.Variant
+}
+
+// CheckCompare checks every tuning of cfg (each entry at each budget)
+// before any work: an impossible budget or setting is an error wrapping
+// job.ErrInvalid.
+func CheckCompare(ctx context.Context, cfg CompareConfig) error {
+	if len(cfg.Entries) == 0 {
+		cfg.Entries = CompareEntries
+	}
+	for _, e := range cfg.Entries {
+		for _, eps := range cfg.Budgets {
+			spec, err := compareSpec(cfg, e, eps, 0)
+			if err == nil {
+				_, err = job.CheckTune(ctx, spec)
+			}
+			if err != nil {
+				return fmt.Errorf("%s at ε = %g: %w", e.Name(), eps, err)
+			}
+		}
+	}
+	return nil
+}
+
+// compareSpec is the tuning of entry e at total budget eps and seed.
+func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (job.TuneSpec, error) {
+	spec := job.TuneSpec{Data: cfg.Data, Tuner: e.Tuner, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs,
+		BatchSize: cfg.BatchSize, Validation: "private", ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, Seed: &seed,
+		Runner: cfg.Runner, Diagnostics: true, Progress: cfg.RunProgress}
+	var err error
+	switch e.Tuner {
+	case job.RandomStop, job.GP:
+		if e.Variant == accounting.Poisson {
+			spec.Repetitions = accounting.PoissonRepetitions(cfg.MeanRuns)
+		} else if spec.Repetitions, err = accounting.TNBWithMean(1, cfg.MeanRuns); err != nil {
+			return spec, fmt.Errorf("%w: %v", job.ErrInvalid, err)
+		}
+		spec.GPOptions = cfg.GP
+	case job.Doubling:
+		spec.Validation = ""
+		spec.Doubling = cfg.Doubling
+		tmax := spec.Doubling.MaxIterations
+		if tmax == 0 {
+			tmax = tuning.DefaultMaxIterations(spec.Doubling.U0, spec.Doubling.Granularity)
+		}
+		spec.Doubling.Epsilon0 = cfg.DoublingShare * eps / float64(max(tmax, 1))
+		spec.Doubling.Cache = filepath.Join(cfg.Dir, "curator", fmt.Sprintf("doubling-seed%d.csv", seed))
+	}
+	return spec, nil
+}
+
+// compareOne runs one tuning through job.Tune.
+func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (CompareRow, error) {
+	row := CompareRow{Tuner: e.Tuner, Variant: e.Variant, Budget: eps, Seed: seed}
+	n := cfg.Space.Size()
+	spec, err := compareSpec(cfg, e, eps, seed)
+	if err != nil {
+		return row, err
+	}
+	if e.Tuner == job.Doubling {
+		_, statErr := os.Stat(spec.Doubling.Cache)
+		row.PartsReused = statErr == nil
+	}
+	start := time.Now()
+	rel, diag, err := job.Tune(ctx, spec)
+	row.Seconds = time.Since(start).Seconds()
+	if err != nil {
+		return row, err
+	}
+	row.EpsilonRDP = *rel.Epsilon
+	if g, err := rel.Ledger.Spent(accounting.PLD{}, cfg.Delta); err == nil {
+		row.EpsilonPLD = &g.Epsilon
+	}
+	switch r := rel.Report.(type) {
+	case *job.TuneReport:
+		row.NoiseMultiplier, row.Selected = r.BaseNoiseMultiplier, r.Selected
+		if r.TestAccuracy != nil {
+			row.TestAccuracy, row.Released = *r.TestAccuracy, true
+		}
+		row.Runs = len(diag.Runs)
+		row.TrainingEpochs = float64(row.Runs * cfg.Epochs)
+		if e.Tuner == job.RandomStop {
+			if x, err := job.XiangEpsilon(r); err == nil {
+				row.EpsilonXiang = &x
+			}
+		}
+	case *job.DoublingReport:
+		row.NoiseMultiplier, row.Selected = r.BaseNoiseMultiplier, r.Selected
+		if r.TestAccuracy != nil {
+			row.TestAccuracy, row.Released = *r.TestAccuracy, true
+		}
+		row.Runs = n*r.Partitions + 1
+		row.TrainingEpochs = float64(n*r.PartEpochs + r.Epochs)
+	default:
+		return row, fmt.Errorf("unexpected report %T", rel.Report)
+	}
+	return row, nil
+}
+
+type cachedRow struct {
+	Fingerprint string     `json:"settings_sha256"`
+	Row         CompareRow `json:"row"`
+}
+
+func readCompareRow(path, fp string) (CompareRow, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return CompareRow{}, false
+	}
+	var c cachedRow
+	if json.Unmarshal(b, &c) != nil || c.Fingerprint != fp {
+		return CompareRow{}, false
+	}
+	return c.Row, true
+}
+
+// writeCompareRow writes path whole (a temporary file renamed), so an
+// interrupted write never leaves half a row.
+func writeCompareRow(path, fp string, row CompareRow) error {
+	b, err := json.MarshalIndent(cachedRow{fp, row}, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// compareCells averages the rows of each entry and budget.
+func compareCells(entries []CompareEntry, budgets []float64, rows []CompareRow) []CompareCell {
+	var cells []CompareCell
+	for _, e := range entries {
+		for _, eps := range budgets {
+			c := CompareCell{Tuner: e.Tuner, Variant: e.Variant, Budget: eps}
+			var acc, pld, xi []float64
+			var timed, timedN float64
+			for _, r := range rows {
+				if r.Tuner != e.Tuner || r.Variant != e.Variant || r.Budget != eps {
+					continue
+				}
+				acc = append(acc, r.TestAccuracy)
+				if r.Released {
+					c.Released++
+				}
+				c.EpsilonRDP += r.EpsilonRDP
+				if r.EpsilonPLD != nil {
+					pld = append(pld, *r.EpsilonPLD)
+				}
+				if r.EpsilonXiang != nil {
+					xi = append(xi, *r.EpsilonXiang)
+				}
+				c.Noise += r.NoiseMultiplier
+				c.Runs += float64(r.Runs)
+				c.TrainingEpochs += r.TrainingEpochs
+				if !r.PartsReused {
+					timed += r.Seconds
+					timedN++
+				}
+			}
+			if len(acc) == 0 {
+				continue
+			}
+			k := float64(len(acc))
+			c.Seeds = len(acc)
+			c.Accuracy, c.CI95 = meanCI95(acc)
+			c.EpsilonRDP, c.Noise, c.Runs, c.TrainingEpochs = c.EpsilonRDP/k, c.Noise/k, c.Runs/k, c.TrainingEpochs/k
+			if len(pld) == len(acc) {
+				c.EpsilonPLD = stat.Mean(pld, nil)
+			}
+			if len(xi) == len(acc) {
+				c.EpsilonXiang = stat.Mean(xi, nil)
+			}
+			if timedN > 0 {
+				c.Seconds = timed / timedN
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
+
+// meanCI95 is the mean of x and the half-width of its 95% Student-t
+// interval (0 for a single value).
+func meanCI95(x []float64) (mean, half float64) {
+	mean = stat.Mean(x, nil)
+	if len(x) < 2 {
+		return mean, 0
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(x) - 1)}.Quantile(0.975)
+	return mean, t * stat.StdDev(x, nil) / math.Sqrt(float64(len(x)))
+}
+
+// ReadCompare reads a compare.json.
+func ReadCompare(path string) (*CompareReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r CompareReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(r.Cells) == 0 {
+		return nil, errors.New(path + ": no comparison cells")
+	}
+	return &r, nil
+}
+
+// sortedBudgets returns the distinct budgets of cells in increasing order.
+func sortedBudgets(cells []CompareCell) []float64 {
+	var b []float64
+	for _, c := range cells {
+		if !slices.Contains(b, c.Budget) {
+			b = append(b, c.Budget)
+		}
+	}
+	slices.Sort(b)
+	return b
+}

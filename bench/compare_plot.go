@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// PlotCompare draws the released model's mean test accuracy against the
+// total ε (log scale) for each central tuner, with 95% intervals, and
+// DP-Hype's (dashed: another guarantee and split) when present, as a PNG at
+// path.
+func PlotCompare(rep *CompareReport, path string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("private tuners at one total budget: %s, %s, %d candidates", rep.Settings.Dataset, rep.Settings.Model, rep.Settings.Candidates)
+	p.X.Label.Text, p.Y.Label.Text = "total ε (tuning + released model), log scale", "test accuracy of the released model"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	for i, e := range rep.Settings.Entries {
+		var xy plotter.XYs
+		var errs plotter.YErrors
+		for _, c := range rep.Cells {
+			if c.Tuner == e.Tuner && c.Variant == e.Variant {
+				xy = append(xy, plotter.XY{X: c.Budget, Y: c.Accuracy})
+				errs = append(errs, struct{ Low, High float64 }{c.CI95, c.CI95})
+			}
+		}
+		if err := addErrorLine(p, xy, errs, i, false, e.Name()); err != nil {
+			return err
+		}
+	}
+	if len(rep.Vote) > 0 {
+		var xy plotter.XYs
+		var errs plotter.YErrors
+		for _, c := range rep.Vote {
+			xy = append(xy, plotter.XY{X: c.Budget, Y: c.Accuracy})
+			errs = append(errs, struct{ Low, High float64 }{c.CI95, c.CI95})
+		}
+		if err := addErrorLine(p, xy, errs, len(rep.Settings.Entries), true, "vote (client-level, own split)"); err != nil {
+			return err
+		}
+	}
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Add(plotter.NewGrid())
+	return p.Save(vg.Points(620), vg.Points(420), path)
+}
+
+// addErrorLine adds a line with points and vertical error bars.
+func addErrorLine(p *plot.Plot, xy plotter.XYs, errs plotter.YErrors, i int, dashed bool, name string) error {
+	if len(xy) == 0 {
+		return nil
+	}
+	l, sc, err := plotter.NewLinePoints(xy)
+	if err != nil {
+		return err
+	}
+	l.Color, sc.Color = plotutil.Color(i), plotutil.Color(i)
+	sc.Shape = plotutil.Shape(i)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	}
+	eb, err := plotter.NewYErrorBars(struct {
+		plotter.XYer
+		plotter.YErrorer
+	}{xy, errs})
+	if err != nil {
+		return err
+	}
+	eb.Color = plotutil.Color(i)
+	p.Add(l, sc, eb)
+	p.Legend.Add(name, l, sc)
+	return nil
+}
+
+// WriteCompareMarkdown writes rep's tables: test accuracy per tuner and
+// total ε (each row starts with the tuner's `dptune tune --tuner` name),
+// then each cell's accounting and cost, then DP-Hype's own table.
+func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
+	budgets := sortedBudgets(rep.Cells)
+	head := func(first string) {
+		fmt.Fprintf(w, "| %s |", first)
+		for _, b := range budgets {
+			fmt.Fprintf(w, " ε = %g |", b)
+		}
+		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(budgets)))
+	}
+	cell := func(tuner, variant string, b float64) (CompareCell, bool) {
+		for _, c := range rep.Cells {
+			if c.Tuner == tuner && c.Variant == variant && c.Budget == b {
+				return c, true
+			}
+		}
+		return CompareCell{}, false
+	}
+	s := rep.Settings
+	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seeds) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %d epoch(s) per run, batch %d:\n\n",
+		len(s.Seeds), s.Delta, s.Dataset, s.Model, s.NominalSize, s.Candidates, s.Space, s.Epochs, s.BatchSize)
+	head("tuner")
+	for _, e := range s.Entries {
+		fmt.Fprintf(w, "| %s |", e.Name())
+		for _, b := range budgets {
+			if c, ok := cell(e.Tuner, e.Variant, b); ok {
+				fmt.Fprintf(w, " %.4f ± %.4f |", c.Accuracy, c.CI95)
+			} else {
+				fmt.Fprint(w, " – |")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\nAccounting and cost per tuning (means over seeds). ε by RDP is the calibrated, proved total; PLD where it counts every event; xiang-o is Xiang et al.'s Algorithm 3, an APPROXIMATION of random-stop's DP-SGD runs and selection only. Runs, epochs and seconds are the curator's (they reveal K).\n\n")
+	fmt.Fprintln(w, "| tuner | ε | ε (rdp) | ε (pld) | ε (xiang-o, approx.) | σ per run | runs | training epochs | seconds |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, e := range s.Entries {
+		for _, b := range budgets {
+			c, ok := cell(e.Tuner, e.Variant, b)
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(w, "| %s | %g | %.3f | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", e.Name(), b, c.EpsilonRDP, optional(c.EpsilonPLD), optional(c.EpsilonXiang),
+				c.Noise, c.Runs, c.TrainingEpochs, c.Seconds)
+		}
+	}
+	if len(rep.Vote) > 0 {
+		fmt.Fprintf(w, "\nDP-Hype (its own table: the vote's ε/2 is client-level, on a split of the training data among %d clients; the winner is trained by DP-SGD federated averaging at example-level ε/2). Mean ± 95%% interval over seeds of the mean over %d votes:\n\n", rep.Vote[0].Clients, rep.Vote[0].Reps)
+		fmt.Fprint(w, "| tuner |")
+		for _, c := range rep.Vote {
+			fmt.Fprintf(w, " ε = %g |", c.Budget)
+		}
+		fmt.Fprintf(w, "\n|---|%s\n| vote |", strings.Repeat("---|", len(rep.Vote)))
+		for _, c := range rep.Vote {
+			fmt.Fprintf(w, " %.4f ± %.4f |", c.Accuracy, c.CI95)
+		}
+		fmt.Fprint(w, "\n| best candidate (Opt) |")
+		for _, c := range rep.Vote {
+			fmt.Fprintf(w, " %.4f |", c.Opt)
+		}
+		fmt.Fprint(w, "\n| mean candidate (RandGuess) |")
+		for _, c := range rep.Vote {
+			fmt.Fprintf(w, " %.4f |", c.RandGuess)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func optional(x float64) string {
+	if x == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f", x)
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/runner"
+	"github.com/dptune/dptune/tuning"
+)
+
+type benchCompareFlags struct {
+	data                          dataFlags
+	space, out                    string
+	tuners                        []string
+	budgets                       []float64
+	delta, meanRuns, score, share float64
+	granularity                   float64
+	seeds, lrStride, clipStride   int
+	epochs, batchSize, valSize    int
+	partitions, partEpochs        int
+	vote                          bool
+	voteSubset, voteReps          int
+	run                           runnerFlags
+}
+
+func newBenchCompareCmd() *cobra.Command {
+	var f benchCompareFlags
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "every private tuner at the same total (ε, δ) on real data: grid, random-stop (TNB, Poisson), GP, doubling, and DP-Hype in its own table",
+		Long: `compare runs each central tuner — grid, random-stop with TNB and with Poisson
+runs, GP (DP-HyPO) and doubling — at each total budget --epsilon (tuning and
+the released model together, example-level, δ = --delta), each calibrating
+its own noise to that same total, on the same search space, data, validation
+split and run settings, for --seeds seeds. It records the released model's
+test accuracy, the total ε by each accountant that applies, the runs spent
+and the wall time, and writes compare.json, compare.md and a plot to --out.
+
+Every finished tuning is cached in --out/runs; a rerun with the same settings
+(after Ctrl-C, say) skips them. With --vote, DP-Hype runs too, at the same
+budgets, and gets its own table: its vote is client-level, on a split of the
+data among clients, so it is not a row of the central tuners'.
+
+Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
+		Example: `  dptune bench compare --epsilon 1,2,4,8 --out out/bench-compare
+  dptune bench compare --dataset cifar10 --data-dir DIR --model tb-cifar10 --epsilon 4 --out out/compare-cifar`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchCompare(cmd, f) },
+	}
+	fl := cmd.Flags()
+	addDataFlags(fl, &f.data)
+	addRunnerFlags(fl, &f.run)
+	fl.Float64SliceVar(&f.budgets, "epsilon", []float64{1, 2, 4, 8}, "total ε in nats of tuning and release (one or more)")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
+	fl.StringSliceVar(&f.tuners, "tuners", []string{"grid", "randomstop-tnb", "randomstop-poisson", "gp", "doubling"}, "central tuners compared")
+	fl.StringVar(&f.space, "space", "", "search space (default: the dataset's DP-HyPO grid)")
+	fl.IntVar(&f.lrStride, "lr-stride", 2, "keep every n-th learning rate of the space")
+	fl.IntVar(&f.clipStride, "clip-stride", 5, "keep every n-th clipping norm of the space")
+	fl.IntVar(&f.seeds, "seeds", 3, "tunings per tuner and budget (seeds 1, 2, …)")
+	fl.IntVar(&f.epochs, "epochs", 1, "epochs of each DP-SGD run on the full training set")
+	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of each run")
+	fl.Float64Var(&f.meanRuns, "mean-runs", 10, "E[K] of random-stop (geometric TNB or Poisson) and GP (geometric TNB)")
+	fl.IntVar(&f.valSize, "val-size", 5000, "private validation examples held out of the training set")
+	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score (discrete Gaussian on the count)")
+	fl.IntVar(&f.partitions, "partitions", 10, "doubling: disjoint training parts k")
+	fl.Float64Var(&f.granularity, "granularity", 0.01, "doubling: utility granularity g")
+	fl.Float64Var(&f.share, "doubling-share", 0.5, "doubling: fraction of each budget the search spends at its iteration cap")
+	fl.IntVar(&f.partEpochs, "part-epochs", 1, "doubling: epochs of each part run")
+	fl.BoolVar(&f.vote, "vote", true, "also run DP-Hype at the same budgets, in its own table")
+	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
+	fl.IntVar(&f.voteReps, "vote-reps", 1000, "DP-Hype: votes per seed and budget (the vote's noise only)")
+	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
+	return cmd
+}
+
+func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
+	src, err := f.data.source(cmd)
+	if err != nil {
+		return err
+	}
+	if cmd.Flags().Changed("budget") {
+		return usagef("--budget: a benchmark is not a release; it charges no budget file")
+	}
+	switch {
+	case f.seeds < 1 || f.seeds > 1000:
+		return usagef("--seeds %d is outside [1, 1000]", f.seeds)
+	case f.lrStride < 1 || f.clipStride < 1:
+		return usagef("--lr-stride and --clip-stride must be at least 1")
+	case f.epochs < 1 || f.partEpochs < 1:
+		return usagef("--epochs and --part-epochs must be at least 1")
+	case f.batchSize < 1 || f.batchSize > src.NominalN:
+		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, src.NominalN)
+	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
+		return usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
+	case !(f.share > 0 && f.share < 1):
+		return usagef("--doubling-share %v is outside (0, 1)", f.share)
+	case f.voteSubset < 0 || f.voteReps < 1:
+		return usagef("--vote-subset must be non-negative and --vote-reps at least 1")
+	case len(f.budgets) == 0:
+		return usagef("--epsilon needs at least one budget")
+	}
+	for _, e := range f.budgets {
+		if err := accounting.CheckEpsilon(e); err != nil {
+			return usagef("--epsilon %v: %v", e, err)
+		}
+	}
+	if err := accounting.CheckDelta(f.delta); err != nil {
+		return usagef("--delta: %v", err)
+	}
+	var entries []bench.CompareEntry
+	for _, t := range f.tuners {
+		i := slices.IndexFunc(bench.CompareEntries, func(e bench.CompareEntry) bool { return e.ID() == t })
+		if i < 0 {
+			return usagef("unknown --tuners entry %q (want grid, randomstop-tnb, randomstop-poisson, gp or doubling)", t)
+		}
+		entries = append(entries, bench.CompareEntries[i])
+	}
+	full, err := loadSpace(f.space, f.data.dataset)
+	if err != nil {
+		return usageError{err}
+	}
+	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
+	q := float64(f.batchSize) / float64(src.NominalN-f.valSize)
+	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
+		return usagef("--epochs %d: %v", f.epochs, err)
+	}
+	if err := job.CheckOut(f.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := f.run.check(cmd); err != nil {
+		return err
+	}
+	seeds := make([]uint64, f.seeds)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	cfg := bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
+		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score,
+		GP: tuning.DefaultGPOptions(), Doubling: job.DoublingSpec{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
+		DoublingShare: f.share, Dir: f.out}
+	if err := bench.CheckCompare(cmd.Context(), cfg); err != nil {
+		return usageError{err}
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+	run, end, err := f.run.open(cmd.Context(), "bench compare", f.out)
+	if err != nil {
+		return err
+	}
+	if run == nil {
+		run = runner.Local{Workers: 1} // a run already uses every core
+	}
+	cfg.Runner = run
+	w := cmd.ErrOrStderr()
+	start := time.Now()
+	fmt.Fprintf(w, "comparing %d tuners × %d budgets × %d seeds on %s (%s, %d candidates of %s), runs in %s; cache %s\n",
+		len(entries), len(f.budgets), f.seeds, src.Name, src.Arch.Spec.Name, space.Size(), space.Name, describeRunner(run), filepath.Join(f.out, "runs"))
+	var bar *progressbar.ProgressBar
+	var stage string
+	cfg.Progress = func(s string) {
+		if bar != nil {
+			bar.Finish()
+			fmt.Fprintln(w)
+			bar = nil
+		}
+		stage = s
+		fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s)
+	}
+	cfg.RunProgress = func(r, runs int) {
+		if bar == nil {
+			bar = progressbar.NewOptions(runs, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(stage+" (curator-side)"),
+				progressbar.OptionShowCount(), progressbar.OptionSetWidth(20), progressbar.OptionThrottle(time.Second))
+		}
+		bar.Set(r)
+	}
+	rep, err := bench.Compare(cmd.Context(), cfg)
+	end(errors.Is(err, context.Canceled))
+	if bar != nil {
+		bar.Finish()
+		fmt.Fprintln(w)
+	}
+	if err != nil {
+		return err
+	}
+	if f.vote {
+		vc := bench.VoteRealConfig{Source: src, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
+			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, "vote"),
+			Progress: func(s string, done, total int) { fmt.Fprintf(w, "\r%s: %d/%d", s, done, total) }}
+		if rep.Vote, err = bench.CompareVote(cmd.Context(), vc, f.budgets, seeds, cfg.Progress); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	rep.Command = "dptune " + strings.Join(os.Args[1:], " ")
+	rep.Wall = time.Since(start).Seconds()
+	if err := rep.Save(f.out); err != nil {
+		return err
+	}
+	var md strings.Builder
+	bench.WriteCompareMarkdown(&md, rep)
+	if err := os.WriteFile(filepath.Join(f.out, "compare.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(cmd.OutOrStdout(), md.String())
+	if err := bench.PlotCompare(rep, filepath.Join(f.out, "compare-"+src.Name+".png")); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wall time %.0f s (%d tunings from the cache); compare.json, compare.md and the plot in %s\n", rep.Wall, rep.Cached, f.out)
+	return nil
+}
