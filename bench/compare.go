@@ -68,7 +68,11 @@ type CompareConfig struct {
 	// queries instead).
 	ValSize    int
 	ScoreNoise float64
-	GP         tuning.GPOptions
+	// GridScoreNoise is grid's score noise multiplier: its |S| scores all
+	// compose, so at the noise of the others they alone would exceed a
+	// small budget (32 scores at 20 spend ε ≈ 1.4 at δ = 10⁻⁵).
+	GridScoreNoise float64
+	GP             tuning.GPOptions
 	// Doubling holds k, ϵ₀, g, u₀ and the part epochs; its Cache is set per
 	// seed under Dir. The part scores do not depend on the budget (the
 	// parts are trained without noise), so the budgets of one seed share
@@ -155,6 +159,7 @@ type CompareSettings struct {
 	MeanRuns    float64          `json:"mean_runs"`
 	ValSize     int              `json:"val_size"`
 	ScoreNoise  float64          `json:"score_noise"`
+	GridScore   float64          `json:"grid_score_noise"`
 	GP          tuning.GPOptions `json:"gp"`
 	Doubling    struct {
 		Partitions    int     `json:"partitions"`
@@ -170,7 +175,9 @@ type CompareSettings struct {
 type CompareReport struct {
 	Settings CompareSettings `json:"settings"`
 	Rows     []CompareRow    `json:"rows"`
-	Cells    []CompareCell   `json:"cells"`
+	// Infeasible are the entries and budgets no noise can meet.
+	Infeasible []CompareInfeasible `json:"infeasible,omitempty"`
+	Cells      []CompareCell       `json:"cells"`
 	// Vote is DP-Hype's separate table (client-level guarantee, its own
 	// split): nil unless run.
 	Vote     []VoteCompareCell `json:"vote,omitempty"`
@@ -186,7 +193,7 @@ type CompareReport struct {
 func (cfg CompareConfig) settings() CompareSettings {
 	s := CompareSettings{Dataset: cfg.Data.Name, NominalSize: cfg.Data.NominalN, Model: cfg.Data.Arch.Spec.Name, Space: cfg.Space.Name,
 		Candidates: cfg.Space.Size(), SpaceDims: cfg.Space.Dims, Entries: cfg.Entries, Budgets: cfg.Budgets, Delta: cfg.Delta, Seeds: cfg.Seeds,
-		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GP: cfg.GP}
+		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise, GP: cfg.GP}
 	d := cfg.Doubling
 	s.Doubling.Partitions, s.Doubling.SearchShare, s.Doubling.Granularity, s.Doubling.U0 = d.Partitions, cfg.DoublingShare, d.Granularity, d.U0
 	s.Doubling.MaxIterations, s.Doubling.PartEpochs = d.MaxIterations, d.PartEpochs
@@ -221,10 +228,19 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 		return nil, err
 	}
 	start := time.Now()
-	rep := &CompareReport{Settings: cfg.settings(), CPUs: runtime.NumCPU(), LoadAvg: []string{loadAvg()}}
+	infeasible, err := CheckCompare(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep := &CompareReport{Settings: cfg.settings(), Infeasible: infeasible, CPUs: runtime.NumCPU(), LoadAvg: []string{loadAvg()}}
 	for _, seed := range cfg.Seeds {
 		for _, eps := range cfg.Budgets {
 			for _, e := range cfg.Entries {
+				if slices.ContainsFunc(infeasible, func(x CompareInfeasible) bool {
+					return x.Tuner == e.Tuner && x.Variant == e.Variant && x.Budget == eps
+				}) {
+					continue
+				}
 				path := filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s-eps%s-seed%d.json", e.ID(), strconv.FormatFloat(eps, 'g', -1, 64), seed))
 				fp := rep.Settings.fingerprint(e)
 				if row, ok := readCompareRow(path, fp); ok {
@@ -271,25 +287,43 @@ func (e CompareEntry) ID() string {
 	return e.Tuner + "-" + e.Variant
 }
 
+// CompareInfeasible is an entry that cannot meet a budget: no noise
+// multiplier brings its whole pipeline within (ε, δ).
+type CompareInfeasible struct {
+	Tuner   string  `json:"tuner"`
+	Variant string  `json:"variant,omitempty"`
+	Budget  float64 `json:"budget_epsilon"`
+	Reason  string  `json:"reason"`
+}
+
 // CheckCompare checks every tuning of cfg (each entry at each budget)
-// before any work: an impossible budget or setting is an error wrapping
-// job.ErrInvalid.
-func CheckCompare(ctx context.Context, cfg CompareConfig) error {
+// before any work. It returns the entries that cannot meet a budget (they
+// are reported, not run), or an error wrapping job.ErrInvalid when a
+// setting is invalid or no entry meets any budget.
+func CheckCompare(ctx context.Context, cfg CompareConfig) ([]CompareInfeasible, error) {
 	if len(cfg.Entries) == 0 {
 		cfg.Entries = CompareEntries
 	}
+	var out []CompareInfeasible
 	for _, e := range cfg.Entries {
 		for _, eps := range cfg.Budgets {
 			spec, err := compareSpec(cfg, e, eps, 0)
 			if err == nil {
 				_, err = job.CheckTune(ctx, spec)
 			}
-			if err != nil {
-				return fmt.Errorf("%s at ε = %g: %w", e.Name(), eps, err)
+			switch {
+			case err == nil:
+			case errors.Is(err, accounting.ErrOutOfReach):
+				out = append(out, CompareInfeasible{Tuner: e.Tuner, Variant: e.Variant, Budget: eps, Reason: e.Name() + ": " + err.Error()})
+			default:
+				return nil, fmt.Errorf("%s at ε = %g: %w", e.Name(), eps, err)
 			}
 		}
 	}
-	return nil
+	if len(out) == len(cfg.Entries)*len(cfg.Budgets) {
+		return nil, fmt.Errorf("%w: no tuner meets any of the budgets: %s", job.ErrInvalid, out[0].Reason)
+	}
+	return out, nil
 }
 
 // compareSpec is the tuning of entry e at total budget eps and seed.
@@ -299,6 +333,8 @@ func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (j
 		Runner: cfg.Runner, Diagnostics: true, Progress: cfg.RunProgress}
 	var err error
 	switch e.Tuner {
+	case job.Grid:
+		spec.ScoreNoise = cfg.GridScoreNoise
 	case job.RandomStop, job.GP:
 		if e.Variant == accounting.Poisson {
 			spec.Repetitions = accounting.PoissonRepetitions(cfg.MeanRuns)

@@ -105,11 +105,16 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		for _, b := range budgets {
 			if c, ok := cell(e.Tuner, e.Variant, b); ok {
 				fmt.Fprintf(w, " %.4f ± %.4f |", c.Accuracy, c.CI95)
+			} else if rep.infeasible(e, b) {
+				fmt.Fprint(w, " infeasible |")
 			} else {
 				fmt.Fprint(w, " – |")
 			}
 		}
 		fmt.Fprintln(w)
+	}
+	if len(rep.Infeasible) > 0 {
+		fmt.Fprintln(w, "\n\"infeasible\": no noise multiplier brings the tuner's whole pipeline within the budget (its fixed costs — the scores, the adaptive sampler's overhead, the search — alone exceed it).")
 	}
 	fmt.Fprintf(w, "\nAccounting and cost per tuning (means over seeds). ε by RDP is the calibrated, proved total; PLD where it counts every event; xiang-o is Xiang et al.'s Algorithm 3, an APPROXIMATION of random-stop's DP-SGD runs and selection only. Runs, epochs and seconds are the curator's (they reveal K).\n\n")
 	fmt.Fprintln(w, "| tuner | ε | ε (rdp) | ε (pld) | ε (xiang-o, approx.) | σ per run | runs | training epochs | seconds |")
@@ -151,4 +156,13 @@ func optional(x float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", x)
+}
+
+func (rep *CompareReport) infeasible(e CompareEntry, b float64) bool {
+	for _, x := range rep.Infeasible {
+		if x.Tuner == e.Tuner && x.Variant == e.Variant && x.Budget == b {
+			return true
+		}
+	}
+	return false
 }

@@ -134,7 +134,7 @@ func (s TuneSpec) planDoubling(ctx context.Context) (*doublingPlan, error) {
 			return nil, err
 		}
 		over, _ := searchLedger.Spent(accounting.RDP{}, s.Delta)
-		return nil, invalidf("ε = %g is too small: the search alone (at most %d iterations of ϵ = %g) spends ε = %.4f at δ = %g, leaving nothing for the final run: %v",
+		return nil, invalidWrapf(err, "ε = %g is too small: the search alone (at most %d iterations of ϵ = %g) spends ε = %.4f at δ = %g, leaving nothing for the final run: %v",
 			s.Epsilon, d.MaxIterations, d.Epsilon0, over.Epsilon, s.Delta, err)
 	}
 	tuner.Final.NoiseMultiplier = sigma

@@ -29,3 +29,8 @@ func invalidf(format string, a ...any) error { return invalidError{msg: fmt.Spri
 
 // invalid marks err as a refused request, keeping its message and chain.
 func invalid(err error) error { return invalidError{msg: err.Error(), err: err} }
+
+// invalidWrapf is invalidf that also wraps err (for errors.Is).
+func invalidWrapf(err error, format string, a ...any) error {
+	return invalidError{msg: fmt.Sprintf(format, a...), err: err}
+}

@@ -273,7 +273,7 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 		if errors.Is(err, context.Canceled) {
 			return nil, nil, err
 		}
-		return nil, nil, invalidf("ε = %g at δ = %g is too small for this tuning: %v", s.Epsilon, s.Delta, err)
+		return nil, nil, invalidWrapf(err, "ε = %g at δ = %g is too small for this tuning: %v", s.Epsilon, s.Delta, err)
 	}
 	t.NoiseMultiplier = sigma
 	return t, gp, nil

@@ -28,6 +28,7 @@ type benchCompareFlags struct {
 	tuners                        []string
 	budgets                       []float64
 	delta, meanRuns, score, share float64
+	gridScore                     float64
 	granularity                   float64
 	seeds, lrStride, clipStride   int
 	epochs, batchSize, valSize    int
@@ -76,6 +77,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.Float64Var(&f.meanRuns, "mean-runs", 10, "E[K] of random-stop (geometric TNB or Poisson) and GP (geometric TNB)")
 	fl.IntVar(&f.valSize, "val-size", 5000, "private validation examples held out of the training set")
 	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score (discrete Gaussian on the count)")
+	fl.Float64Var(&f.gridScore, "grid-score-noise", 100, "grid's score noise multiplier (its |S| scores all compose)")
 	fl.IntVar(&f.partitions, "partitions", 10, "doubling: disjoint training parts k")
 	fl.Float64Var(&f.granularity, "granularity", 0.01, "doubling: utility granularity g")
 	fl.Float64Var(&f.share, "doubling-share", 0.5, "doubling: fraction of each budget the search spends at its iteration cap")
@@ -149,11 +151,16 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		seeds[i] = uint64(i + 1)
 	}
 	cfg := bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
-		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score,
+		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
 		GP: tuning.DefaultGPOptions(), Doubling: job.DoublingSpec{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
 		DoublingShare: f.share, Dir: f.out}
-	if err := bench.CheckCompare(cmd.Context(), cfg); err != nil {
+	infeasible, err := bench.CheckCompare(cmd.Context(), cfg)
+	if err != nil {
 		return usageError{err}
+	}
+	w := cmd.ErrOrStderr()
+	for _, x := range infeasible {
+		fmt.Fprintf(w, "infeasible, reported not run: %s\n", x.Reason)
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
@@ -166,7 +173,6 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		run = runner.Local{Workers: 1} // a run already uses every core
 	}
 	cfg.Runner = run
-	w := cmd.ErrOrStderr()
 	start := time.Now()
 	fmt.Fprintf(w, "comparing %d tuners × %d budgets × %d seeds on %s (%s, %d candidates of %s), runs in %s; cache %s\n",
 		len(entries), len(f.budgets), f.seeds, src.Name, src.Arch.Spec.Name, space.Size(), space.Name, describeRunner(run), filepath.Join(f.out, "runs"))

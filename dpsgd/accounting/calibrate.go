@@ -2,12 +2,18 @@ package accounting
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 )
 
 // MaxNoiseMultiplier bounds the search of CalibrateNoise.
 const MaxNoiseMultiplier = 1e4
+
+// ErrOutOfReach is wrapped by CalibrateNoise's error when even
+// MaxNoiseMultiplier spends more than the target: the event's other parts
+// alone exceed the budget.
+var ErrOutOfReach = errors.New("out of reach")
 
 // CalibrateNoise returns the smallest noise multiplier σ, to within a relative
 // 1e-6, such that acc certifies event(σ) as (ε, delta)-DP with ε ≤ targetEps.
@@ -63,7 +69,7 @@ func CalibrateNoise(ctx context.Context, acc Accountant, event func(noiseMultipl
 		for !ok {
 			lo, hi = hi, 2*hi
 			if hi > MaxNoiseMultiplier {
-				return 0, fmt.Errorf("accounting: ε = %v at δ = %v is out of reach: even noise multiplier %g spends more", targetEps, delta, MaxNoiseMultiplier)
+				return 0, fmt.Errorf("accounting: ε = %v at δ = %v is %w: even noise multiplier %g spends more", targetEps, delta, ErrOutOfReach, MaxNoiseMultiplier)
 			}
 			if ok, err = meets(hi); err != nil {
 				return 0, err
