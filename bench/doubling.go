@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -25,15 +26,19 @@ import (
 //     g = 0.01, at the paper's ϵ = 0.1 (kϵ = 1) and at kϵ = 100;
 //   - figure4: iterations T against n = (u* − u₀)/g, reps repetitions per n
 //     (mean ± sd), at kϵ = 10 and kϵ = 1000 (nearly noiseless), with c·log₂ n
-//     for c = 1, 3, 5; it returns the least-squares c of the kϵ = 1000
-//     curve for log₂ and ln;
+//     for c = 1, 3, 5 (the summary has the least-squares c of the kϵ = 1000
+//     curve for log₂ and ln);
 //   - figure3: fidelity α_t = u_{s*}/u* over iterations for kϵ ∈ {0.5, 5,
-//     10} (and 100, to show where it converges), 8 seeds each.
+//     10} (and 100, to show where it converges), 8 seeds each, in two
+//     panels: utilities in [0, 1] with Lemma 2's noise, and utilities in
+//     percent with that same noise (100 times too little);
+//   - doubling.json: the summary (DoublingSummary).
 //
 // The searches run uncapped (cap 10⁴) to show the realised T.
-func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err error) {
+func DoublingFigures(dir string, seeds, reps int) (DoublingSummary, error) {
+	sum := DoublingSummary{Seeds: fidelitySeeds}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, 0, err
+		return sum, err
 	}
 	uniform := func(seed uint64, n int, top float64) []float64 {
 		rng := randsrc.Seeded(seed, "utilities")
@@ -61,7 +66,7 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 					rows = append(rows, []string{fmtF(ke), strconv.Itoa(s), strconv.Itoa(it.T), fmtF(it.U), strconv.Itoa(it.Step), strconv.Itoa(it.Accepted)})
 				})
 			if err != nil {
-				return 0, 0, err
+				return sum, err
 			}
 			l, sc, _ := plotter.NewLinePoints(pts)
 			l.Color, sc.Color = plotutil.Color(s), plotutil.Color(s)
@@ -70,10 +75,10 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 		panels[pi] = p
 	}
 	if err := writeCSV(filepath.Join(dir, "figure1.csv"), []string{"k_epsilon", "seed", "iteration", "u", "step", "accepted"}, rows); err != nil {
-		return 0, 0, err
+		return sum, err
 	}
 	if err := savePair(panels[0], panels[1], filepath.Join(dir, "figure1.png")); err != nil {
-		return 0, 0, err
+		return sum, err
 	}
 
 	// Figure 4: vary n through g, with u* = 0.9 the largest utility, at a
@@ -97,7 +102,7 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 				_, T, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: g, MaxIterations: 10000},
 					randsrc.Seeded(uint64(r), "noise"), false, nil)
 				if err != nil {
-					return 0, 0, err
+					return sum, err
 				}
 				ts = append(ts, float64(T))
 			}
@@ -111,11 +116,11 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 			sxy2, sxx2 = sxy2+m*l2, sxx2+l2*l2
 			sxye, sxxe = sxye+m*le, sxxe+le*le
 		}
-		fitLog2, fitLn = sxy2/sxx2, sxye/sxxe // the last, near-noiseless, level is reported
+		sum.FitLog2, sum.FitLn = sxy2/sxx2, sxye/sxxe // the last, near-noiseless, level is reported
 		l, sc, _ := plotter.NewLinePoints(mean)
 		l.Color, sc.Color = plotutil.Color(ci), plotutil.Color(ci)
 		p4.Add(l, sc)
-		p4.Legend.Add(fmt.Sprintf("kϵ = %g: mean T (%.2f·log₂ n)", ke, fitLog2), l, sc)
+		p4.Legend.Add(fmt.Sprintf("kϵ = %g: mean T (%.2f·log₂ n)", ke, sum.FitLog2), l, sc)
 		for _, band := range []plotter.XYs{lo, hi} {
 			b, _ := plotter.NewLine(band)
 			b.Color = plotutil.Color(ci)
@@ -137,22 +142,80 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 	}
 	p4.Legend.Top, p4.Legend.Left = true, true
 	if err := writeCSV(filepath.Join(dir, "figure4.csv"), []string{"k_epsilon", "n", "g", "mean_T", "sd_T"}, rows); err != nil {
-		return 0, 0, err
+		return sum, err
 	}
 	if err := p4.Save(vg.Points(560), vg.Points(380), filepath.Join(dir, "figure4.png")); err != nil {
-		return 0, 0, err
+		return sum, err
 	}
 
-	// Figure 3: fidelity.
+	// Figure 3: fidelity, with the noise Lemma 2 prescribes for utilities
+	// in [0, 1], and with the same noise on percent utilities.
 	rows = nil
+	var fpanels [2]*plot.Plot
+	var fid []FidelityPoint
+	for pi, unit := range []string{"fraction", "percent"} {
+		p3, pts, err := fidelityPanel(unit, uniform, &rows)
+		if err != nil {
+			return sum, err
+		}
+		fpanels[pi], fid = p3, append(fid, pts...)
+	}
+	sum.Fidelity = fid
+	if err := writeCSV(filepath.Join(dir, "figure3.csv"), []string{"utilities", "k_epsilon", "seed", "iteration", "fidelity"}, rows); err != nil {
+		return sum, err
+	}
+	if err := savePair(fpanels[0], fpanels[1], filepath.Join(dir, "figure3.png")); err != nil {
+		return sum, err
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return sum, err
+	}
+	return sum, os.WriteFile(filepath.Join(dir, "doubling.json"), append(b, '\n'), 0o644)
+}
+
+// DoublingSummary is doubling.json: the figures' headline numbers.
+type DoublingSummary struct {
+	// FitLog2 and FitLn are the least-squares c of T ≈ c·log n on Figure
+	// 4's near-noiseless (kϵ = 1000) curve; the paper finds c ≈ 3 (log₂).
+	FitLog2  float64         `json:"fit_c_log2"`
+	FitLn    float64         `json:"fit_c_ln"`
+	Fidelity []FidelityPoint `json:"figure3_fidelity"`
+	Seeds    int             `json:"figure3_seeds"`
+}
+
+// FidelityPoint is Figure 3's mean final fidelity α = u_s*/u* at one kϵ,
+// for utilities as fractions in [0, 1] with Lemma 2's noise (sensitivity
+// 1/k), or as percentages with that same noise — 100 times too little,
+// since a percent utility's sensitivity is 100/k.
+type FidelityPoint struct {
+	Utilities string  `json:"utilities"` // "fraction" or "percent"
+	KEpsilon  float64 `json:"k_epsilon"`
+	Fidelity  float64 `json:"mean_final_fidelity"`
+}
+
+// fidelitySeeds is the number of searches per kϵ in Figure 3.
+const fidelitySeeds = 8
+
+// fidelityPanel runs Figure 3's searches for one unit of the utilities.
+// Percent utilities u·100 with granularity 100·g and the noise of [0, 1]
+// make exactly the comparisons of fraction utilities with the noise
+// divided by 100 — kϵ multiplied by 100 — which is how they are run.
+func fidelityPanel(unit string, uniform func(uint64, int, float64) []float64, rows *[][]string) (*plot.Plot, []FidelityPoint, error) {
+	scale, title := 1.0, "utilities in [0, 1], noise for sensitivity 1/k (Lemma 2)"
+	if unit == "percent" {
+		scale, title = 100, "utilities in percent, the same noise (sensitivity taken as 1/k, not 100/k)"
+	}
 	p3 := plot.New()
-	p3.Title.Text = "Fidelity α_t = u_s*/u* over iterations (|S| = 100, g = 0.01)"
+	p3.Title.Text = "Fidelity α_t = u_s*/u*: " + title
 	p3.X.Label.Text = "iteration"
 	p3.Y.Label.Text = "α_t"
+	p3.Y.Min, p3.Y.Max = 0, 1.05
+	var out []FidelityPoint
 	for ci, ke := range []float64{0.5, 5, 10, 100} {
 		var final float64
 		var first *plotter.Line
-		for s := 0; s < 8; s++ {
+		for s := 0; s < fidelitySeeds; s++ {
 			u := uniform(uint64(100+s), 100, 1)
 			ustar := 0.0
 			for _, v := range u {
@@ -160,7 +223,7 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 			}
 			var pts plotter.XYs
 			sel := -1
-			_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: 0.01, MaxIterations: 10000},
+			_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: scale * ke / 10, Granularity: 0.01, MaxIterations: 10000},
 				randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
 					if it.Accepted >= 0 {
 						sel = it.Accepted
@@ -170,10 +233,10 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 						a = u[sel] / ustar
 					}
 					pts = append(pts, plotter.XY{X: float64(it.T), Y: a})
-					rows = append(rows, []string{fmtF(ke), strconv.Itoa(s), strconv.Itoa(it.T), fmtF(a)})
+					*rows = append(*rows, []string{unit, fmtF(ke), strconv.Itoa(s), strconv.Itoa(it.T), fmtF(a)})
 				})
 			if err != nil {
-				return 0, 0, err
+				return nil, nil, err
 			}
 			l, _ := plotter.NewLine(pts)
 			l.Color = plotutil.Color(ci)
@@ -182,16 +245,14 @@ func DoublingFigures(dir string, seeds, reps int) (fitLog2, fitLn float64, err e
 				first = l
 			}
 			if len(pts) > 0 {
-				final += pts[len(pts)-1].Y / 8
+				final += pts[len(pts)-1].Y / fidelitySeeds
 			}
 		}
 		p3.Legend.Add(fmt.Sprintf("kϵ = %g (mean final α %.2f)", ke, final), first)
+		out = append(out, FidelityPoint{Utilities: unit, KEpsilon: ke, Fidelity: final})
 	}
 	p3.Legend.Top = false
-	if err := writeCSV(filepath.Join(dir, "figure3.csv"), []string{"k_epsilon", "seed", "iteration", "fidelity"}, rows); err != nil {
-		return 0, 0, err
-	}
-	return fitLog2, fitLn, p3.Save(vg.Points(560), vg.Points(380), filepath.Join(dir, "figure3.png"))
+	return p3, out, nil
 }
 
 func fmtF(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

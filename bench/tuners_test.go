@@ -77,15 +77,26 @@ func TestLandscapeCache(t *testing.T) {
 	}
 }
 
-// The doubling figures are written, and the fitted constant of T ≈ c·log n
-// lies in the range the paper reports (between 1 and 5).
+// The doubling figures are written, the fitted constant of T ≈ c·log n
+// lies in the range the paper reports (between 1 and 5), and on percent
+// utilities with the noise of [0, 1] the fidelity reaches the paper's
+// Figure 3 (α ≈ 1 from kϵ = 5).
 func TestDoublingFigures(t *testing.T) {
 	dir := t.TempDir()
-	c2, _, err := DoublingFigures(dir, 3, 3)
+	sum, err := DoublingFigures(dir, 3, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"figure1.png", "figure1.csv", "figure3.png", "figure3.csv", "figure4.png", "figure4.csv"} {
+	c2 := sum.FitLog2
+	for _, p := range sum.Fidelity {
+		if p.Utilities == "percent" && p.KEpsilon >= 5 && p.Fidelity < 0.95 {
+			t.Errorf("percent utilities at kϵ = %g: fidelity %.2f, want the paper's ≈ 1", p.KEpsilon, p.Fidelity)
+		}
+	}
+	if len(sum.Fidelity) != 8 {
+		t.Errorf("%d fidelity points, want 2 units × 4 kϵ", len(sum.Fidelity))
+	}
+	for _, f := range []string{"figure1.png", "figure1.csv", "figure3.png", "figure3.csv", "figure4.png", "figure4.csv", "doubling.json"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
