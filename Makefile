@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps build run test fuzz bench torch-deps bench-torch proto temporal temporal-dev clean
+.PHONY: all deps build run test fuzz bench torch-deps bench-torch report-check proto temporal temporal-dev clean
 
 all: build
 
@@ -45,6 +45,14 @@ bench:
 	$(GO) test ./dpsgd/... -run '^$$' -bench . -benchmem
 
 # Debian's PyTorch, for the side-by-side reference below (needs root).
+# The benchmark report's HTML in a real headless browser, with its
+# screenshot in out/report-screenshot.png (make test skips that check when
+# chromium is absent).
+report-check: deps
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y --no-install-recommends chromium; }
+	mkdir -p out
+	DPTUNE_SCREENSHOT_DIR=$(CURDIR)/out go test ./bench -run TestReportInChromium -count=1 -v
+
 torch-deps:
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || \
 		{ apt-get update && apt-get install -y --no-install-recommends python3-torch python3-numpy; }

@@ -21,7 +21,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Reproducible measurements",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd(), newBenchDoublingCmd(), newBenchAuditCmd(), newBenchVoteCmd(), newBenchCompareCmd())
+	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd(), newBenchDoublingCmd(), newBenchAuditCmd(), newBenchVoteCmd(), newBenchCompareCmd(), newBenchReportCmd())
 	return cmd
 }
 

@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+)
+
+// ReportConfig is one report over the outputs of earlier benchmarks.
+type ReportConfig struct {
+	// Inputs are directories searched (recursively) for the benchmarks'
+	// JSON outputs: compare.json, tuners.json, doubling.json,
+	// audit-figures.json, vote.json, and `bench persample --json` files
+	// (beside PyTorch's, from `make bench-torch`).
+	Inputs []string
+	// Out receives report.md, report.html and figures/ (the PNGs found
+	// beside each JSON).
+	Out string
+}
+
+// ReportSummary says what a report holds.
+type ReportSummary struct {
+	Sections []string  // the benchmarks found, in report order
+	Figures  []string  // figure files copied into Out/figures
+	Verdicts []Verdict // one per paper result compared
+}
+
+// Verdict is one published result beside ours.
+type Verdict struct {
+	Paper, Result, Published, Ours string
+	// Outcome is "reproduced", "not reproduced" or "not comparable";
+	// Why says why, in one line.
+	Outcome, Why string
+}
+
+// found is one benchmark output: its kind, path and parsed JSON.
+type found struct {
+	kind, path string
+	raw        []byte
+}
+
+// reportKinds are the files a report reads, in report order.
+var reportKinds = []string{"compare.json", "persample", "tuners.json", "doubling.json", "audit-figures.json", "vote.json"}
+
+// WriteReport collects the benchmarks' outputs under cfg.Inputs into
+// cfg.Out/report.md and report.html (the same text, rendered by goldmark),
+// with the figures, the machine and load each ran on, their commands, and
+// for each paper result we reran a verdict. It returns an error when no
+// output is found or one cannot be read.
+func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
+	var all []found
+	for _, in := range cfg.Inputs {
+		err := filepath.WalkDir(in, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() || !strings.HasSuffix(p, ".json") || strings.Contains(p, string(filepath.Separator)+"runs"+string(filepath.Separator)) {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			kind := filepath.Base(p)
+			if !slices.Contains(reportKinds, kind) {
+				var probe struct {
+					Flop    float64 `json:"flop_per_example"`
+					Results []any   `json:"results"`
+				}
+				if json.Unmarshal(b, &probe) != nil || probe.Flop == 0 || len(probe.Results) == 0 {
+					return nil
+				}
+				kind = "persample"
+			}
+			all = append(all, found{kind, p, b})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("bench: no benchmark output (compare.json, tuners.json, doubling.json, audit-figures.json, vote.json, persample JSON) under %s", strings.Join(cfg.Inputs, ", "))
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		return slices.Index(reportKinds, all[i].kind) < slices.Index(reportKinds, all[j].kind)
+	})
+	if err := os.MkdirAll(filepath.Join(cfg.Out, "figures"), 0o755); err != nil {
+		return nil, err
+	}
+	sum := &ReportSummary{}
+	var body bytes.Buffer
+	for i, f := range all {
+		figs, err := copyFigures(f, i, cfg.Out)
+		if err != nil {
+			return nil, err
+		}
+		sum.Figures = append(sum.Figures, figs...)
+		sec, v, err := reportSection(f, figs)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", f.path, err)
+		}
+		sum.Sections = append(sum.Sections, f.kind)
+		sum.Verdicts = append(sum.Verdicts, v...)
+		body.WriteString(sec)
+	}
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# dptune benchmark report\n\nGenerated %s by `dptune bench report` from %d benchmark output(s).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(all))
+	writeMachine(&md)
+	writeVerdicts(&md, sum.Verdicts)
+	md.Write(body.Bytes())
+	if err := os.WriteFile(filepath.Join(cfg.Out, "report.md"), md.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	html, err := renderHTML(md.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return sum, os.WriteFile(filepath.Join(cfg.Out, "report.html"), html, 0o644)
+}
+
+// copyFigures copies the PNGs beside f into out/figures, prefixed by the
+// output's index so that two outputs' figure1.png do not collide.
+func copyFigures(f found, i int, out string) ([]string, error) {
+	pngs, _ := filepath.Glob(filepath.Join(filepath.Dir(f.path), "*.png"))
+	if f.kind == "persample" {
+		pngs = nil // a directory of persample JSON holds other benchmarks' figures
+	}
+	var names []string
+	for _, p := range pngs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("%02d-%s", i, filepath.Base(p))
+		if err := os.WriteFile(filepath.Join(out, "figures", name), b, 0o644); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// writeMachine describes the machine the report was made on.
+func writeMachine(w io.Writer) {
+	model := "unknown"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				model = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		mem = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"))
+	}
+	fmt.Fprintf(w, "## Machine\n\nThis report was generated on: %s, %d logical CPUs, %s memory, %s %s/%s; load average now %s. Each benchmark's own section gives the CPUs and load it recorded while it ran (machines differ from session to session; compare speeds only within one section).\n\n",
+		model, runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, loadAvg())
+}
+
+// writeVerdicts writes the table of published results beside ours.
+func writeVerdicts(w io.Writer, vs []Verdict) {
+	if len(vs) == 0 {
+		return
+	}
+	fmt.Fprint(w, "## The papers' results beside ours\n\n| paper | result | published | ours | verdict |\n|---|---|---|---|---|\n")
+	for _, v := range vs {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | **%s**: %s |\n", v.Paper, v.Result, v.Published, v.Ours, v.Outcome, v.Why)
+	}
+	fmt.Fprintln(w)
+}
+
+// reportSection is one benchmark's section and its verdicts.
+func reportSection(f found, figs []string) (string, []Verdict, error) {
+	var b strings.Builder
+	var vs []Verdict
+	var err error
+	switch f.kind {
+	case "compare.json":
+		vs, err = compareSection(&b, f)
+	case "persample":
+		vs, err = persampleSection(&b, f)
+	case "tuners.json":
+		vs, err = tunersSection(&b, f)
+	case "doubling.json":
+		vs, err = doublingSection(&b, f)
+	case "audit-figures.json":
+		vs, err = auditSection(&b, f)
+	case "vote.json":
+		vs, err = voteSection(&b, f)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	for _, fig := range figs {
+		fmt.Fprintf(&b, "![%s](figures/%s)\n\n", fig, fig)
+	}
+	return b.String(), vs, nil
+}
+
+// renderHTML renders the report's markdown as a standalone HTML page.
+func renderHTML(md []byte) ([]byte, error) {
+	var body bytes.Buffer
+	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(md, &body); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteString(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>dptune benchmark report</title>
+<style>
+body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.92em; }
+th, td { border: 1px solid #bbb; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th { background: #eef; }
+tr:nth-child(even) td { background: #f8f8f8; }
+img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+code, pre { background: #f4f4f4; font-size: 0.9em; }
+pre { padding: 0.6em; overflow-x: auto; }
+h2 { border-bottom: 2px solid #99c; padding-bottom: 0.2em; margin-top: 2em; }
+</style></head><body>
+`)
+	out.Write(body.Bytes())
+	out.WriteString("</body></html>\n")
+	return out.Bytes(), nil
+}

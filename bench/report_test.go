@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testReport writes a report over real outputs made here: the doubling
+// figures and a comparison assembled from rows.
+func testReport(t *testing.T) (string, *ReportSummary) {
+	t.Helper()
+	in, out := t.TempDir(), t.TempDir()
+	if _, err := DoublingFigures(filepath.Join(in, "doubling"), 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	entries := []CompareEntry{{Tuner: "grid"}, {Tuner: "randomstop", Variant: "tnb"}}
+	var rows []CompareRow
+	for s := uint64(1); s <= 3; s++ {
+		for _, b := range []float64{1, 8} {
+			rows = append(rows, CompareRow{Tuner: "grid", Budget: b, Seed: s, TestAccuracy: 0.5 + 0.04*b + 0.01*float64(s), Released: true, EpsilonRDP: b},
+				CompareRow{Tuner: "randomstop", Variant: "tnb", Budget: b, Seed: s, TestAccuracy: 0.7 + 0.03*b + 0.01*float64(s), Released: true, EpsilonRDP: b})
+		}
+	}
+	rep := &CompareReport{Settings: CompareSettings{Dataset: "mnist", Model: "tb-mnist", Entries: entries, Budgets: []float64{1, 8}, Seeds: []uint64{1, 2, 3}, Delta: 1e-5},
+		Rows: rows, Cells: compareCells(entries, []float64{1, 8}, rows)}
+	dir := filepath.Join(in, "compare")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := PlotCompare(rep, filepath.Join(dir, "compare-mnist.png")); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := WriteReport(ReportConfig{Inputs: []string{in}, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, sum
+}
+
+// The report holds every section and figure, its comparison table's rows
+// start with the tuner names, and the verdicts follow from the numbers:
+// random-stop is 0.2 − 0.01·ε ahead of grid with no spread between the
+// seeds' offsets, so ahead beyond the interval at both budgets.
+func TestReportSectionsAndVerdicts(t *testing.T) {
+	out, sum := testReport(t)
+	if len(sum.Sections) != 2 || len(sum.Figures) != 4 {
+		t.Fatalf("sections %v, figures %v", sum.Sections, sum.Figures)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\n| grid |", "\n| randomstop (tnb) |", "figures/00-compare-mnist.png", "figures/01-figure3.png"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	outcomes := map[string]string{}
+	for _, v := range sum.Verdicts {
+		outcomes[v.Paper+" "+v.Result[:10]] = v.Outcome
+	}
+	if o := outcomes["Papernot & Steinke 2022 random-sto"]; o != "reproduced" {
+		t.Errorf("random-stop vs grid: %q, want reproduced (%v)", o, outcomes)
+	}
+	if o := outcomes["Ding et al. (doubling) Figure 3: "]; o != "not reproduced" {
+		t.Errorf("Figure 3: %q", o)
+	}
+	html, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), "<table>") || !strings.Contains(string(html), `<img src="figures/00-compare-mnist.png"`) {
+		t.Error("report.html has no rendered table or figure")
+	}
+}
+
+// The HTML renders in a real headless browser: its screenshot is a page
+// of text, tables and figures, not a blank or an error page. Skipped
+// without chromium (make report-check installs it).
+func TestReportInChromium(t *testing.T) {
+	var browser string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		t.Skip("no chromium: make report-check installs it")
+	}
+	out, _ := testReport(t)
+	shot := filepath.Join(out, "screenshot.png")
+	if dir := os.Getenv("DPTUNE_SCREENSHOT_DIR"); dir != "" {
+		shot = filepath.Join(dir, "report-screenshot.png")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--user-data-dir="+t.TempDir(), "--window-size=1200,2400", "--screenshot="+shot, "file://"+filepath.Join(out, "report.html"))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", browser, err, b)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() != 2400 {
+		t.Fatalf("screenshot is %v, want 1200×2400", b)
+	}
+	// Text, table shading and plotted lines give many colours and many
+	// non-white pixels; a blank page has one colour.
+	colours, ink := countColours(img)
+	if colours < 50 || ink < 0.02 {
+		t.Fatalf("screenshot looks blank: %d colours, %.3f of pixels not white", colours, ink)
+	}
+}
+
+func countColours(img image.Image) (int, float64) {
+	seen := map[uint32]bool{}
+	var ink, n float64
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			seen[(r>>8)<<16|(g>>8)<<8|bl>>8] = true
+			n++
+			if r < 0xf000 || g < 0xf000 || bl < 0xf000 {
+				ink++
+			}
+		}
+	}
+	return len(seen), ink / n
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/job"
+)
+
+func newBenchReportCmd() *cobra.Command {
+	var out string
+	var from []string
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "one report.html and report.md from every benchmark's output, with the figures and the papers' numbers beside ours",
+		Long: `report searches the --from directories for the outputs of the other bench
+commands — compare.json, tuners.json, doubling.json, audit-figures.json,
+vote.json and persample JSON (beside PyTorch's, from make bench-torch) — and
+writes --out/report.md and --out/report.html: a section per benchmark with
+its tables, figures (copied to --out/figures), command, machine and load, and
+a table of each paper result we reran beside the published one with a verdict
+(reproduced, not reproduced and why, or not comparable).`,
+		Example: `  dptune bench report --from out/bench-compare,out/bench-doubling,out/torch --out out/report`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(from) == 0 {
+				return usagef("--from needs at least one directory")
+			}
+			for _, d := range from {
+				if st, err := os.Stat(d); err != nil || !st.IsDir() {
+					return usagef("--from %s is not a directory", d)
+				}
+			}
+			if err := job.CheckOut(out); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
+			sum, err := bench.WriteReport(bench.ReportConfig{Inputs: from, Out: out})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			for _, v := range sum.Verdicts {
+				fmt.Fprintf(w, "%-16s %s — %s\n", v.Outcome, v.Paper, v.Result)
+			}
+			fmt.Fprintf(w, "%d sections, %d figures: %s and %s\n", len(sum.Sections), len(sum.Figures),
+				filepath.Join(out, "report.html"), filepath.Join(out, "report.md"))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "out/report", "directory for report.html, report.md and figures/")
+	cmd.Flags().StringSliceVar(&from, "from", []string{"out"}, "directories searched for benchmark outputs")
+	return cmd
+}
