@@ -221,7 +221,7 @@ func doublingSection(w *strings.Builder, f found) ([]Verdict, error) {
 		v4.Outcome, v4.Why = "not reproduced", "the fitted constant is outside [2, 4]"
 	}
 	v3 := Verdict{Paper: "Ding et al. (doubling)", Result: "Figure 3: fidelity α converges to 1 for kϵ ≥ 5", Published: "α ≈ 1 at kϵ = 5 and 10",
-		Ours: fmt.Sprintf("α at kϵ = %s: %s with Lemma 2's noise; %s on percent utilities with the same noise", joinF(kes), strings.Join(fr, ", "), strings.Join(pc, ", ")),
+		Ours:    fmt.Sprintf("α at kϵ = %s: %s with Lemma 2's noise; %s on percent utilities with the same noise", joinF(kes), strings.Join(fr, ", "), strings.Join(pc, ", ")),
 		Outcome: "not reproduced", Why: "reached only on percent utilities noised as [0, 1] accuracies — 100-fold too little noise (sensitivity 100/k, not 1/k)"}
 	return []Verdict{v4, v3}, nil
 }
@@ -236,12 +236,12 @@ func joinF(x []float64) string {
 
 func auditSection(w *strings.Builder, f found) ([]Verdict, error) {
 	var r struct {
-		Delta    float64           `json:"delta"`
-		Steps    int               `json:"steps"`
-		Trials   int               `json:"reduced_trials"`
-		DTrials  int               `json:"dpsgd_trials"`
-		DSteps   int               `json:"dpsgd_steps"`
-		Figure6  []AuditPanel      `json:"figure6"`
+		Delta    float64      `json:"delta"`
+		Steps    int          `json:"steps"`
+		Trials   int          `json:"reduced_trials"`
+		DTrials  int          `json:"dpsgd_trials"`
+		DSteps   int          `json:"dpsgd_steps"`
+		Figure6  []AuditPanel `json:"figure6"`
 		DPSGDRun []DPSGDAudit `json:"dpsgd_etcv"`
 	}
 	if err := json.Unmarshal(f.raw, &r); err != nil {
