@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 )
 
@@ -36,6 +37,9 @@ func CompareVote(ctx context.Context, cfg VoteRealConfig, budgets []float64, see
 			progress(fmt.Sprintf("vote, seed %d", s))
 		}
 		cfg.Seed, cfg.CacheDir = s, filepath.Join(base, fmt.Sprintf("seed-%d", s))
+		if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
+			return nil, err
+		}
 		pts, _, err := VoteReal(ctx, cfg)
 		if err != nil {
 			return nil, err

@@ -36,9 +36,6 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 	// beside compares tuner a with tuner b at each budget where both ran.
 	beside := func(a, av, b, bv string) (ours string, ahead, within, behind int) {
 		var parts []string
-		if len(r.Settings.Seeds) < 2 {
-			return "", 0, 0, 0 // no interval: nothing to judge
-		}
 		for _, eps := range sortedBudgets(r.Cells) {
 			x, ok1 := cell(a, av, eps)
 			y, ok2 := cell(b, bv, eps)
@@ -63,12 +60,14 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 		v := Verdict{Paper: "Papernot & Steinke 2022", Result: "random-stop tuning costs a small multiple of one run's ε, not the composition of every run: at one total budget it should beat grid search",
 			Published: "Theorem 2: ε of one run plus O(log E[K]) overhead", Ours: "randomstop (tnb) − grid accuracy: " + ours}
 		v.Outcome, v.Why = outcome(ahead, within, behind, "random-stop ahead", "grid")
+		oneSeed(&v, len(r.Settings.Seeds))
 		vs = append(vs, v)
 	}
 	if ours, ahead, within, behind := beside("gp", "", "randomstop", "tnb"); ahead+within+behind > 0 {
 		v := Verdict{Paper: "Wang et al. 2023 (DP-HyPO)", Result: "GP-adaptive tuning beats uniform random-stop at the same total budget (real runs)",
 			Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ", Ours: "gp − randomstop (tnb) accuracy: " + ours}
 		v.Outcome, v.Why = outcome(ahead, within, behind, "GP ahead", "uniform")
+		oneSeed(&v, len(r.Settings.Seeds))
 		for _, x := range r.Infeasible {
 			if x.Tuner == "gp" {
 				v.Why += fmt.Sprintf("; gp cannot meet ε = %g at all (the adaptive density ratio C/c's overhead exceeds it)", x.Budget)
@@ -77,6 +76,14 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 		vs = append(vs, v)
 	}
 	return vs, nil
+}
+
+// oneSeed makes a verdict from a single seed "not comparable": it has no
+// interval to judge a difference by.
+func oneSeed(v *Verdict, seeds int) {
+	if seeds < 2 {
+		v.Outcome, v.Why = "not comparable", "one seed so far: no interval to judge the difference by (the run resumes from its cache)"
+	}
 }
 
 // outcome turns a per-budget comparison into a verdict.
@@ -318,7 +325,7 @@ func voteSection(w *strings.Builder, f found) ([]Verdict, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	v := Verdict{Paper: "DP-Hype", Result: "Figure 2a: a good hyperparameter is chosen with high probability once ε ≥ 1 (ℓ ≤ 5, moderate non-IID)",
+	v := Verdict{Paper: "DP-Hype", Result: "Figure 2a (simulation, beside the " + ds + " run): a good hyperparameter is chosen with high probability once ε ≥ 1 (ℓ ≤ 5, moderate non-IID)",
 		Published: "accuracy ≈ 1 except at very small ε", Ours: fmt.Sprintf("P(good) ≥ 0.9 at %d of %d such points", good, n)}
 	if good == n {
 		v.Outcome, v.Why = "reproduced", "every point with ε ≥ 1, ℓ ≤ 5 and loss sd ≤ 0.5 selects a good candidate with probability ≥ 0.9"
