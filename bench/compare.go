@@ -236,9 +236,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 	for _, seed := range cfg.Seeds {
 		for _, eps := range cfg.Budgets {
 			for _, e := range cfg.Entries {
-				if slices.ContainsFunc(infeasible, func(x CompareInfeasible) bool {
-					return x.Tuner == e.Tuner && x.Variant == e.Variant && x.Budget == eps
-				}) {
+				if rep.infeasible(e, eps) {
 					continue
 				}
 				path := filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s-eps%s-seed%d.json", e.ID(), strconv.FormatFloat(eps, 'g', -1, 64), seed))

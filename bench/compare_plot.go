@@ -88,14 +88,6 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		}
 		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(budgets)))
 	}
-	cell := func(tuner, variant string, b float64) (CompareCell, bool) {
-		for _, c := range rep.Cells {
-			if c.Tuner == tuner && c.Variant == variant && c.Budget == b {
-				return c, true
-			}
-		}
-		return CompareCell{}, false
-	}
 	s := rep.Settings
 	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seeds) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %d epoch(s) per run, batch %d:\n\n",
 		len(s.Seeds), s.Delta, s.Dataset, s.Model, s.NominalSize, s.Candidates, s.Space, s.Epochs, s.BatchSize)
@@ -103,7 +95,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 	for _, e := range s.Entries {
 		fmt.Fprintf(w, "| %s |", e.Name())
 		for _, b := range budgets {
-			if c, ok := cell(e.Tuner, e.Variant, b); ok {
+			if c, ok := rep.cell(e.Tuner, e.Variant, b); ok {
 				fmt.Fprintf(w, " %.4f ± %.4f |", c.Accuracy, c.CI95)
 			} else if rep.infeasible(e, b) {
 				fmt.Fprint(w, " infeasible |")
@@ -121,7 +113,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, e := range s.Entries {
 		for _, b := range budgets {
-			c, ok := cell(e.Tuner, e.Variant, b)
+			c, ok := rep.cell(e.Tuner, e.Variant, b)
 			if !ok {
 				continue
 			}
@@ -158,6 +150,17 @@ func optional(x float64) string {
 	return fmt.Sprintf("%.3f", x)
 }
 
+// cell is the entry's cell at budget b, if it ran.
+func (rep *CompareReport) cell(tuner, variant string, b float64) (CompareCell, bool) {
+	for _, c := range rep.Cells {
+		if c.Tuner == tuner && c.Variant == variant && c.Budget == b {
+			return c, true
+		}
+	}
+	return CompareCell{}, false
+}
+
+// infeasible reports whether entry e could not meet budget b.
 func (rep *CompareReport) infeasible(e CompareEntry, b float64) bool {
 	for _, x := range rep.Infeasible {
 		if x.Tuner == e.Tuner && x.Variant == e.Variant && x.Budget == b {

@@ -25,20 +25,12 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 		r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
 	WriteCompareMarkdown(w, &r)
 	fmt.Fprintln(w)
-	cell := func(tuner, variant string, b float64) (CompareCell, bool) {
-		for _, c := range r.Cells {
-			if c.Tuner == tuner && c.Variant == variant && c.Budget == b {
-				return c, true
-			}
-		}
-		return CompareCell{}, false
-	}
 	// beside compares tuner a with tuner b at each budget where both ran.
 	beside := func(a, av, b, bv string) (ours string, ahead, within, behind int) {
 		var parts []string
 		for _, eps := range sortedBudgets(r.Cells) {
-			x, ok1 := cell(a, av, eps)
-			y, ok2 := cell(b, bv, eps)
+			x, ok1 := r.cell(a, av, eps)
+			y, ok2 := r.cell(b, bv, eps)
 			if !ok1 || !ok2 {
 				continue
 			}
