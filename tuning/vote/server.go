@@ -263,7 +263,14 @@ func (s *Server) submit(ctx context.Context, name string, id int, add func() err
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.done:
-		return ErrAborted
+		// Run returns as soon as the last phase closes, so both channels
+		// may be ready: a closed phase's outcome wins over the shutdown.
+		select {
+		case <-p.closed:
+			return p.err
+		default:
+			return ErrAborted
+		}
 	}
 }
 

@@ -323,3 +323,19 @@ func TestJoinByPart(t *testing.T) {
 		t.Errorf("a client of 5 parts in a job of 3: %v", err)
 	}
 }
+
+// A client whose last phase closed gets that phase's outcome even when the
+// server has already shut down (Wait returns as soon as the last phase
+// closes), never ErrAborted: both channels are ready, and a plain select
+// would pick either.
+func TestClosedPhaseWinsOverShutdown(t *testing.T) {
+	s := &Server{live: map[int]bool{1: true}, phases: map[string]*phase{}, done: make(chan struct{})}
+	p := s.phaseLocked("last", func() error { return nil })
+	close(p.closed)
+	close(s.done)
+	for range 200 {
+		if err := s.submit(context.Background(), "last", 1, func() error { return nil }, nil); err != nil {
+			t.Fatalf("submit after the last phase closed: %v", err)
+		}
+	}
+}
