@@ -144,8 +144,11 @@ type CompareCell struct {
 
 // CompareSettings are the public settings a comparison ran with.
 type CompareSettings struct {
-	Dataset     string           `json:"dataset"`
-	NominalSize int              `json:"nominal_size"`
+	Dataset     string `json:"dataset"`
+	NominalSize int    `json:"nominal_size"`
+	// TrainSubset is the fixed subset of the training set every run used
+	// (job.Source.WithSubset), nil for the full set.
+	TrainSubset *job.Subset      `json:"train_subset,omitempty"`
 	Model       string           `json:"model"`
 	Space       string           `json:"space"`
 	Candidates  int              `json:"candidates"`
@@ -191,7 +194,7 @@ type CompareReport struct {
 
 // settings is cfg's public summary, which also fingerprints the cache.
 func (cfg CompareConfig) settings() CompareSettings {
-	s := CompareSettings{Dataset: cfg.Data.Name, NominalSize: cfg.Data.NominalN, Model: cfg.Data.Arch.Spec.Name, Space: cfg.Space.Name,
+	s := CompareSettings{Dataset: cfg.Data.Name, NominalSize: cfg.Data.NominalN, TrainSubset: cfg.Data.Subset, Model: cfg.Data.Arch.Spec.Name, Space: cfg.Space.Name,
 		Candidates: cfg.Space.Size(), SpaceDims: cfg.Space.Dims, Entries: cfg.Entries, Budgets: cfg.Budgets, Delta: cfg.Delta, Seeds: cfg.Seeds,
 		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise, GP: cfg.GP}
 	d := cfg.Doubling

@@ -91,6 +91,9 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 	s := rep.Settings
 	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seeds) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %d epoch(s) per run, batch %d:\n\n",
 		len(s.Seeds), s.Delta, s.Dataset, s.Model, s.NominalSize, s.Candidates, s.Space, s.Epochs, s.BatchSize)
+	if u := s.TrainSubset; u != nil {
+		fmt.Fprintf(w, "Every run trained on a fixed subset of the training set: each example kept when its hash keyed with %d falls in the first %.4g of the range (about n = %d examples).\n\n", u.Key, u.Fraction, s.NominalSize)
+	}
 	head("tuner")
 	for _, e := range s.Entries {
 		fmt.Fprintf(w, "| %s |", e.Name())

@@ -173,8 +173,8 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 	}
 	seed, run := s.invocationSeed()
 	tuner.Seed, tuner.Final.Noise, scorer.Noise = seed, s.noiseMode(), s.noiseMode()
-	ref := dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN, Validation: "private",
-		ValSize: s.ValSize, SplitKey: splitKey(seed), Parts: d.Partitions}
+	ref := s.Data.ref()
+	ref.Validation, ref.ValSize, ref.SplitKey, ref.Parts = "private", s.ValSize, splitKey(seed), d.Partitions
 	fit, val, err := keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)

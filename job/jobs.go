@@ -43,6 +43,9 @@ type dataRef struct {
 	Dataset  string `json:"dataset"`
 	Dir      string `json:"dir,omitempty"`
 	NominalN int    `json:"nominal_n"`
+	// Subset, if not nil, keeps a fixed subset of the training set before
+	// anything else (Source.WithSubset).
+	Subset *Subset `json:"subset,omitempty"`
 	// Validation is how the validation set is made: "private" (ValSize
 	// nominal examples held out by the keyed hash with SplitKey), "public"
 	// (Public's training set) or "test" (the test set, for landscapes).
@@ -146,6 +149,11 @@ func (r dataRef) resolve() (loaded, error) {
 	if err != nil {
 		return loaded{}, err
 	}
+	if r.Subset != nil {
+		if train, err = r.Subset.apply(train); err != nil {
+			return loaded{}, err
+		}
+	}
 	var l loaded
 	switch r.Validation {
 	case "private":
@@ -157,6 +165,9 @@ func (r dataRef) resolve() (loaded, error) {
 			return loaded{}, fmt.Errorf("job: public validation without its data: %w", runner.ErrInvalidInput)
 		}
 		pub, _, err := loadRaw(r.Public.Dataset, r.Public.Dir)
+		if err == nil && r.Public.Subset != nil {
+			pub, err = r.Public.Subset.apply(pub)
+		}
 		if err != nil {
 			return loaded{}, err
 		}
@@ -301,7 +312,8 @@ func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
 // name wherever they run; in this process they use train and test, src's
 // sets as the caller loaded them.
 func LandscapeJobs(src Source, train, test *data.Dataset, t *tuning.DPSGDTrainer) tuning.Jobs {
-	ref := dataRef{Dataset: src.Name, Dir: src.Dir, NominalN: src.NominalN, Validation: "test"}
+	ref := src.ref()
+	ref.Validation = "test"
 	cachePut(cacheKey(ref), loaded{train: train, val: test})
 	return dpsgdJobs{t: t, data: ref}
 }
@@ -420,7 +432,8 @@ func doAuditTrials(ctx context.Context, b []byte) ([]byte, error) {
 func auditTask(s AuditSpec) func([]int) (runner.Task, error) {
 	in := auditInput{Spec: s}
 	if s.Protocol == AuditNatural {
-		in.Data = &dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN}
+		ref := s.Data.ref()
+		in.Data = &ref
 		a := s.Data.Arch
 		in.Arch = &a
 	}

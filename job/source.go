@@ -18,6 +18,9 @@ type Source struct {
 	Dir      string     // where the files are ("" for the built-in MNIST copy)
 	Arch     model.Arch // the network trained on it
 	NominalN int        // public size of the training set
+	// Subset, if not nil, keeps a fixed subset of the training set (set by
+	// WithSubset; Load already applies it).
+	Subset *Subset
 	// Load reads the training and test sets. The test set is treated as
 	// public: test metrics are released without noise.
 	Load func() (train, test *data.Dataset, err error)
@@ -75,6 +78,63 @@ func wrapLoad(name, dir string, load func(string) (*data.Dataset, *data.Dataset,
 func (s Source) WithNominalSize(n int) Source {
 	s.NominalN = n
 	return s
+}
+
+// Subset is a fixed subset of a training set, for runs that must cost less
+// than the full set: an example is kept when a hash of the example itself
+// (label and pixels) keyed with Key falls in the first Fraction of the
+// hash's range (data.KeyedSplit). Membership depends on nothing but the
+// example, so adding or removing one example of the full set adds or
+// removes at most that example of the subset: a guarantee about the subset
+// is one about the full set under add/remove adjacency. Its size is
+// binomial, about Fraction of the full set; the subset's nominal size is
+// the public n WithSubset was given.
+type Subset struct {
+	Fraction float64 `json:"fraction"`
+	Key      uint64  `json:"key"`
+}
+
+// apply returns the subset of train.
+func (u Subset) apply(train *data.Dataset) (*data.Dataset, error) {
+	parts, err := data.KeyedSplit(train, []float64{u.Fraction, 1 - u.Fraction}, u.Key)
+	if err != nil {
+		return nil, err
+	}
+	parts[0].Name = train.Name + "/subset"
+	return parts[0], nil
+}
+
+// WithSubset returns s training on a fixed subset of about n of its
+// NominalN training examples (Subset, keyed with key), with nominal size n;
+// the test set is unchanged. The key need not be secret: membership is a
+// public function of each example. It returns an error wrapping ErrInvalid
+// unless 1 ≤ n < NominalN, or if s is a subset already.
+func (s Source) WithSubset(n int, key uint64) (Source, error) {
+	switch {
+	case s.Subset != nil:
+		return s, invalidf("%s is a subset already", s.Name)
+	case n < 1 || n >= s.NominalN:
+		return s, invalidf("a subset of %d examples of %s is outside [1, %d)", n, s.Name, s.NominalN)
+	}
+	u := Subset{Fraction: float64(n) / float64(s.NominalN), Key: key}
+	load := s.Load
+	s.Load = func() (*data.Dataset, *data.Dataset, error) {
+		train, test, err := load()
+		if err != nil {
+			return nil, nil, err
+		}
+		if train, err = u.apply(train); err != nil {
+			return nil, nil, err
+		}
+		return train, test, nil
+	}
+	s.Subset, s.NominalN = &u, n
+	return s, nil
+}
+
+// ref is the part of a job's dataRef that names s.
+func (s Source) ref() dataRef {
+	return dataRef{Dataset: s.Name, Dir: s.Dir, NominalN: s.NominalN, Subset: s.Subset}
 }
 
 // WithModel returns s training the network spec on the same inputs, or an

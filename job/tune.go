@@ -334,13 +334,15 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	}
 	seed, run := s.invocationSeed()
 	trainer.Noise = s.noiseMode()
-	ref := dataRef{Dataset: s.Data.Name, Dir: s.Data.Dir, NominalN: s.Data.NominalN, Validation: s.Validation}
+	ref := s.Data.ref()
+	ref.Validation = s.Validation
 	if s.Validation == "public" {
 		trainer.Data = train
 		if trainer.Val, _, err = s.PublicVal.Load(); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, fmt.Errorf("the public validation set: %w", err))
 		}
-		ref.Public = &dataRef{Dataset: s.PublicVal.Name, Dir: s.PublicVal.Dir}
+		pub := s.PublicVal.ref()
+		ref.Public = &pub
 	} else {
 		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed)
 		if trainer.Data, trainer.Val, err = keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey); err != nil {

@@ -35,6 +35,7 @@ type benchCompareFlags struct {
 	partitions, partEpochs        int
 	vote                          bool
 	voteSubset, voteReps          int
+	trainSubset                   int
 	run                           runnerFlags
 }
 
@@ -82,12 +83,18 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.Float64Var(&f.granularity, "granularity", 0.01, "doubling: utility granularity g")
 	fl.Float64Var(&f.share, "doubling-share", 0.5, "doubling: fraction of each budget the search spends at its iteration cap")
 	fl.IntVar(&f.partEpochs, "part-epochs", 1, "doubling: epochs of each part run")
+	fl.IntVar(&f.trainSubset, "train-subset", 0, "train every run on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set")
 	fl.BoolVar(&f.vote, "vote", true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
 	fl.IntVar(&f.voteReps, "vote-reps", 1000, "DP-Hype: votes per seed and budget (the vote's noise only)")
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
 	return cmd
 }
+
+// compareSubsetKey keys --train-subset's hash. It is public (membership is
+// a function of each example) and fixed, so every seed, tuner and rerun
+// trains on the same subset.
+const compareSubsetKey = 1
 
 func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	src, err := f.data.source(cmd)
@@ -96,6 +103,11 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	}
 	if cmd.Flags().Changed("budget") {
 		return usagef("--budget: a benchmark is not a release; it charges no budget file")
+	}
+	if f.trainSubset != 0 {
+		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
+			return usagef("--train-subset: %v", err)
+		}
 	}
 	switch {
 	case f.seeds < 1 || f.seeds > 1000:

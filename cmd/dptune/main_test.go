@@ -109,6 +109,8 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"bench", "compare", "--mean-runs", "1"},
 		{"bench", "compare", "--budget", "b.json"},
 		{"bench", "compare", "--clip-stride", "0"},
+		{"bench", "compare", "--train-subset", "-5"},
+		{"bench", "compare", "--train-subset", "60000"},
 		{"bench", "report", "--from", "missing-dir"},
 		{"tune", "--tuner", "grid", "--mean-runs", "3"},
 		{"tune", "--tuner", "grid", "--epsilon", "0.05"},
