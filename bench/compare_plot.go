@@ -89,7 +89,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(budgets)))
 	}
 	s := rep.Settings
-	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seeds) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %d epoch(s) per run, batch %d:\n\n",
+	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seed(s); no interval from one seed) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %d epoch(s) per run, batch %d:\n\n",
 		len(s.Seeds), s.Delta, s.Dataset, s.Model, s.NominalSize, s.Candidates, s.Space, s.Epochs, s.BatchSize)
 	if u := s.TrainSubset; u != nil {
 		fmt.Fprintf(w, "Every run trained on a fixed subset of the training set: each example kept when its hash keyed with %d falls in the first %.4g of the range (about n = %d examples).\n\n", u.Key, u.Fraction, s.NominalSize)
@@ -99,7 +99,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		fmt.Fprintf(w, "| %s |", e.Name())
 		for _, b := range budgets {
 			if c, ok := rep.cell(e.Tuner, e.Variant, b); ok {
-				fmt.Fprintf(w, " %.4f ± %.4f |", c.Accuracy, c.CI95)
+				fmt.Fprintf(w, " %s |", meanWithCI(c.Accuracy, c.CI95, c.Seeds))
 			} else if rep.infeasible(e, b) {
 				fmt.Fprint(w, " infeasible |")
 			} else {
@@ -132,7 +132,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		}
 		fmt.Fprintf(w, "\n|---|%s\n| vote |", strings.Repeat("---|", len(rep.Vote)))
 		for _, c := range rep.Vote {
-			fmt.Fprintf(w, " %.4f ± %.4f |", c.Accuracy, c.CI95)
+			fmt.Fprintf(w, " %s |", meanWithCI(c.Accuracy, c.CI95, c.Seeds))
 		}
 		fmt.Fprint(w, "\n| best candidate (Opt) |")
 		for _, c := range rep.Vote {
@@ -171,4 +171,13 @@ func (rep *CompareReport) infeasible(e CompareEntry, b float64) bool {
 		}
 	}
 	return false
+}
+
+// meanWithCI is "mean ± half-width", or the mean alone from one seed (no
+// interval).
+func meanWithCI(mean, ci95 float64, seeds int) string {
+	if seeds < 2 {
+		return fmt.Sprintf("%.4f", mean)
+	}
+	return fmt.Sprintf("%.4f ± %.4f", mean, ci95)
 }
