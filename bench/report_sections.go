@@ -21,8 +21,8 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 	if err := json.Unmarshal(f.raw, &r); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "## Every tuner at one total budget (`dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape). Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
-		r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
+	fmt.Fprintf(w, "## Every tuner at one total budget on %s (`dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape). Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
+		r.Settings.Dataset, r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
 	WriteCompareMarkdown(w, &r)
 	fmt.Fprintln(w)
 	// beside compares tuner a with tuner b at each budget where both ran.
@@ -50,14 +50,14 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 	var vs []Verdict
 	if ours, ahead, within, behind := beside("randomstop", "tnb", "grid", ""); ahead+within+behind > 0 {
 		v := Verdict{Paper: "Papernot & Steinke 2022", Result: "random-stop tuning costs a small multiple of one run's ε, not the composition of every run: at one total budget it should beat grid search",
-			Published: "Theorem 2: ε of one run plus O(log E[K]) overhead", Ours: "randomstop (tnb) − grid accuracy: " + ours}
+			Published: "Theorem 2: ε of one run plus O(log E[K]) overhead", Ours: r.Settings.Dataset + ", randomstop (tnb) − grid accuracy: " + ours}
 		v.Outcome, v.Why = outcome(ahead, within, behind, "random-stop ahead", "grid")
 		oneSeed(&v, len(r.Settings.Seeds))
 		vs = append(vs, v)
 	}
 	if ours, ahead, within, behind := beside("gp", "", "randomstop", "tnb"); ahead+within+behind > 0 {
 		v := Verdict{Paper: "Wang et al. 2023 (DP-HyPO)", Result: "GP-adaptive tuning beats uniform random-stop at the same total budget (real runs)",
-			Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ", Ours: "gp − randomstop (tnb) accuracy: " + ours}
+			Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ", Ours: r.Settings.Dataset + ", gp − randomstop (tnb) accuracy: " + ours}
 		v.Outcome, v.Why = outcome(ahead, within, behind, "GP ahead", "uniform")
 		oneSeed(&v, len(r.Settings.Seeds))
 		for _, x := range r.Infeasible {
