@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -149,7 +150,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)
 	go g.Serve(lis)
-	defer g.Stop()
+	defer stopGracefully(g, 5*time.Second)
 	out, err := srv.Wait(ctx)
 	if err != nil {
 		return nil, err
@@ -223,4 +224,19 @@ func VoteClient(ctx context.Context, addr string, src Source, part, parts int, p
 		return train, err
 	}}
 	return c.Run(ctx, pb.NewVoteClient(conn))
+}
+
+// stopGracefully lets g finish the replies in flight (the last round's
+// outcome, on its way to the clients) for up to wait, then stops it.
+func stopGracefully(g *grpc.Server, wait time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+		g.Stop()
+	}
 }

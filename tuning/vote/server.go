@@ -484,7 +484,16 @@ func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 		case <-s.failed:
 			return Outcome{}, s.err
 		case <-ctx.Done():
-			return Outcome{}, ctx.Err()
+			// A phase that closed as ctx ended has reached the clients:
+			// go on, so that what they were told is accounted for.
+			select {
+			case <-p.closed:
+				if p.err != nil {
+					return Outcome{}, p.err
+				}
+			default:
+				return Outcome{}, ctx.Err()
+			}
 		}
 	}
 	s.mu.Lock()

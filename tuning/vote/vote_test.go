@@ -339,3 +339,21 @@ func TestClosedPhaseWinsOverShutdown(t *testing.T) {
 		}
 	}
 }
+
+// Wait returns the outcome when every phase has closed even if ctx ended at
+// the same moment: the clients have been told the result, so the curator
+// must account for it rather than report a cancellation.
+func TestClosedPhasesWinOverCancelledWait(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 100 {
+		s := &Server{job: Job{Final: Final{Rounds: 1}}, phases: map[string]*phase{}, done: make(chan struct{}), failed: make(chan struct{}),
+			result: Outcome{Winner: 3}}
+		for _, name := range []string{sumPhase("keys", 0), sumPhase("shares", 0), sumPhase("masked", 0), sumPhase("unmask", 0), "round-0"} {
+			close(s.phaseLocked(name, nil).closed)
+		}
+		if out, err := s.Wait(ctx); err != nil || out.Winner != 3 {
+			t.Fatalf("Wait after every phase closed: winner %d, error %v", out.Winner, err)
+		}
+	}
+}
