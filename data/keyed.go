@@ -16,8 +16,10 @@ import (
 // 1/n_val). A permutation split (Split, Partition) does not have this
 // property: one added example shifts which examples fall in which part. The
 // price is that part sizes are random (binomial) rather than fixed. The key
-// must stay secret, like any noise seed. Parts are copies named
-// "NAME/part-i".
+// must be chosen independently of the data; a split whose membership an
+// observer should not learn (a validation set, Ding et al.'s parts) keeps it
+// secret like any noise seed, while a fixed public subset may publish it.
+// Parts are copies named "NAME/part-i".
 func KeyedSplit(d *Dataset, fractions []float64, key uint64) ([]*Dataset, error) {
 	if len(fractions) == 0 {
 		return nil, fmt.Errorf("keyed split %s: no parts", d.Name)

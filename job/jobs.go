@@ -36,9 +36,9 @@ func init() {
 }
 
 // dataRef names a job's data so that any worker can load it: a built-in
-// dataset (Dataset) and how the training set is cut. Every key in it is
-// the curator's secret: jobs travel only through the runner's encrypted
-// payloads.
+// dataset (Dataset) and how the training set is cut. Its split and part
+// keys are the curator's secrets (jobs travel only through the runner's
+// encrypted payloads); a Subset's key is public.
 type dataRef struct {
 	Dataset  string `json:"dataset"`
 	Dir      string `json:"dir,omitempty"`
@@ -134,6 +134,16 @@ func loadRaw(name, dir string) (train, test *data.Dataset, err error) {
 	return train, test, nil
 }
 
+// raw loads r's dataset, its training set cut to r.Subset when set: the
+// sets before any split.
+func (r dataRef) raw() (train, test *data.Dataset, err error) {
+	if train, test, err = loadRaw(r.Dataset, r.Dir); err != nil || r.Subset == nil {
+		return train, test, err
+	}
+	train, err = r.Subset.apply(train)
+	return train, test, err
+}
+
 // resolve loads r's data in this process, from the cache when it can.
 func (r dataRef) resolve() (loaded, error) {
 	key := cacheKey(r)
@@ -145,14 +155,9 @@ func (r dataRef) resolve() (loaded, error) {
 	if l, ok := cacheGet(key); ok {
 		return l, nil
 	}
-	train, test, err := loadRaw(r.Dataset, r.Dir)
+	train, test, err := r.raw()
 	if err != nil {
 		return loaded{}, err
-	}
-	if r.Subset != nil {
-		if train, err = r.Subset.apply(train); err != nil {
-			return loaded{}, err
-		}
 	}
 	var l loaded
 	switch r.Validation {
@@ -164,10 +169,7 @@ func (r dataRef) resolve() (loaded, error) {
 		if r.Public == nil {
 			return loaded{}, fmt.Errorf("job: public validation without its data: %w", runner.ErrInvalidInput)
 		}
-		pub, _, err := loadRaw(r.Public.Dataset, r.Public.Dir)
-		if err == nil && r.Public.Subset != nil {
-			pub, err = r.Public.Subset.apply(pub)
-		}
+		pub, _, err := r.Public.raw()
 		if err != nil {
 			return loaded{}, err
 		}
@@ -410,7 +412,7 @@ func doAuditTrials(ctx context.Context, b []byte) ([]byte, error) {
 			if in.Arch != nil {
 				src.Arch = *in.Arch
 			}
-			src.Load = func() (*data.Dataset, *data.Dataset, error) { return loadRaw(in.Data.Dataset, in.Data.Dir) }
+			src.Load, src.NominalN, src.Subset = in.Data.raw, in.Data.NominalN, in.Data.Subset
 			spec.Data = src
 		}
 		var err error

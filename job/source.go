@@ -111,6 +111,8 @@ func (u Subset) apply(train *data.Dataset) (*data.Dataset, error) {
 // unless 1 ≤ n < NominalN, or if s is a subset already.
 func (s Source) WithSubset(n int, key uint64) (Source, error) {
 	switch {
+	case s.Load == nil:
+		return s, invalidf("dataset %q has no loader", s.Name)
 	case s.Subset != nil:
 		return s, invalidf("%s is a subset already", s.Name)
 	case n < 1 || n >= s.NominalN:
@@ -168,7 +170,8 @@ func (s Source) load(warn func(string)) (train, test *data.Dataset, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if train.N != s.NominalN && warn != nil {
+	// A subset's count is binomial around its nominal size by design.
+	if train.N != s.NominalN && s.Subset == nil && warn != nil {
 		where := s.Dir
 		if where == "" {
 			where = s.Name

@@ -83,7 +83,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.Float64Var(&f.granularity, "granularity", 0.01, "doubling: utility granularity g")
 	fl.Float64Var(&f.share, "doubling-share", 0.5, "doubling: fraction of each budget the search spends at its iteration cap")
 	fl.IntVar(&f.partEpochs, "part-epochs", 1, "doubling: epochs of each part run")
-	fl.IntVar(&f.trainSubset, "train-subset", 0, "train every run on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set")
+	fl.IntVar(&f.trainSubset, "train-subset", 0, "train the central tuners' runs on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set (DP-Hype deals --vote-subset of the full set)")
 	fl.BoolVar(&f.vote, "vote", true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
 	fl.IntVar(&f.voteReps, "vote-reps", 1000, "DP-Hype: votes per seed and budget (the vote's noise only)")
@@ -104,6 +104,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if cmd.Flags().Changed("budget") {
 		return usagef("--budget: a benchmark is not a release; it charges no budget file")
 	}
+	whole := src // DP-Hype's table deals its own --vote-subset among clients
 	if f.trainSubset != 0 {
 		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
 			return usagef("--train-subset: %v", err)
@@ -216,7 +217,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		return err
 	}
 	if f.vote {
-		vc := bench.VoteRealConfig{Source: src, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
+		vc := bench.VoteRealConfig{Source: whole, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
 			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, "vote"),
 			Progress: func(s string, done, total int) { fmt.Fprintf(w, "\r%s: %d/%d", s, done, total) }}
 		if rep.Vote, err = bench.CompareVote(cmd.Context(), vc, f.budgets, seeds, cfg.Progress); err != nil {
