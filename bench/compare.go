@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"math"
 	"os"
 	"path/filepath"
@@ -410,7 +411,7 @@ type cachedRow struct {
 }
 
 func readCompareRow(path, fp string) (CompareRow, bool) {
-	b, err := os.ReadFile(path)
+	b, err := fsx.ReadFile(path, maxReportInput)
 	if err != nil {
 		return CompareRow{}, false
 	}
@@ -501,7 +502,7 @@ func meanCI95(x []float64) (mean, half float64) {
 
 // ReadCompare reads a compare.json.
 func ReadCompare(path string) (*CompareReport, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsx.ReadFile(path, maxReportInput)
 	if err != nil {
 		return nil, err
 	}

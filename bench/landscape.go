@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"io/fs"
 	"math"
 	"os"
@@ -204,7 +205,7 @@ func readCache(path string) ([]cacheRow, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	f, err := fsx.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"io/fs"
 	"os"
@@ -54,6 +55,10 @@ type found struct {
 // reportKinds are the files a report reads, in report order.
 var reportKinds = []string{"compare.json", "persample", "tuners.json", "doubling.json", "audit-figures.json", "vote.json"}
 
+// maxReportInput bounds each JSON output and figure a report reads: the
+// largest benchmark output is a few megabytes.
+const maxReportInput = 64 << 20
+
 // WriteReport collects the benchmarks' outputs under cfg.Inputs into
 // cfg.Out/report.md and report.html (the same text, rendered by goldmark),
 // with the figures, the machine and load each ran on, their commands, and
@@ -69,7 +74,7 @@ func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
 			if d.IsDir() || !strings.HasSuffix(p, ".json") || strings.Contains(p, string(filepath.Separator)+"runs"+string(filepath.Separator)) {
 				return nil
 			}
-			b, err := os.ReadFile(p)
+			b, err := fsx.ReadFile(p, maxReportInput)
 			if err != nil {
 				return err
 			}
@@ -140,7 +145,7 @@ func copyFigures(f found, i int, out string) ([]string, error) {
 	}
 	var names []string
 	for _, p := range pngs {
-		b, err := os.ReadFile(p)
+		b, err := fsx.ReadFile(p, maxReportInput)
 		if err != nil {
 			return nil, err
 		}

@@ -102,7 +102,9 @@ func escapeModulePath(p string) string {
 //
 // Errors name the file and the problem: missing file, bad gzip stream, wrong
 // magic number, count above 2²⁰ or wrong image size, truncated or oversized
-// file, label out of range, or image and label files of different lengths.
+// file, label out of range, image and label files of different lengths, or
+// an empty test set. (An empty training set is not refused here: its count
+// is private; the sampling rate uses the nominal size.)
 func LoadMNIST(dir string) (train, test *Dataset, err error) {
 	if st, err := os.Stat(dir); err != nil {
 		return nil, nil, fmt.Errorf("MNIST directory: %w", err)
@@ -123,6 +125,9 @@ func LoadMNIST(dir string) (train, test *Dataset, err error) {
 			Y: labels, N: len(labels), C: 1, H: gomnist.Height, W: gomnist.Width, Classes: 10}
 		if err := d.validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, f.labels), err)
+		}
+		if k == 1 && d.N == 0 {
+			return nil, nil, fmt.Errorf("%s: the test set holds no examples (a test accuracy needs at least one)", filepath.Join(dir, f.labels))
 		}
 		if err := d.Normalize([]float64{MNISTMean}, []float64{MNISTStd}); err != nil {
 			return nil, nil, err

@@ -3,6 +3,7 @@ package data
 import (
 	"errors"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,7 @@ import (
 func openFirst(dir string, names ...string) (f *os.File, path string, gz bool, err error) {
 	for _, name := range names {
 		path = filepath.Join(dir, name)
-		f, err = os.Open(path)
+		f, err = fsx.Open(path)
 		if err == nil {
 			return f, path, strings.HasSuffix(name, ".gz"), nil
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"math"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func (n *Net) Save(dir string, meta Metadata) error {
 // or whose SHA-256 differs from the one recorded.
 func Load(dir string) (*Net, Metadata, error) {
 	mpath := filepath.Join(dir, modelFile)
-	js, err := os.ReadFile(mpath)
+	js, err := fsx.ReadFile(mpath, maxHeaderBytes)
 	if err != nil {
 		return nil, Metadata{}, fmt.Errorf("model: %w", err)
 	}
@@ -100,7 +101,7 @@ func Load(dir string) (*Net, Metadata, error) {
 		return nil, Metadata{}, fmt.Errorf("model: %s: tensors %v do not match the %s network", mpath, h.Tensors, arch.Name)
 	}
 	ppath := filepath.Join(dir, filepath.Base(h.ParamsFile))
-	buf, err := os.ReadFile(ppath)
+	buf, err := fsx.ReadFile(ppath, 4*int64(len(n.Params)))
 	if err != nil {
 		return nil, Metadata{}, fmt.Errorf("model: %w", err)
 	}
@@ -115,6 +116,10 @@ func Load(dir string) (*Net, Metadata, error) {
 	}
 	return n, h.Metadata, nil
 }
+
+// maxHeaderBytes bounds model.json (a spec of MaxSpecLayers layers and its
+// metadata take a few kilobytes).
+const maxHeaderBytes = 16 << 20
 
 func writeFileAtomic(path string, b []byte) error {
 	tmp := path + ".tmp"

@@ -3,10 +3,12 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // The layer types of a Spec (LayerSpec.Type), named as in PyTorch's
@@ -142,11 +144,22 @@ func SpecByName(name string) (Spec, error) {
 	return Spec{}, fmt.Errorf("model: unknown network %q (built in: %s; or a spec file ending in .json)", name, strings.Join(names, ", "))
 }
 
-// ParseSpec reads a JSON spec from r: unknown fields, trailing data and
-// layers outside the limits are errors. The spec's shapes are checked by
-// Spec.Arch, against an input.
+// MaxSpecBytes bounds the JSON text of a spec (a spec of MaxSpecLayers
+// layers takes a few kilobytes).
+const MaxSpecBytes = 1 << 20
+
+// ParseSpec reads a JSON spec from r: more than MaxSpecBytes bytes, unknown
+// fields, trailing data and layers outside the limits are errors. The
+// spec's shapes are checked by Spec.Arch, against an input.
 func ParseSpec(r io.Reader) (Spec, error) {
-	dec := json.NewDecoder(io.LimitReader(r, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(r, MaxSpecBytes+1))
+	if err != nil {
+		return Spec{}, fmt.Errorf("model: spec: %w", err)
+	}
+	if len(b) > MaxSpecBytes {
+		return Spec{}, fmt.Errorf("model: spec larger than %d bytes", MaxSpecBytes)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var s Spec
 	if err := dec.Decode(&s); err != nil {
@@ -164,7 +177,10 @@ func LoadSpec(nameOrPath string) (Spec, error) {
 	if !strings.HasSuffix(nameOrPath, ".json") {
 		return SpecByName(nameOrPath)
 	}
-	b, err := os.ReadFile(nameOrPath)
+	b, err := fsx.ReadFile(nameOrPath, MaxSpecBytes)
+	if errors.Is(err, fsx.ErrTooLarge) {
+		return Spec{}, fmt.Errorf("model: %s: spec larger than %d bytes", nameOrPath, MaxSpecBytes)
+	}
 	if err != nil {
 		return Spec{}, fmt.Errorf("model: %w", err)
 	}

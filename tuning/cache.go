@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"io/fs"
 	"math"
@@ -187,7 +188,7 @@ func (p *PartitionScorer) readCache(fp string, n int) ([][]float64, [][]bool, er
 		per, have, _, _, _, err := parseCache(bytes.NewReader(nil), "", fp, n, k)
 		return per, have, err
 	}
-	f, err := os.Open(p.Cache)
+	f, err := fsx.Open(p.Cache)
 	if errors.Is(err, fs.ErrNotExist) {
 		per, have, _, _, _, err := parseCache(bytes.NewReader(nil), p.Cache, fp, n, k)
 		return per, have, err
@@ -287,7 +288,7 @@ func (p *PartitionScorer) Searches() ([]SearchRecord, error) {
 	if p.Cache == "" {
 		return nil, nil
 	}
-	f, err := os.Open(p.Cache)
+	f, err := fsx.Open(p.Cache)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -95,6 +95,10 @@ func BuiltinSpace(name string) (Space, bool) {
 // int.
 const MaxCandidates = 1 << 20
 
+// maxSpaceBytes bounds a search-space file LoadSpace reads: a grid of
+// MaxCandidates values written out one by one takes about 20 MB.
+const maxSpaceBytes = 64 << 20
+
 // LoadSpace returns the builtin space called nameOrFile, or reads a JSON
 // file ending in ".json" and parses it with ParseSpace. The error for a name
 // that is neither lists the builtins.
@@ -105,7 +109,7 @@ func LoadSpace(nameOrFile string) (Space, error) {
 	if !strings.HasSuffix(nameOrFile, ".json") {
 		return Space{}, fmt.Errorf("unknown search space %q (want mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file)", nameOrFile)
 	}
-	b, err := os.ReadFile(nameOrFile)
+	b, err := fsx.ReadFile(nameOrFile, maxSpaceBytes)
 	if err != nil {
 		return Space{}, err
 	}

@@ -12,18 +12,22 @@
 //
 // Exit status: 0 on success, 1 when the work failed (unreadable data, a
 // failed write), 2 for an impossible request (bad flag, ε ≤ 0, δ ∉ (0, 1),
-// a batch larger than the dataset, …) reported before any work starts, and
-// 130 when interrupted (Ctrl-C), after saving what was finished.
+// a batch larger than the dataset, a named file that is a FIFO or a device
+// or over its size bound, …) reported before any work starts, and
+// 130 when interrupted (Ctrl-C), after saving what was finished. A second
+// Ctrl-C (or SIGTERM) exits at once with status 130, saving nothing more.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
 )
@@ -49,8 +53,9 @@ func newRoot() *cobra.Command {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx := interruptible(context.Background(), sigs, os.Stderr, os.Exit)
 	err := newRoot().ExecuteContext(ctx)
 	if err == nil {
 		return
@@ -59,13 +64,29 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
+// interruptible returns a context cancelled by the first signal on sigs;
+// the second calls exit(130) at once, whatever the work is doing (a
+// command stuck where it cannot see ctx still ends).
+func interruptible(parent context.Context, sigs <-chan os.Signal, w io.Writer, exit func(int)) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		<-sigs
+		fmt.Fprintln(w, "dptune: interrupted: saving what is finished (interrupt again to exit at once)")
+		cancel()
+		<-sigs
+		fmt.Fprintln(w, "dptune: interrupted twice: exiting now")
+		exit(130)
+	}()
+	return ctx
+}
+
 // exitCode maps an error to the exit status documented above.
 func exitCode(err error) int {
 	var u usageError
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &u), errors.Is(err, job.ErrInvalid):
+	case errors.As(err, &u), errors.Is(err, job.ErrInvalid), errors.Is(err, fsx.ErrNotRegular), errors.Is(err, fsx.ErrTooLarge):
 		return 2
 	case errors.Is(err, context.Canceled):
 		return 130

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"time"
 
 	"github.com/dptune/dptune/dpsgd/accounting"
@@ -16,6 +16,11 @@ import (
 
 // Version is the budget file format this package reads and writes.
 const Version = 1
+
+// MaxFileBytes bounds the size of a budget file Load reads (a file of
+// thousands of releases is a few megabytes): a larger file, or a path that
+// is not a regular file (a FIFO, a device), is refused before it is read.
+const MaxFileBytes = 64 << 20
 
 // ErrExceeded is wrapped by the error Reserve returns for a run that would
 // take the filter's total past the cap, and by the error Commit returns
@@ -112,7 +117,7 @@ func pathless(err error) error {
 // wrong length, a negative value, or does not match its ledger recomputed
 // at the file's orders (within 1e-9 relative). It never repairs anything.
 func Load(path string) (*Budget, error) {
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("budget %s: %w", path, pathless(err))
 	}
