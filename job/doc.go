@@ -54,6 +54,9 @@
 //     secure mode unless a seed is given.
 //   - The ledger covers every mechanism that touched the private data, even
 //     when the job fails or is cancelled.
+//   - A private training run cancelled before its last step releases, and
+//     is charged, the ledger and ε of the whole planned run: when to stop
+//     may have followed the non-private training loss shown live.
 //
 // # Errors
 //

@@ -82,7 +82,7 @@ type TrainReport struct {
 	Dataset         string            `json:"dataset"`
 	NominalSize     int               `json:"nominal_size"` // the public training-set size q is computed from
 	Private         bool              `json:"private"`
-	Epsilon         *float64          `json:"epsilon"` // null when not private or unbounded
+	Epsilon         *float64          `json:"epsilon"` // null when not private or unbounded; the full planned run's when interrupted early
 	EpsilonNote     string            `json:"epsilon_note,omitempty"`
 	Delta           float64           `json:"delta"`
 	Accountant      string            `json:"accountant"`
@@ -169,7 +169,11 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 // A refused request is an error wrapping ErrInvalid, returned before any
 // work. Once the data is touched the release is always returned, with the
 // error: cancelled (ctx's error; the model so far is released, marked
-// interrupted), or failed (Release.Failed: only the ledger).
+// interrupted), or failed (Release.Failed: only the ledger). A private run
+// cancelled before its last step releases, and is charged, the ledger and
+// ε of the whole planned run (TrainReport.EpsilonNote says so): the
+// curator may have stopped it on the non-private training loss shown by
+// Progress, so the stopping time is not independent of the data.
 func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, error) {
 	start := time.Now()
 	cfg, acc, err := s.plan()
@@ -219,6 +223,14 @@ func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, 
 	ledger.Add("dpsgd training", run.Event)
 	diag := &NotPrivateDiagnostics{MeanBatchSize: run.MeanBatchSize}
 	interrupted := errors.Is(trainErr, context.Canceled)
+	// A run stopped early is released with the full planned run's ledger,
+	// the worst case the budget file keeps charged: when to stop may have
+	// followed the training loss shown live, which is not private, so the
+	// steps not taken still count.
+	stoppedEarly := interrupted && !s.NonPrivate && run.Steps < steps
+	if stoppedEarly {
+		ledger = ledgerOf("dpsgd training (planned: stopped early)", dpsgd.PlannedEvent(cfg))
+	}
 	rep := &TrainReport{Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Private: !s.NonPrivate, Delta: s.Delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: cfg.SamplingRate, BatchSize: s.BatchSize,
 		Steps: run.Steps, PlannedSteps: steps, Epochs: float64(run.Steps) / float64(steps/s.Epochs), LearningRate: s.LearningRate,
@@ -232,6 +244,9 @@ func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, 
 	if !s.NonPrivate {
 		g, err := ledger.Spent(acc, s.Delta)
 		rep.Epsilon, rep.RDPOrder, rep.EpsilonNote = finiteEpsilon(g, err)
+		if stoppedEarly && rep.EpsilonNote == "" {
+			rep.EpsilonNote = fmt.Sprintf("interrupted after %d of %d steps: ε is the full planned run's, as the budget is charged, since when to stop may have followed the non-private training loss", run.Steps, steps)
+		}
 	} else {
 		rep.Delta, rep.Accountant, rel.Delta, rel.Accountant = 0, "", 0, ""
 	}

@@ -1,0 +1,85 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/dpsgd/accounting/budget"
+	"github.com/dptune/dptune/model"
+)
+
+// smallMNIST is a Source of n random 28×28 training examples and 20 test
+// examples.
+func smallMNIST(n int) Source {
+	mk := func(n int, rng *rand.Rand) *data.Dataset {
+		d := &data.Dataset{Name: "small", N: n, C: 1, H: 28, W: 28, Classes: 10, X: make([]float32, n*784), Y: make([]uint8, n)}
+		for i := range d.X {
+			d.X[i] = float32(rng.NormFloat64())
+		}
+		for i := range d.Y {
+			d.Y[i] = uint8(rng.IntN(10))
+		}
+		return d
+	}
+	return Source{Name: "mnist", Arch: model.MNIST, NominalN: n, Load: func() (*data.Dataset, *data.Dataset, error) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		return mk(n, rng), mk(20, rng), nil
+	}}
+}
+
+// A training run interrupted after 3 of its 12 steps releases the ε and
+// ledger it is charged in the budget file: the full planned run's, with a
+// note, not the 3 steps'.
+func TestInterruptedTrainReleasesWhatIsCharged(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "b.budget")
+	if err := budget.Init(file, 50, 1e-5, "mnist"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := TrainSpec{Data: smallMNIST(60), Delta: 1e-5, NoiseMultiplier: 1, ClipNorm: 1, BatchSize: 10, Epochs: 2, LearningRate: 0.1, Budget: file,
+		Progress: func(p TrainProgress) {
+			if p.Step == 3 {
+				cancel()
+			}
+		}}
+	rel, _, err := Train(ctx, s)
+	if !errors.Is(err, context.Canceled) || rel == nil {
+		t.Fatalf("Train: %v", err)
+	}
+	rep := rel.Report.(*TrainReport)
+	q := 10.0 / 60
+	planned := accounting.DPSGD(1, q, 12)
+	g, err := accounting.RDP{}.Epsilon(planned, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Interrupted || rep.Steps >= rep.PlannedSteps || rep.PlannedSteps != 12 {
+		t.Fatalf("steps %d of %d, interrupted %v", rep.Steps, rep.PlannedSteps, rep.Interrupted)
+	}
+	if rep.Epsilon == nil || *rep.Epsilon != g.Epsilon || rel.Epsilon == nil || *rel.Epsilon != g.Epsilon {
+		t.Fatalf("released ε %v, want the planned run's %v", rep.Epsilon, g.Epsilon)
+	}
+	if !strings.Contains(rep.EpsilonNote, "planned") {
+		t.Errorf("no note on the ε of an interrupted run: %q", rep.EpsilonNote)
+	}
+	b, err := budget.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charged := b.Releases[len(b.Releases)-1]
+	released, err := accounting.RDP{Orders: b.Orders}.RDP(rel.Ledger.Event())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if charged.Status != budget.Done || !reflect.DeepEqual(charged.RDP, released) || !reflect.DeepEqual(rep.Ledger, rel.Ledger) {
+		t.Errorf("charged %v, released ledger's RDP %v", charged.RDP, released)
+	}
+}
