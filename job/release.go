@@ -2,6 +2,8 @@ package job
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -47,10 +49,17 @@ type NotPrivateDiagnostics struct {
 
 // Save writes the release to dir: the model with its hyperparameters and
 // ledger (model.json, params.bin) when there is one, and the report as
-// report.json — or, for a failed job, failed-report.json, so that an earlier
-// release in dir is not clobbered. It creates dir.
+// report.json — or, for a failed job, failed-report.json. It creates dir.
+// What dir holds afterwards is this release alone: a failed job moves an
+// earlier release's model.json, params.bin and report.json into
+// dir/previous (replacing what was there), so that it neither is clobbered
+// nor seems to belong to the failed job; a job that did not fail removes an
+// earlier failed-report.json.
 func (r *Release) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := clearStale(dir, r.Failed); err != nil {
 		return err
 	}
 	file := "report.json"
@@ -77,6 +86,42 @@ func (r *Release) Save(dir string) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, file), append(js, '\n'), 0o644)
+}
+
+// releaseFiles are the files Save writes for a release that did not fail.
+var releaseFiles = []string{"model.json", "params.bin", "report.json"}
+
+// clearStale moves an earlier release in dir to dir/previous when failed,
+// else removes an earlier failed-report.json.
+func clearStale(dir string, failed bool) error {
+	if !failed {
+		if err := os.Remove(filepath.Join(dir, "failed-report.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	var stale []string
+	for _, name := range releaseFiles {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			stale = append(stale, name)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	prev := filepath.Join(dir, "previous")
+	if err := os.RemoveAll(prev); err != nil {
+		return err
+	}
+	if err := os.Mkdir(prev, 0o755); err != nil {
+		return err
+	}
+	for _, name := range stale {
+		if err := os.Rename(filepath.Join(dir, name), filepath.Join(prev, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteDiagnostics writes d to path with mode 0600, labelled NOT PRIVATE.

@@ -236,11 +236,6 @@ func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, 
 		Steps: run.Steps, PlannedSteps: steps, Epochs: float64(run.Steps) / float64(steps/s.Epochs), LearningRate: s.LearningRate,
 		Momentum: s.Momentum, Schedule: s.Schedule.String(), EMADecay: s.EMADecay, Seeded: cfg.Seed != nil, SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
 	rel := &Release{Report: rep, Ledger: ledger, Delta: s.Delta, Accountant: acc.Name()}
-	if trainErr != nil && !interrupted {
-		// The steps taken touched the data: their ledger is released alone.
-		rep.Failed, rel.Failed = trainErr.Error(), true
-		return rel, diag, resv.done(ledger, trainErr)
-	}
 	if !s.NonPrivate {
 		g, err := ledger.Spent(acc, s.Delta)
 		rep.Epsilon, rep.RDPOrder, rep.EpsilonNote = finiteEpsilon(g, err)
@@ -251,6 +246,12 @@ func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, 
 		rep.Delta, rep.Accountant, rel.Delta, rel.Accountant = 0, "", 0, ""
 	}
 	rel.Epsilon = rep.Epsilon
+	if trainErr != nil && !interrupted {
+		// The steps taken touched the data: their ledger and its ε are
+		// released alone.
+		rep.Failed, rel.Failed = trainErr.Error(), true
+		return rel, diag, resv.done(ledger, trainErr)
+	}
 	if !interrupted {
 		m, err := dpsgd.Evaluate(ctx, net, test.X, test.Y)
 		interrupted = errors.Is(err, context.Canceled)

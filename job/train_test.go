@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/dpsgd/accounting/budget"
+	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
 
@@ -81,5 +83,59 @@ func TestInterruptedTrainReleasesWhatIsCharged(t *testing.T) {
 	}
 	if charged.Status != budget.Done || !reflect.DeepEqual(charged.RDP, released) || !reflect.DeepEqual(rep.Ledger, rel.Ledger) {
 		t.Errorf("charged %v, released ledger's RDP %v", charged.RDP, released)
+	}
+}
+
+// A training run that diverges releases only its ledger, with that
+// ledger's ε (not null).
+func TestFailedTrainStatesItsEpsilon(t *testing.T) {
+	s := TrainSpec{Data: smallMNIST(60), Delta: 1e-5, NoiseMultiplier: 1, ClipNorm: 1, BatchSize: 10, Epochs: 2, LearningRate: 1e38}
+	rel, _, err := Train(context.Background(), s)
+	if err == nil || rel == nil || !rel.Failed {
+		t.Fatalf("lr 1e38: %v", err)
+	}
+	rep := rel.Report.(*TrainReport)
+	g, err := accounting.RDP{}.Epsilon(accounting.DPSGD(1, 10.0/60, rep.Steps), 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Epsilon == nil || *rep.Epsilon != g.Epsilon || rep.Steps < 1 || rep.Steps >= 12 {
+		t.Fatalf("failed after %d steps: ε %v, want %v; note %q", rep.Steps, rep.Epsilon, g.Epsilon, rep.EpsilonNote)
+	}
+}
+
+// After Save, dir holds one release: a failed job moves an earlier
+// release to dir/previous, a later good one removes failed-report.json.
+func TestSaveLeavesOneRelease(t *testing.T) {
+	dir := t.TempDir()
+	exists := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	net, err := model.New(model.MNIST, randsrc.Seeded(1, "init"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := &Release{Model: net, hyper: map[string]any{"steps": 1}, Report: map[string]int{"run": 1}}
+	failed := &Release{Failed: true, Report: map[string]int{"run": 2}}
+	if err := good.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := failed.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"model.json", "params.bin", "report.json"} {
+		if exists(name) || !exists(filepath.Join("previous", name)) {
+			t.Errorf("after a failed run, %s is still beside failed-report.json or not in previous/", name)
+		}
+	}
+	if _, _, err := model.Load(filepath.Join(dir, "previous")); err != nil {
+		t.Errorf("the earlier model cannot be loaded from previous/: %v", err)
+	}
+	if !exists("failed-report.json") {
+		t.Fatal("no failed-report.json")
+	}
+	if err := good.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if exists("failed-report.json") || !exists("report.json") || !exists("model.json") {
+		t.Error("after a good run, the stale failed-report.json is kept or the release is missing")
 	}
 }
