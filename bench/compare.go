@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"

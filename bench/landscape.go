@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"io/fs"
 	"math"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"io/fs"
 	"os"
@@ -17,6 +16,8 @@ import (
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // ReportConfig is one report over the outputs of earlier benchmarks.

@@ -3,10 +3,11 @@ package data
 import (
 	"errors"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // openFirst opens the first of dir/name for name in names that exists and

@@ -6,10 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // Checkpoint format, version 1. A model directory holds two files:

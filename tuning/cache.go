@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"io/fs"
 	"math"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // The partition-score cache (PartitionScorer.Cache) is a text file of lines
@@ -149,7 +150,9 @@ func parseCache(r io.Reader, name, header string, cands, parts int) (scores [][]
 			switch {
 			case err1 != nil || err2 != nil || err3 != nil:
 				return nil, nil, nil, 0, nil, fail("bad record %q: want cand,part,accuracy", text)
-			case i < 0 || cands >= 0 && i >= cands:
+			case i < 0:
+				return nil, nil, nil, 0, nil, fail("candidate index %d is negative", i)
+			case cands >= 0 && i >= cands:
 				return nil, nil, nil, 0, nil, fail("candidate %d is outside the space's %d candidates", i, cands)
 			case j < 0 || j >= parts:
 				return nil, nil, nil, 0, nil, fail("part %d is outside the %d parts", j, parts)

@@ -174,7 +174,7 @@ func TestParseCacheRejects(t *testing.T) {
 		{h + "\n0,0,0.5\r\n", "line 2: bad record"},
 		{h + "\na,0,0.5\n", "line 2: bad record"},
 		{h + "\n0,0,0.5\n3,0,0.5\n", "line 3: candidate 3"},
-		{h + "\n-1,0,0.5\n", "line 2: candidate -1"},
+		{h + "\n-1,0,0.5\n", "line 2: candidate index -1 is negative"},
 		{h + "\n0,2,0.5\n", "line 2: part 2"},
 		{h + "\n0,0,1.5\n", "line 2: accuracy 1.5"},
 		{h + "\n0,0,-0.1\n", "line 2: accuracy -0.1"},

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // Dim is one named dimension of a search space: a grid of values. Log
@@ -159,6 +162,9 @@ func ParseSpace(name string, b []byte) (Space, error) {
 	if s.Name == "" {
 		s.Name = name
 	}
+	if !printable(s.Name) {
+		return Space{}, fmt.Errorf("search space %s: name %q holds control characters or invalid UTF-8", name, s.Name)
+	}
 	if len(raw.Dims) == 0 {
 		return Space{}, fmt.Errorf("search space %s has no dimensions", s.Name)
 	}
@@ -215,12 +221,35 @@ func ParseSpace(name string, b []byte) (Space, error) {
 	return s, s.Check()
 }
 
+// printable reports whether name is valid UTF-8 without control characters.
+func printable(name string) bool {
+	if !utf8.ValidString(name) {
+		return false
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
-// Check returns an error if the space is empty, a dimension has no values,
-// names repeat, a value is not finite (or not positive on a log scale), or
-// the space has more than MaxCandidates candidates.
+// Check returns an error if the space is empty, its name or a dimension's
+// is not printable text (control bytes such as NUL or ESC, invalid UTF-8:
+// names go to the terminal), a dimension has no values, names repeat, a
+// value is not finite (or not positive on a log scale), or the space has
+// more than MaxCandidates candidates.
 func (s Space) Check() error {
+	if !printable(s.Name) {
+		return fmt.Errorf("search space name %q holds control characters or invalid UTF-8", s.Name)
+	}
+	for _, d := range s.Dims {
+		if !printable(d.Name) {
+			return fmt.Errorf("search space %s: dimension name %q holds control characters or invalid UTF-8", s.Name, d.Name)
+		}
+	}
 	if len(s.Dims) == 0 {
 		return fmt.Errorf("search space %s has no dimensions", s.Name)
 	}

@@ -102,6 +102,10 @@ func TestParseSpaceRejects(t *testing.T) {
 		{`{"dims":[]}`, "no dimensions"},
 		{`{"dims":[{"name":"a","values":[1]},{"name":"a","values":[2]}]}`, "repeated"},
 		{`{"dims":[{"name":"a","values":[1,-1],"log":true}]}`, "value -1"},
+		{`{"name":"x\u001b[2Jy","dims":[{"name":"a","values":[1]}]}`, "control characters"},
+		{`{"name":"x\u0000y","dims":[{"name":"a","values":[1]}]}`, "control characters"},
+		{`{"name":"t.json x\u009by","dims":[{"name":"a","values":[1]}]}`, "control characters"},
+		{`{"name":"t.json","dims":[{"name":"a\u001b","values":[1]}]}`, "control characters"},
 		{`{"dims":`, "EOF"},
 		{``, "EOF"},
 	} {

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dptune/dptune/internal/fsx"
 	"io"
 	"io/fs"
 	"math"
 	"time"
 
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // Version is the budget file format this package reads and writes.
