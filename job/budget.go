@@ -19,8 +19,9 @@ type charge struct {
 // reserve charges worst, the most the job can spend, to the budget file at
 // path (if any) before the job touches the data; seeded jobs are refused,
 // since they reuse their noise streams across runs, which no composition
-// counts. A job the budget cannot afford is refused with an error wrapping
-// ErrInvalid and budget.ErrExceeded. End the charge with done, whatever
+// counts. A job the budget cannot afford, or a budget file of another
+// dataset, is refused with an error wrapping ErrInvalid and
+// budget.ErrExceeded or budget.ErrOtherDataset. End the charge with done, whatever
 // happens.
 func reserve(path string, seeded bool, dataset, command, label string, worst accounting.Ledger) (*charge, error) {
 	if path == "" {
@@ -30,7 +31,7 @@ func reserve(path string, seeded bool, dataset, command, label string, worst acc
 		return nil, invalidf("a budget file does not take a seed: seeded runs reuse their noise across runs, which the budget cannot count; run unseeded")
 	}
 	r, err := budget.Reserve(path, dataset, command, label, worst)
-	if errors.Is(err, budget.ErrExceeded) {
+	if errors.Is(err, budget.ErrExceeded) || errors.Is(err, budget.ErrOtherDataset) {
 		return nil, invalid(err)
 	}
 	if err != nil {
@@ -46,6 +47,9 @@ func reserve(path string, seeded bool, dataset, command, label string, worst acc
 func reserveFor(run runner.Runner, path string, seeded bool, dataset, command, label string, worst accounting.Ledger) (*charge, error) {
 	if k, ok := run.(runner.Keyed); ok && k.Resumed() && path != "" && !seeded {
 		r, found, err := budget.Attach(path, dataset, command, label, worst)
+		if errors.Is(err, budget.ErrOtherDataset) {
+			return nil, invalid(err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,14 @@ type Source struct {
 // Datasets are the names Dataset knows.
 var Datasets = []string{"mnist", "cifar10"}
 
+// NominalSize returns the published training-set size of the built-in
+// dataset called name (60,000 for mnist, 50,000 for cifar10), and false for
+// another name.
+func NominalSize(name string) (int, bool) {
+	n, ok := map[string]int{"mnist": 60000, "cifar10": 50000}[name]
+	return n, ok
+}
+
 // Default networks of the built-in datasets: Tramèr & Boneh's CNNs
 // (model.TBMNIST, model.TBCIFAR10). Source.WithModel chooses another.
 var (
@@ -44,7 +52,8 @@ var (
 func Dataset(name, dir string) (Source, error) {
 	switch name {
 	case "mnist":
-		return Source{Name: name, Dir: dir, Arch: MNISTArch, NominalN: 60000, Load: func() (*data.Dataset, *data.Dataset, error) {
+		n, _ := NominalSize(name)
+		return Source{Name: name, Dir: dir, Arch: MNISTArch, NominalN: n, Load: func() (*data.Dataset, *data.Dataset, error) {
 			d := dir
 			if d == "" {
 				var err error
@@ -58,7 +67,8 @@ func Dataset(name, dir string) (Source, error) {
 		if dir == "" {
 			return Source{}, invalidf("a data directory is required for cifar10 (the directory holding its binary files)")
 		}
-		return Source{Name: name, Dir: dir, Arch: CIFAR10Arch, NominalN: 50000, Load: func() (*data.Dataset, *data.Dataset, error) {
+		n, _ := NominalSize(name)
+		return Source{Name: name, Dir: dir, Arch: CIFAR10Arch, NominalN: n, Load: func() (*data.Dataset, *data.Dataset, error) {
 			return wrapLoad(name, dir, data.LoadCIFAR10)
 		}}, nil
 	}

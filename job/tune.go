@@ -201,7 +201,7 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 			return nil, nil, invalidf("validation size %d is outside [100, %d)", s.ValSize, n/2)
 		}
 		if !(s.ScoreNoise > 0 && s.ScoreNoise <= noise.MaxDiscreteSigma) {
-			return nil, nil, invalidf("score noise multiplier %v is outside (0, %g]", s.ScoreNoise, noise.MaxDiscreteSigma)
+			return nil, nil, invalidf("score noise multiplier %v must be a number in (0, %g]", s.ScoreNoise, noise.MaxDiscreteSigma)
 		}
 		n -= s.ValSize
 	case "public":

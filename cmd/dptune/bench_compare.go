@@ -117,8 +117,10 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		return usagef("--lr-stride and --clip-stride must be at least 1")
 	case f.epochs < 1 || f.partEpochs < 1:
 		return usagef("--epochs and --part-epochs must be at least 1")
-	case f.batchSize < 1 || f.batchSize > src.NominalN:
-		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, src.NominalN)
+	case f.valSize < 1 || f.valSize >= src.NominalN:
+		return usagef("--val-size %d must be at least 1 and below the nominal training-set size %d (the runs train on the rest)", f.valSize, src.NominalN)
+	case f.batchSize < 1 || f.batchSize > src.NominalN-f.valSize:
+		return usagef("--batch-size %d is outside [1, %d], the nominal size %d less --val-size %d", f.batchSize, src.NominalN-f.valSize, src.NominalN, f.valSize)
 	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
 		return usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
 	case !(f.share > 0 && f.share < 1):

@@ -85,8 +85,8 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		return usagef("--epochs, --seeds and --repeats must be at least 1")
 	case f.batchSize < 1 || f.batchSize > src.NominalN:
 		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, src.NominalN)
-	case !(f.scoreNoise >= 0):
-		return usagef("--score-noise %v is negative", f.scoreNoise)
+	case !(f.scoreNoise >= 0) || math.IsInf(f.scoreNoise, 1):
+		return usagef("--score-noise %v must be a finite non-negative number", f.scoreNoise)
 	case len(f.gammas) == 0:
 		return usagef("--gammas needs at least one γ")
 	}

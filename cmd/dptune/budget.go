@@ -67,7 +67,7 @@ func newBudgetInitCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "the cap ε in nats: every run on the dataset together stays within it")
-	fl.Float64Var(&f.delta, "delta", 0, "the cap δ in (0, 1), well below 1/(dataset size)")
+	fl.Float64Var(&f.delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size (1/60000 for mnist, 1/50000 for cifar10)")
 	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: mnist or cifar10")
 	return cmd
 }
@@ -87,6 +87,10 @@ func runBudgetInit(cmd *cobra.Command, path string, f budgetInitFlags) error {
 	}
 	if !slices.Contains(job.Datasets, f.dataset) {
 		return usagef("unknown dataset %q (want one of %s)", f.dataset, strings.Join(job.Datasets, ", "))
+	}
+	// δ ≥ 1/N allows releasing a random example of the N outright.
+	if n, _ := job.NominalSize(f.dataset); !(f.delta < 1/float64(n)) {
+		return usagef("--delta %g must be below 1/N = %.3g, N = %d the published size of %s (a δ of 1/N allows releasing one example outright)", f.delta, 1/float64(n), n, f.dataset)
 	}
 	if err := budget.Init(path, f.epsilon, f.delta, f.dataset); err != nil {
 		if errors.Is(err, fs.ErrExist) {

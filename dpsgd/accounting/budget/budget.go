@@ -22,6 +22,10 @@ const Version = 1
 // is not a regular file (a FIFO, a device), is refused before it is read.
 const MaxFileBytes = 64 << 20
 
+// ErrOtherDataset is wrapped by the error Reserve and Attach return for a
+// budget file of another dataset than the run's.
+var ErrOtherDataset = errors.New("a budget file of another dataset")
+
 // ErrExceeded is wrapped by the error Reserve returns for a run that would
 // take the filter's total past the cap, and by the error Commit returns
 // when a run spent more than it reserved.

@@ -29,6 +29,12 @@ type exceededError struct{ msg string }
 func (e exceededError) Error() string { return e.msg }
 func (e exceededError) Unwrap() error { return ErrExceeded }
 
+// otherDatasetError is a one-line message that wraps ErrOtherDataset.
+type otherDatasetError string
+
+func (e otherDatasetError) Error() string { return string(e) }
+func (e otherDatasetError) Unwrap() error { return ErrOtherDataset }
+
 // Reserve charges a run to the budget file at path before the run touches
 // the data: worst is the ledger of the most the run can spend (e.g. every
 // step, every tuning run). Under an exclusive lock on path+".lock" it loads
@@ -38,7 +44,7 @@ func (e exceededError) Unwrap() error { return ErrExceeded }
 // atomically.
 //
 // It returns an error naming the file for an unreadable or invalid file, a
-// dataset other than the file's, a ledger the RDP accountant cannot count
+// dataset other than the file's (wrapping ErrOtherDataset), a ledger the RDP accountant cannot count
 // (wrapping accounting.ErrUnsupported), and a run that does not fit: that
 // error wraps ErrExceeded, says how much remains, and leaves the file
 // unchanged.
@@ -56,7 +62,7 @@ func Reserve(path, dataset, command, label string, worst accounting.Ledger) (*Re
 		return nil, err
 	}
 	if dataset != b.Dataset {
-		return nil, fmt.Errorf("budget %s is the budget of dataset %q, not %q", path, b.Dataset, dataset)
+		return nil, otherDatasetError(fmt.Sprintf("budget %s is the budget of dataset %q, not %q", path, b.Dataset, dataset))
 	}
 	rdp, raw, err := curve(b.Orders, worst)
 	if err != nil {
@@ -236,7 +242,7 @@ func Attach(path, dataset, command, label string, worst accounting.Ledger) (r *R
 		return nil, false, err
 	}
 	if dataset != b.Dataset {
-		return nil, false, fmt.Errorf("budget %s is the budget of dataset %q, not %q", path, b.Dataset, dataset)
+		return nil, false, otherDatasetError(fmt.Sprintf("budget %s is the budget of dataset %q, not %q", path, b.Dataset, dataset))
 	}
 	rdp, _, err := curve(b.Orders, worst)
 	if err != nil {
