@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -34,8 +35,9 @@ import (
 //     percent with that same noise (100 times too little);
 //   - doubling.json: the summary (DoublingSummary).
 //
-// The searches run uncapped (cap 10⁴) to show the realised T.
-func DoublingFigures(dir string, seeds, reps int) (DoublingSummary, error) {
+// The searches run uncapped (cap 10⁴) to show the realised T. It stops
+// with ctx's error between searches once ctx is done.
+func DoublingFigures(ctx context.Context, dir string, seeds, reps int) (DoublingSummary, error) {
 	sum := DoublingSummary{Seeds: fidelitySeeds}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return sum, err
@@ -58,6 +60,9 @@ func DoublingFigures(dir string, seeds, reps int) (DoublingSummary, error) {
 		p.X.Label.Text = "u"
 		p.Y.Label.Text = "step"
 		for s := 0; s < seeds; s++ {
+			if err := ctx.Err(); err != nil {
+				return sum, err
+			}
 			u := uniform(uint64(s), 100, 1)
 			pts := plotter.XYs{{X: 0, Y: 1}}
 			_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: 0.01, MaxIterations: 10000},
@@ -97,6 +102,9 @@ func DoublingFigures(dir string, seeds, reps int) (DoublingSummary, error) {
 			g := 0.9 / float64(n)
 			var ts []float64
 			for r := 0; r < reps; r++ {
+				if err := ctx.Err(); err != nil {
+					return sum, err
+				}
 				u := uniform(uint64(1000+r), 100, 0.9)
 				u[0] = 0.9
 				_, T, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: g, MaxIterations: 10000},

@@ -17,7 +17,7 @@ import (
 func testReport(t *testing.T) (string, *ReportSummary) {
 	t.Helper()
 	in, out := t.TempDir(), t.TempDir()
-	if _, err := DoublingFigures(filepath.Join(in, "doubling"), 2, 2); err != nil {
+	if _, err := DoublingFigures(context.Background(), filepath.Join(in, "doubling"), 2, 2); err != nil {
 		t.Fatal(err)
 	}
 	entries := []CompareEntry{{Tuner: "grid"}, {Tuner: "randomstop", Variant: "tnb"}}

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/dptune/dptune/tuning"
 )
@@ -83,7 +85,7 @@ func TestLandscapeCache(t *testing.T) {
 // Figure 3 (α ≈ 1 from kϵ = 5).
 func TestDoublingFigures(t *testing.T) {
 	dir := t.TempDir()
-	sum, err := DoublingFigures(dir, 3, 3)
+	sum, err := DoublingFigures(context.Background(), dir, 3, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,5 +105,22 @@ func TestDoublingFigures(t *testing.T) {
 	}
 	if c2 < 1 || c2 > 5 {
 		t.Errorf("T ≈ %.2f·log₂ n", c2)
+	}
+}
+
+// DoublingFigures stops between searches once its context is done, however
+// many repetitions were asked for.
+func TestDoublingFiguresStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 1)
+	go func() { _, err := DoublingFigures(ctx, t.TempDir(), 1<<30, 1<<30); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("DoublingFigures ignored its cancelled context")
 	}
 }

@@ -170,7 +170,7 @@ func newBenchDoublingCmd() *cobra.Command {
 			if seeds < 1 || reps < 1 {
 				return usagef("--seeds and --reps must be at least 1")
 			}
-			sum, err := bench.DoublingFigures(out, seeds, reps)
+			sum, err := bench.DoublingFigures(cmd.Context(), out, seeds, reps)
 			if err != nil {
 				return err
 			}
