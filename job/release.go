@@ -136,6 +136,44 @@ func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 	return os.WriteFile(path, append(js, '\n'), 0o600)
 }
 
+// CheckFile returns an error wrapping ErrInvalid unless a file can be
+// written at path: call it before a job for every output file, so that no
+// work is lost to an unwritable path. It refuses a directory, a FIFO or a
+// device at path, an existing file it cannot open for writing, and a
+// directory in which it cannot create a file (it creates and removes one;
+// it creates the missing parent directories). An existing file is left
+// unchanged.
+func CheckFile(path string) error {
+	if path == "" {
+		return invalidf("an empty file name")
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return invalidf("%s is a directory, not a file", path)
+	case err == nil && !fi.Mode().IsRegular():
+		return invalidf("%s is not a regular file", path)
+	case err == nil:
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return invalidf("%s is not writable: %v", path, err)
+		}
+		return f.Close()
+	case !errors.Is(err, fs.ErrNotExist):
+		return invalidf("%s: %v", path, err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return invalidf("%s: %s is not a writable directory: %v", path, dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".dptune-write-check-*")
+	if err != nil {
+		return invalidf("%s: cannot create a file in %s: %v", path, dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // CheckOut returns an error wrapping ErrInvalid unless a release can be
 // written to dir: call it before a job, so that no work is lost to an
 // unwritable directory. It creates dir.

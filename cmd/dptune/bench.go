@@ -81,6 +81,14 @@ func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 			return usagef("--batch-size %d is outside [1, %d]", b, src.NominalN)
 		}
 	}
+	for _, o := range []struct{ flag, path string }{{"json", f.jsonOut}, {"plot", f.plotOut}} {
+		if o.path == "" {
+			continue
+		}
+		if err := job.CheckFile(o.path); err != nil {
+			return fmt.Errorf("--%s: %w", o.flag, err)
+		}
+	}
 	train, _, err := src.Load()
 	if err != nil {
 		return err
@@ -169,6 +177,9 @@ func newBenchDoublingCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if seeds < 1 || reps < 1 {
 				return usagef("--seeds and --reps must be at least 1")
+			}
+			if err := job.CheckOut(out); err != nil {
+				return fmt.Errorf("--out: %w", err)
 			}
 			sum, err := bench.DoublingFigures(cmd.Context(), out, seeds, reps)
 			if err != nil {

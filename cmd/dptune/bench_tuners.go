@@ -116,8 +116,8 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return err
+	if err := job.CheckOut(f.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	if f.cache == "" {
 		f.cache = filepath.Join(f.out, "landscape-"+f.dataset+".csv")

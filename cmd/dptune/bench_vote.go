@@ -9,6 +9,7 @@ import (
 
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 	"github.com/dptune/dptune/tuning/vote"
 )
@@ -140,6 +141,9 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 				last = stage
 				fmt.Fprintf(w, "\r%s: %d/%d", stage, done, total)
 			}}
+	}
+	if err := job.CheckOut(f.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	fmt.Fprintf(w, "simulation: Figure 2, %d repetitions per point\n", sim.Reps)
 	rep, err := bench.Vote(cmd.Context(), f.out, sim, real)

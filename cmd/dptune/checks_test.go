@@ -25,6 +25,11 @@ func TestRefusedWithTheRightReason(t *testing.T) {
 		{[]string{"bench", "tuners", "--score-noise", "NaN"}, "--score-noise NaN must be a finite non-negative number"},
 		{[]string{"bench", "tuners", "--score-noise", "+Inf"}, "must be a finite non-negative number"},
 		{[]string{"tune", "--tuner", "randomstop", "--score-noise", "NaN", "--out", t.TempDir()}, "score noise multiplier NaN must be a number in (0, "},
+		{[]string{"tune", "--diagnostics", "/proc/x.csv", "--data-dir", filepath.Join(dir, "none"), "--out", t.TempDir()}, "--diagnostics: /proc/x.csv: cannot create a file in /proc"},
+		{[]string{"tune", "--diagnostics", dir, "--data-dir", filepath.Join(dir, "none"), "--out", t.TempDir()}, "is a directory, not a file"},
+		{[]string{"bench", "persample", "--plot", "/proc/x.png", "--data-dir", filepath.Join(dir, "none")}, "--plot: /proc/x.png: cannot create a file in /proc"},
+		{[]string{"bench", "persample", "--json", dir, "--data-dir", filepath.Join(dir, "none")}, "--json: " + dir + " is a directory, not a file"},
+		{[]string{"bench", "doubling", "--out", "/proc/x"}, "--out: /proc/x is not a writable directory"},
 		{[]string{"bench", "compare", "--data-dir", dir, "--nominal-size", "1000", "--out", t.TempDir()}, "--val-size 5000 must be at least 1 and below the nominal training-set size 1000"},
 	} {
 		code, out := run(t, c.args...)

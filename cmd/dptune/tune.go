@@ -213,6 +213,11 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	if err := job.CheckOut(f.out); err != nil {
 		return spec, fmt.Errorf("--out: %w", err)
 	}
+	if f.diagnostics != "" {
+		if err := job.CheckFile(f.diagnostics); err != nil {
+			return spec, fmt.Errorf("--diagnostics: %w", err)
+		}
+	}
 	if f.tuner == job.Doubling {
 		d := f.doubling
 		spec.Validation = "private"
