@@ -54,7 +54,9 @@ type NotPrivateDiagnostics struct {
 // earlier release's model.json, params.bin and report.json into
 // dir/previous (replacing what was there), so that it neither is clobbered
 // nor seems to belong to the failed job; a job that did not fail removes an
-// earlier failed-report.json.
+// earlier failed-report.json. If a write fails (a full disk), Save removes
+// what it was writing, partial files included, and returns the error: dir
+// never holds a half-written release.
 func (r *Release) Save(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -72,7 +74,9 @@ func (r *Release) Save(dir string) error {
 	if err != nil {
 		return err
 	}
+	written := []string{file}
 	if r.Model != nil && r.hyper != nil && !r.Failed {
+		written = releaseFiles
 		h, err := json.Marshal(r.hyper)
 		if err != nil {
 			return err
@@ -82,10 +86,39 @@ func (r *Release) Save(dir string) error {
 			return err
 		}
 		if err := r.Model.Save(dir, model.Metadata{Hyperparameters: h, Ledger: l}); err != nil {
+			removeAll(dir, written)
 			return err
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, file), append(js, '\n'), 0o644)
+	if err := writeFileAtomic(filepath.Join(dir, file), append(js, '\n')); err != nil {
+		removeAll(dir, written)
+		return err
+	}
+	return nil
+}
+
+// removeAll removes dir's files called names and their temporary copies
+// (NAME.tmp), after a failed Save: no half-written release is left.
+func removeAll(dir string, names []string) {
+	for _, name := range names {
+		os.Remove(filepath.Join(dir, name))
+		os.Remove(filepath.Join(dir, name+".tmp"))
+	}
+}
+
+// writeFileAtomic writes b to path through path.tmp renamed into place,
+// removing path.tmp if that fails.
+func writeFileAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // releaseFiles are the files Save writes for a release that did not fail.
@@ -134,6 +167,34 @@ func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(js, '\n'), 0o600)
+}
+
+// releaseSlack is what a release needs beside its parameters: model.json,
+// report.json and the temporary copies written before each rename (a few
+// kilobytes each; a megabyte leaves room for long ledgers).
+const releaseSlack = 1 << 20
+
+// ReleaseBytes is about the most a release of a network of arch takes on
+// disk: its float32 parameters and the JSON files.
+func ReleaseBytes(arch model.Arch) (int64, error) {
+	n, err := model.NewZero(arch)
+	if err != nil {
+		return 0, invalidf("%v", err)
+	}
+	return 4*int64(n.NumParams()) + releaseSlack, nil
+}
+
+// CheckRoom returns an error wrapping ErrInvalid when the filesystem
+// holding dir (which must exist: see CheckOut) has less than need bytes
+// free for this process, so that a job is refused before it spends any
+// privacy budget rather than failing at its last write. Where the free
+// space cannot be read it returns nil.
+func CheckRoom(dir string, need int64) error {
+	free, ok := freeBytes(dir)
+	if ok && free < need {
+		return invalidf("%s has %d bytes free; the release needs about %d", dir, free, need)
+	}
+	return nil
 }
 
 // CheckFile returns an error wrapping ErrInvalid unless a file can be

@@ -122,12 +122,16 @@ func Load(dir string) (*Net, Metadata, error) {
 // metadata take a few kilobytes).
 const maxHeaderBytes = 16 << 20
 
+// writeFileAtomic writes b to path through path.tmp renamed into place; if
+// that fails it removes path.tmp, so no partial file is left.
 func writeFileAtomic(path string, b []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("model: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil

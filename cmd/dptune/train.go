@@ -103,8 +103,8 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := job.CheckOut(f.out); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	if err := checkOutRoom(f.out, src); err != nil {
+		return err
 	}
 	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: f.clipNorm, BatchSize: f.batchSize,
 		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, EMADecay: f.ema, NonPrivate: f.nonPrivate, Accountant: f.accountant,
@@ -131,19 +131,56 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if rel == nil {
 		return err
 	}
-	if saveErr := rel.Save(f.out); saveErr != nil {
-		return errors.Join(err, saveErr)
-	}
+	saveErr := rel.Save(f.out)
 	rep := rel.Report.(*job.TrainReport)
 	if rel.Failed {
+		if saveErr != nil {
+			printCharge(w, f.data.budget, rep.Epsilon, rep.Delta)
+			return errors.Join(err, fmt.Errorf("--out %s: failed-report.json could not be written: %w", f.out, saveErr))
+		}
 		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", err, f.out)
 	}
 	printSummary(cmd.OutOrStdout(), rep, diag)
 	fmt.Fprintf(w, "batches        mean realised size %.1f (curator-side: it counts the private data, so it is not in the report)\n", diag.MeanBatchSize)
+	if saveErr != nil {
+		// The privacy is spent: the results above are all that is left.
+		printCharge(w, f.data.budget, rep.Epsilon, rep.Delta)
+		return errors.Join(err, fmt.Errorf("--out %s: the release could not be saved, and no partial file is left: %w", f.out, saveErr))
+	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w; the model so far and its report are in %s", err, f.out)
 	}
 	return err
+}
+
+// checkOutRoom checks, before any work, that dir is a writable directory
+// with room for a release of src's network.
+func checkOutRoom(dir string, src job.Source) error {
+	if err := job.CheckOut(dir); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	need, err := job.ReleaseBytes(src.Arch)
+	if err == nil {
+		err = job.CheckRoom(dir, need)
+	}
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
+// printCharge says, after a release could not be saved, that its privacy
+// is spent all the same and where it is recorded.
+func printCharge(w io.Writer, budgetFile string, eps *float64, delta float64) {
+	spent := "this run's ε"
+	if eps != nil {
+		spent = fmt.Sprintf("ε = %.4f at δ = %g", *eps, delta)
+	}
+	if budgetFile != "" {
+		fmt.Fprintf(w, "spent          %s, charged to %s (dptune budget show %s)\n", spent, budgetFile, budgetFile)
+	} else {
+		fmt.Fprintf(w, "spent          %s, although nothing was saved\n", spent)
+	}
 }
 
 // epochProgress returns a job progress callback that shows one progress bar

@@ -146,17 +146,19 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if rel == nil {
 		return err
 	}
-	if saveErr := rel.Save(f.out); saveErr != nil {
-		return errors.Join(err, saveErr)
-	}
+	saveErr := rel.Save(f.out)
 	if rel.Failed {
+		if saveErr != nil {
+			return errors.Join(err, fmt.Errorf("--out %s: failed-report.json could not be written: %w", f.out, saveErr))
+		}
 		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", err, f.out)
 	}
+	var derr error
 	if f.diagnostics != "" && diag != nil {
-		if derr := diag.WriteDiagnostics(f.diagnostics); derr != nil {
-			return errors.Join(err, derr)
-		}
+		derr = diag.WriteDiagnostics(f.diagnostics)
 	}
+	// The results are printed whatever became of the files: the privacy
+	// is spent.
 	switch rep := rel.Report.(type) {
 	case *job.TuneReport:
 		printTune(cmd.OutOrStdout(), rep)
@@ -164,7 +166,19 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		printDoubling(cmd.OutOrStdout(), rep)
 	}
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
-	return err
+	if saveErr == nil && derr == nil {
+		return err
+	}
+	if saveErr != nil {
+		if f.data.budget != "" {
+			fmt.Fprintf(w, "spent          the ε above, charged to %s (dptune budget show %s)\n", f.data.budget, f.data.budget)
+		}
+		saveErr = fmt.Errorf("--out %s: the release could not be saved, and no partial file is left: %w", f.out, saveErr)
+	}
+	if derr != nil {
+		derr = fmt.Errorf("--diagnostics: %w", derr)
+	}
+	return errors.Join(err, saveErr, derr)
 }
 
 // spec turns the flags into a job.TuneSpec, refusing flags that do not
@@ -210,8 +224,8 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	if spec.Space, err = loadSpace(f.space, f.data.dataset); err != nil {
 		return spec, err
 	}
-	if err := job.CheckOut(f.out); err != nil {
-		return spec, fmt.Errorf("--out: %w", err)
+	if err := checkOutRoom(f.out, spec.Data); err != nil {
+		return spec, err
 	}
 	if f.diagnostics != "" {
 		if err := job.CheckFile(f.diagnostics); err != nil {
