@@ -16,7 +16,9 @@
 // which would be an unaccounted release).
 //
 // Bad files — missing, wrong magic number, truncated, oversized, labels out of
-// range — give an error naming the file and the problem, never a panic.
+// range, an empty test set, a path that is not a regular file (a FIFO, a
+// device: refused without blocking, internal/fsx) — give an error naming
+// the file and the problem, never a panic.
 //
 // Sampling: PoissonSample includes each example independently with
 // probability q, the sampling the DP-SGD accountant assumes (Abadi et al.

@@ -29,4 +29,8 @@
 // dpsgd computes from it. ParamGrads mode differentiates with respect to the
 // parameters as gorgonia normally does; it is the reference the per-sample
 // engine is tested against. Forward mode only computes logits.
+//
+// LoadSpec and Load read only regular files (a FIFO or a device is refused
+// without blocking, see internal/fsx): a spec of at most MaxSpecBytes, a
+// params.bin of at most the size the architecture needs.
 package model

@@ -17,4 +17,7 @@
 // accounting.AdaptiveRepeatAndSelect of the base run's event; the base run's
 // noise multiplier is calibrated so the whole pipeline meets the user's
 // total (ε, δ) (CalibrateBase).
+//
+// A search space's name and its dimensions' names are printable text (no
+// control bytes, valid UTF-8): they are shown on the curator's terminal.
 package tuning

@@ -19,7 +19,9 @@
 // that touches the private data. Such a command calls Reserve with the
 // worst-case ledger of what it is about to run before it touches the data,
 // runs, and calls Commit with the ledger of what actually ran. Load and
-// Budget.Show read the file for printing.
+// Budget.Show read the file for printing. Load reads only a regular file of
+// at most MaxFileBytes (a FIFO or a device is refused without blocking);
+// Reserve refuses a file of another dataset (ErrOtherDataset).
 //
 // # The filter
 //
