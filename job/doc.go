@@ -43,7 +43,9 @@
 // NotPrivateDiagnostics for the data curator (the number of tuning runs,
 // every run's score, the realised batch sizes, the wall time), which must
 // never be published. Release.Save writes model.json, params.bin and
-// report.json (or failed-report.json).
+// report.json (or failed-report.json, moving an earlier release to
+// previous/), and leaves nothing partial when a write fails; CheckOut,
+// CheckFile and CheckRoom check the outputs before a job starts.
 //
 // Rules every job keeps (DESIGN.md):
 //   - Sizes are nominal: sampling rates, divisors and report fields use

@@ -37,7 +37,12 @@ The sampling rate is --batch-size over the training set's nominal size (the
 dataset's published size, or --nominal-size for data of your own), never over
 a count of the private data. Without --seed the noise is drawn in secure mode
 (resistant to floating-point attacks); a seeded run is reproducible and says
-it is not secure.`,
+it is not secure.
+
+An interrupted run (Ctrl-C) saves the model so far, and its report states
+the ε of the whole planned run, which is what --budget is charged: the
+training loss shown while it runs is not private, and the decision to stop
+may have followed it.`,
 		Example: `  dptune train --dataset mnist --epsilon 3 --delta 1e-5 --epochs 10 --out out/mnist
   dptune train --dataset cifar10 --data-dir ../shared/data/cifar10-jpeg-derived --epsilon 3 --out out/cifar
   dptune budget init mnist.budget --epsilon 4 --delta 1e-5 --dataset mnist
