@@ -20,6 +20,7 @@ import (
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 	"github.com/dptune/dptune/tuning/vote"
+	"github.com/dptune/dptune/tuning/vote/pki"
 )
 
 // TestMain lets a test start this binary as dptune itself: with
@@ -88,9 +89,14 @@ func killedClientVote(t *testing.T, clients int, dropout float64) (*job.Release,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	certs := t.TempDir()
+	if err := pki.Generate(certs, clients, nil, false); err != nil {
+		t.Fatal(err)
+	}
 	var procs []*exec.Cmd
-	for range clients {
-		p := exec.CommandContext(ctx, os.Args[0], "vote", "client", "--server", lis.Addr().String(), "--dataset", "mnist", "--data-dir", dir)
+	for i := range clients {
+		p := exec.CommandContext(ctx, os.Args[0], "vote", "client", "--server", lis.Addr().String(), "--dataset", "mnist", "--data-dir", dir,
+			"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i+1)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i+1)), "--ca", filepath.Join(certs, "ca.pem"))
 		p.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
@@ -101,6 +107,7 @@ func killedClientVote(t *testing.T, clients int, dropout float64) (*job.Release,
 	killed := make(chan error, 1)
 	spec := job.VoteSpec{Data: src, Space: space, Epsilon: 20, Delta: 1e-5, VoteEpsilon: 5, Clients: clients, VotesPerClient: 1,
 		Dropout: dropout, LocalEpochs: 1, BatchSize: 64, FinalTraining: vote.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
+		Transport: job.VoteTransport{Cert: filepath.Join(certs, "server.pem"), Key: filepath.Join(certs, "server.key"), CA: filepath.Join(certs, "ca.pem")},
 		Progress: func(e vote.Event) {
 			if e.Stage == "shares" {
 				once.Do(func() {
