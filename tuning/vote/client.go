@@ -189,7 +189,8 @@ func delta(a, b []float32) []float32 {
 // Every sum has fresh keys and self-masks (Bonawitz et al. 2017's protocol
 // is one-shot).
 func (c *Client) secureSum(ctx context.Context, conn pb.VoteClient, job Job, id, k, length int, input func() ([]uint64, error)) (*pb.Outcome, error) {
-	agg, err := secagg.NewClient(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: length, Session: sumSession(c.session, k)}, id, rand.Reader, c.Auth)
+	agg, err := secagg.NewClient(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: length,
+		MinSurvivors: job.Mechanism.MinSurvivors(), Session: sumSession(c.session, k)}, id, rand.Reader, c.Auth)
 	if err != nil {
 		return nil, err
 	}

@@ -310,3 +310,33 @@ func TestForgedKeysRefused(t *testing.T) {
 		t.Error("a client started with a certificate from another CA")
 	}
 }
+
+// TestSmallU3Refused: a client refuses to sign a U3 smaller than
+// MinSurvivors even when it reaches the threshold, so a server cannot
+// shrink the sum below the inputs its noise was calibrated for.
+func TestSmallU3Refused(t *testing.T) {
+	p := Params{Clients: 4, Threshold: 3, Length: 2, MinSurvivors: 4}
+	s := newSession(t, p, 13)
+	var u1 []Keys
+	for _, c := range s.clients {
+		k, _ := c.AdvertiseKeys()
+		u1 = append(u1, k)
+	}
+	in := map[int][]byte{}
+	for _, c := range s.clients {
+		m, err := c.ShareKeys(u1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in[m.From] = m.Ciphertext[0]
+	}
+	if _, err := s.clients[0].MaskInput(s.x[0], in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.clients[0].ConsistencyCheck([]int{0, 1, 2}); !errors.Is(err, ErrRefused) {
+		t.Errorf("signed a U3 of 3 with 4 survivors needed: %v", err)
+	}
+	if sum, _, err := newSession(t, p, 14).run(nil); err != nil || len(sum) != 2 {
+		t.Errorf("all four: %v", err)
+	}
+}

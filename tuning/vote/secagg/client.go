@@ -247,7 +247,8 @@ func (c *Client) MaskInput(x []uint64, in map[int][]byte) (Masked, error) {
 }
 
 // ConsistencyCheck is round 3 (Bonawitz et al. 2017, Figure 4): given
-// the survivors U3 (sorted; ⊆ U2, at least t, including this client), it
+// the survivors U3 (sorted; ⊆ U2, at least t and MinSurvivors, including
+// this client), it
 // signs (Session, U3) with Auth (an empty signature without) and remembers
 // U3: the unmasking will reveal shares for this U3 and no other. It answers
 // once.
@@ -263,6 +264,9 @@ func (c *Client) ConsistencyCheck(u3 []int) (Signature, error) {
 	}
 	if _, ok := slices.BinarySearch(u3, c.id); !ok {
 		return Signature{}, c.abort("U3 leaves out client %d, whose masked input was accepted", c.id)
+	}
+	if len(u3) < c.p.MinSurvivors {
+		return Signature{}, c.abort("U3 has %d clients, fewer than the %d the inputs' noise needs", len(u3), c.p.MinSurvivors)
 	}
 	out := Signature{From: c.id}
 	if c.auth != nil {

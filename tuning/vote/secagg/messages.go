@@ -13,6 +13,10 @@ type Params struct {
 	Clients   int // n: client IDs are 0 … n−1; 2 ≤ n ≤ 255 (Shamir over GF(2^8))
 	Threshold int // t: the fewest clients every round needs; 2 ≤ t ≤ n
 	Length    int // d: words per vector, ≥ 1
+	// MinSurvivors, if above Threshold, is the fewest inputs the sum may
+	// hold: a client refuses a U3 smaller than it (the noise the inputs
+	// carry is calibrated for that many; a server may not shrink the sum).
+	MinSurvivors int
 	// Session names this summation (at most MaxSession bytes): every
 	// signature covers it, so a signature from one session or sum is
 	// worth nothing in another.
@@ -38,6 +42,8 @@ func (p Params) Check() error {
 		return fmt.Errorf("secagg: threshold %d with %d clients: need 2 ≤ t ≤ n", p.Threshold, p.Clients)
 	case p.Length < 1 || p.Length > MaxLength:
 		return fmt.Errorf("secagg: vector length %d: need 1 … %d", p.Length, MaxLength)
+	case p.MinSurvivors > p.Clients:
+		return fmt.Errorf("secagg: %d survivors needed of %d clients", p.MinSurvivors, p.Clients)
 	case len(p.Session) > MaxSession:
 		return fmt.Errorf("secagg: session name of %d bytes: at most %d", len(p.Session), MaxSession)
 	}

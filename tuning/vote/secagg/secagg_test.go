@@ -338,7 +338,7 @@ func TestOneKindOfSharePerClient(t *testing.T) {
 }
 
 func TestParamsCheck(t *testing.T) {
-	for _, p := range []Params{{1, 1, 1, nil}, {256, 2, 1, nil}, {5, 1, 3, nil}, {5, 6, 3, nil}, {5, 3, 0, nil}, {5, 3, MaxLength + 1, nil}, {5, 3, 1, make([]byte, MaxSession+1)}} {
+	for _, p := range []Params{{1, 1, 1, 0, nil}, {256, 2, 1, 0, nil}, {5, 1, 3, 0, nil}, {5, 6, 3, 0, nil}, {5, 3, 0, 0, nil}, {5, 3, MaxLength + 1, 0, nil}, {5, 3, 1, 0, make([]byte, MaxSession+1)}, {5, 3, 1, 6, nil}} {
 		if err := p.Check(); err == nil {
 			t.Errorf("%+v: no error", p)
 		}

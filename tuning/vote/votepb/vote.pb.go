@@ -81,7 +81,8 @@ type Session struct {
 	// sums covers it.
 	SessionId []byte `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// A random secret of this client's Join (32 bytes): every later call
-	// carries it in the metadata "dptune-vote-token".
+	// carries it, hex-encoded, in the metadata "dptune-vote-token"; the
+	// server refuses a message naming this client without it.
 	Token         []byte `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
