@@ -117,6 +117,11 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
 		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, v.voteEpsilon,
 		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
+	auth := "mutual TLS, signed keys and U3 (withstands an active server)"
+	if spec.Transport.Insecure {
+		auth = "plaintext on loopback, unauthenticated (withstands a semi-honest server only)"
+	}
+	fmt.Fprintf(w, "secure sum: threshold t = %d of %d (2t > n + c, c = %d colluding), %s\n", plan.Threshold, plan.Clients, plan.Colluding, auth)
 	logs := filepath.Join(f.out, "clients")
 	var procs []*exec.Cmd
 	if spawn {
@@ -125,7 +130,11 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 			return err
 		}
 	} else {
-		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s --tls-cert client-<i>.pem --tls-key client-<i>.key --ca ca.pem\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name)
+		how := "--tls-cert client-<i>.pem --tls-key client-<i>.key --ca ca.pem"
+		if spec.Transport.Insecure {
+			how = "--insecure"
+		}
+		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name, how)
 	}
 	spec.Progress = func(e vote.Event) {
 		switch e.Stage {
