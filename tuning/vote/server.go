@@ -47,15 +47,15 @@ type Server struct {
 	// it, a client's ID is the one its certificate binds (server_auth.go).
 	RequireClientCert bool
 
-	session []byte         // random id of this session, under every signature
-	tokens  map[int][]byte // client ID → its Join token
+	session []byte // random id of this session, under every signature
 
 	mu       sync.Mutex
 	sums     map[int]*sumState // by sum: 0 the vote, r ≥ 1 FedAvg round r's updates
 	dim      int               // the network's parameters
 	joined   int
-	taken    map[int]bool // client IDs given out
-	closed   bool         // admissions closed
+	taken    map[int]bool   // client IDs given out
+	tokens   map[int][]byte // client ID → its Join token
+	closed   bool           // admissions closed
 	live     map[int]bool
 	phases   map[string]*phase
 	done     chan struct{} // closed when Run returns; ends the Join streams
