@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -33,10 +32,16 @@ type VoteSpec struct {
 	Epsilon, Delta, VoteEpsilon float64
 	Clients, VotesPerClient     int
 	Dropout                     float64 // f
-	SplitAlpha                  float64 // 0: IID; else Dirichlet(α)
-	LocalEpochs, BatchSize      int
-	FinalTraining               string // vote.FinalDPSGD, vote.FinalDPFedAvg or vote.FinalNonPrivate
-	Rounds                      int    // FedAvg rounds, one local epoch each
+	// Colluding is c, the clients that may collude with the server: the
+	// secure sums' threshold is t = max(⌊(n+c)/2⌋+1, 2) (2t > n + c), and
+	// a spec with ⌈(1−f)n⌉ < t is refused.
+	Colluding int
+	// Transport secures the connections (mutual TLS unless Insecure).
+	Transport              VoteTransport
+	SplitAlpha             float64 // 0: IID; else Dirichlet(α)
+	LocalEpochs, BatchSize int
+	FinalTraining          string // vote.FinalDPSGD, vote.FinalDPFedAvg or vote.FinalNonPrivate
+	Rounds                 int    // FedAvg rounds, one local epoch each
 	// ClipNorm is the per-example clipping norm of DP-SGD, or with
 	// FinalDPFedAvg the L2 bound of a client's update (parameter units).
 	ClipNorm float64
@@ -90,14 +95,22 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 	if s.BatchSize < 1 || s.Rounds < 1 || s.LocalEpochs < 1 || !(s.ClipNorm > 0) {
 		return vote.Job{}, invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, s.Rounds, s.LocalEpochs, s.ClipNorm)
 	}
+	if s.Colluding < 0 || s.Colluding >= s.Clients {
+		return vote.Job{}, invalidf("--colluding %d: need 0 ≤ c < %d clients", s.Colluding, s.Clients)
+	}
 	m, err := vote.Calibrate(ctx, vote.Mechanism{Clients: s.Clients, Candidates: s.Space.Size(), VotesPerClient: s.VotesPerClient,
 		Scale: vote.DefaultScale, Dropout: s.Dropout}, s.VoteEpsilon, s.Delta)
 	if err != nil {
 		return vote.Job{}, invalidf("%v", err)
 	}
+	t := vote.Threshold(s.Clients, s.Colluding)
+	if m.MinSurvivors() < t {
+		return vote.Job{}, invalidf("--dropout %g of %d clients leaves ⌈(1−f)n⌉ = %d survivors, fewer than the threshold t = %d that 2t > n + c needs with --colluding %d: lower --dropout or --colluding, or add clients",
+			s.Dropout, s.Clients, m.MinSurvivors(), t, s.Colluding)
+	}
 	j := vote.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,
 		SplitSeed: s.Seed, NominalN: s.Data.NominalN, HeldOut: 0.2, LocalEpochs: s.LocalEpochs, LocalBatchSize: s.BatchSize,
-		InitSeed: s.Seed, Mechanism: m, Threshold: max(2, m.MinSurvivors()),
+		InitSeed: s.Seed, Mechanism: m, Threshold: t, Colluding: s.Colluding,
 		Final: vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
 	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
 	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
@@ -146,8 +159,13 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	srv.Progress = s.Progress
+	creds, mtls, err := s.Transport.serverOption(lis.Addr().String())
+	if err != nil {
+		return nil, err
+	}
+	srv.RequireClientCert = mtls
 	var meter trafficMeter
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
+	g := grpc.NewServer(creds, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)
 	go g.Serve(lis)
 	defer stopGracefully(g, 5*time.Second)
@@ -205,18 +223,29 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	return rel, nil
 }
 
-// VoteClient joins the DP-Hype server at addr as one client holding src's
-// training data (its share is dealt by the job's public split: share part
-// of parts if part > 0, else the next free one; see vote.Client), and takes
-// part until the end. progress, if set, is told what it is doing.
-func VoteClient(ctx context.Context, addr string, src Source, part, parts int, progress func(stage string, done, total int)) (vote.ClientReport, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
+// VoteClient joins the DP-Hype server at addr over tr as one client holding
+// src's training data (its share is dealt by the job's public split: share
+// part of parts if part > 0, else over TLS the one its certificate binds,
+// else the next free one; see vote.Client), and takes part until the end.
+// Over TLS its certificate's key signs its secure-sum messages (the
+// actively secure variant). progress, if set, is told what it is doing.
+func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, progress func(stage string, done, total int)) (vote.ClientReport, error) {
+	if err := tr.CheckClient(addr, part); err != nil {
+		return vote.ClientReport{}, err
+	}
+	creds, auth, id, err := tr.clientOption(addr)
+	if err != nil {
+		return vote.ClientReport{}, err
+	}
+	if part == 0 && id >= 0 {
+		part = id + 1
+	}
+	conn, err := grpc.NewClient(addr, creds, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
 		return vote.ClientReport{}, err
 	}
 	defer conn.Close()
-	c := &vote.Client{Progress: progress, Part: part, Parts: parts, Load: func(j vote.Job) (*data.Dataset, error) {
+	c := &vote.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Load: func(j vote.Job) (*data.Dataset, error) {
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}

@@ -23,6 +23,8 @@ type voteFlags struct {
 	clients, votes, rounds, localEpochs int
 	voteEpsilon, dropout, alpha, clip   float64
 	finalTraining                       string
+	colluding                           int
+	transport                           job.VoteTransport // vote serve and vote client only
 }
 
 func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
@@ -35,13 +37,23 @@ func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
 	fl.StringVar(&v.finalTraining, "final-training", vote.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)")
 	fl.IntVar(&v.rounds, "fedavg-rounds", 5, "vote: FedAvg rounds of the winner, one local epoch each")
 	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update")
+	fl.IntVar(&v.colluding, "colluding", 0, "vote: c, the clients that may collude with the server; the secure sum's threshold is t = max(⌊(n+c)/2⌋+1, 2), and ⌈(1−f)n⌉ must reach it")
+}
+
+// addTransportFlags adds the TLS flags of vote serve and vote client.
+func addTransportFlags(fl *pflag.FlagSet, t *job.VoteTransport, side string) {
+	fl.StringVar(&t.Cert, "tls-cert", "", "PEM certificate of this "+side+", issued by --ca (dptune vote certs writes them)")
+	fl.StringVar(&t.Key, "tls-key", "", "PEM private key of --tls-cert")
+	fl.StringVar(&t.CA, "ca", "", "PEM certificate of the curator's CA: mutual TLS, and the clients' signing certificates")
+	fl.BoolVar(&t.Insecure, "insecure", false, "plaintext gRPC without certificates, on a loopback address only (the secure sum then withstands a semi-honest server only)")
 }
 
 // voteOnly are the flags --tuner vote takes besides the data flags.
-var voteOnly = []string{"clients", "votes-per-client", "vote-epsilon", "dropout", "split-alpha", "local-epochs", "final-training", "fedavg-rounds", "clip-norm"}
+var voteOnly = []string{"clients", "votes-per-client", "vote-epsilon", "dropout", "split-alpha", "local-epochs", "final-training", "fedavg-rounds", "clip-norm", "colluding"}
 
 // runVoteTune runs DP-Hype: this process is the server, and it starts
-// --clients client processes (dptune vote client) on loopback.
+// --clients client processes (dptune vote client) on loopback, over mutual
+// TLS with a throwaway CA in --out (voteTLSDir).
 func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
 	allowed := map[string]bool{"tuner": true, "epsilon": true, "delta": true, "space": true, "batch-size": true, "seed": true, "out": true,
 		"dataset": true, "data-dir": true, "model": true, "nominal-size": true}
@@ -74,7 +86,7 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	v := f.vote
 	spec := job.VoteSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, VoteEpsilon: v.voteEpsilon, Clients: v.clients,
 		VotesPerClient: v.votes, Dropout: v.dropout, SplitAlpha: v.alpha, LocalEpochs: v.localEpochs, BatchSize: f.batchSize,
-		FinalTraining: v.finalTraining, Rounds: v.rounds, ClipNorm: v.clip, Seed: f.seed}
+		FinalTraining: v.finalTraining, Rounds: v.rounds, ClipNorm: v.clip, Seed: f.seed, Colluding: v.colluding, Transport: v.transport}
 	if f.space != "" {
 		if spec.Space, err = tuning.LoadSpace(f.space); err != nil {
 			return usageError{err}
@@ -84,8 +96,18 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	if err != nil {
 		return err
 	}
+	if !spawn {
+		if err := spec.Transport.CheckServer(listen); err != nil {
+			return err
+		}
+	}
 	if err := job.CheckOut(f.out); err != nil {
 		return err
+	}
+	if spawn {
+		if spec.Transport, err = throwawayCA(f.out, plan.Clients); err != nil {
+			return err
+		}
 	}
 	lis, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -95,15 +117,24 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
 		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, v.voteEpsilon,
 		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
+	auth := "mutual TLS, signed keys and U3 (withstands an active server)"
+	if spec.Transport.Insecure {
+		auth = "plaintext on loopback, unauthenticated (withstands a semi-honest server only)"
+	}
+	fmt.Fprintf(w, "secure sum: threshold t = %d of %d (2t > n + c, c = %d colluding), %s\n", plan.Threshold, plan.Clients, plan.Colluding, auth)
 	logs := filepath.Join(f.out, "clients")
 	var procs []*exec.Cmd
 	if spawn {
-		if procs, err = startVoteClients(cmd, f, lis.Addr().String(), logs, plan.Clients); err != nil {
+		if procs, err = startVoteClients(cmd, f, lis.Addr().String(), logs, plan.Clients, filepath.Join(f.out, voteTLSDir)); err != nil {
 			lis.Close()
 			return err
 		}
 	} else {
-		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name)
+		how := "--tls-cert client-<i>.pem --tls-key client-<i>.key --ca ca.pem"
+		if spec.Transport.Insecure {
+			how = "--insecure"
+		}
+		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name, how)
 	}
 	spec.Progress = func(e vote.Event) {
 		switch e.Stage {
@@ -159,8 +190,9 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 }
 
 // startVoteClients starts n dptune vote client processes for server,
-// logging to dir/client-i.log. They stop with cmd's context.
-func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int) ([]*exec.Cmd, error) {
+// logging to dir/client-i.log, client i with certs/client-i.pem. They stop
+// with cmd's context.
+func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int, certs string) ([]*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -170,7 +202,9 @@ func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int
 	}
 	var procs []*exec.Cmd
 	for i := range n {
-		args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i+1, n)}
+		args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i+1, n),
+			"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i+1)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i+1)),
+			"--ca", filepath.Join(certs, "ca.pem")}
 		if f.data.dataDir != "" {
 			args = append(args, "--data-dir", f.data.dataDir)
 		}
@@ -197,7 +231,7 @@ func newVoteCmd() *cobra.Command {
 		Use:   "vote",
 		Short: "DP-Hype's server and client as separate processes (dptune tune --tuner vote runs both on one machine)",
 	}
-	cmd.AddCommand(newVoteServeCmd(), newVoteClientCmd())
+	cmd.AddCommand(newVoteServeCmd(), newVoteClientCmd(), newVoteCertsCmd())
 	return cmd
 }
 
@@ -211,11 +245,16 @@ func newVoteServeCmd() *cobra.Command {
 		Long: `serve plans the vote (the same flags as dptune tune --tuner vote), listens on
 --listen, and waits for --clients processes of dptune vote client to join; it
 saves the release in --out when the last FedAvg round is done. The transport
-is plaintext gRPC: across machines, put it behind TLS or a private network
-(the secure sum protects the votes from the server, not from the wire's
-observers of the FedAvg parameters).`,
-		Example: `  dptune vote serve --listen 0.0.0.0:7070 --clients 5 --epsilon 3 --out out/vote
-  dptune vote client --server HOST:7070 --dataset mnist   # on each of 5 machines`,
+is mutual TLS: --tls-cert and --tls-key are the server's, --ca the curator's
+CA, and every client must present a certificate from that CA, which binds
+its client ID and signs its secure-sum messages (dptune vote certs writes
+them all). --insecure (plaintext, no certificates) is allowed on a loopback
+address only; the secure sum then withstands a semi-honest server only.`,
+		Example: `  dptune vote certs --out certs --clients 5 --host vote.example.org
+  dptune vote serve --listen 0.0.0.0:7070 --clients 5 --epsilon 3 --out out/vote \
+      --tls-cert certs/server.pem --tls-key certs/server.key --ca certs/ca.pem
+  dptune vote client --server vote.example.org:7070 --dataset mnist \
+      --tls-cert certs/client-1.pem --tls-key certs/client-1.key --ca certs/ca.pem   # client i on machine i`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serveVote(cmd, f, listen, false) },
 	}
@@ -229,6 +268,7 @@ observers of the FedAvg parameters).`,
 	fl.Uint64Var(&f.seed, "seed", 0, "public seed of the split and the initial parameters")
 	fl.StringVar(&f.out, "out", "out/vote", "where the model and report.json go")
 	addVoteFlags(fl, &f.vote)
+	addTransportFlags(fl, &f.vote.transport, "server")
 	return cmd
 }
 
@@ -236,13 +276,18 @@ observers of the FedAvg parameters).`,
 func newVoteClientCmd() *cobra.Command {
 	var d dataFlags
 	var server, part string
+	var tr job.VoteTransport
 	cmd := &cobra.Command{
 		Use:   "client",
 		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them on this machine)",
 		Long: `Joins the DP-Hype server at --server as one client holding --dataset's
 training data (its share is dealt by the server's public split; --part i/n
-names which), trains every
-candidate locally, sends its masked noisy vote, and takes part in FedAvg.`,
+names which; over TLS, by default the one its certificate binds), trains
+every candidate locally, sends its masked noisy vote, and takes part in
+FedAvg. Its certificate (--tls-cert, from the CA --ca) authenticates it to
+the server and signs its secure-sum keys and survivor set; it checks every
+other client's certificate and signatures itself. --insecure (loopback
+only) drops the certificates.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if server == "" {
@@ -252,12 +297,15 @@ candidate locally, sends its masked noisy vote, and takes part in FedAvg.`,
 			if err != nil {
 				return err
 			}
+			if err := tr.CheckClient(server, i); err != nil {
+				return err
+			}
 			src, err := d.source(cmd)
 			if err != nil {
 				return err
 			}
 			w := cmd.ErrOrStderr()
-			rep, err := job.VoteClient(cmd.Context(), server, src, i, n, func(stage string, done, total int) {
+			rep, err := job.VoteClient(cmd.Context(), server, tr, src, i, n, func(stage string, done, total int) {
 				fmt.Fprintf(w, "%s %d/%d\n", stage, done, total)
 			})
 			if err != nil {
@@ -271,7 +319,8 @@ candidate locally, sends its masked noisy vote, and takes part in FedAvg.`,
 	fl.StringVar(&server, "server", "", "address of the DP-Hype server (HOST:PORT)")
 	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
-	fl.StringVar(&part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: the next free share)")
+	fl.StringVar(&part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: its certificate's, or with --insecure the next free share)")
+	addTransportFlags(fl, &tr, "client")
 	return cmd
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 	"github.com/dptune/dptune/tuning/vote"
+	"github.com/dptune/dptune/tuning/vote/pki"
 )
 
 // TestMain lets a test start this binary as dptune itself: with
@@ -72,8 +73,9 @@ func writeMNIST(t *testing.T, n int) string {
 // loopback and SIGKILLs one of them as soon as the secure sum's round 1
 // (the key shares) has closed: the client is then training its candidates
 // and has not yet sent its noisy vote, so the server must unmask it as a
-// dropout.
-func killedClientVote(t *testing.T, clients int, dropout float64) (*job.Release, error) {
+// dropout. The connections are mutual TLS with certificates from a fresh
+// CA, or with insecure plaintext on loopback.
+func killedClientVote(t *testing.T, clients int, dropout float64, insecure bool) (*job.Release, error) {
 	t.Helper()
 	dir := writeMNIST(t, 480)
 	src, err := job.Dataset("mnist", dir)
@@ -88,9 +90,22 @@ func killedClientVote(t *testing.T, clients int, dropout float64) (*job.Release,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	certs := t.TempDir()
+	if err := pki.Generate(certs, clients, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	tr := job.VoteTransport{Cert: filepath.Join(certs, "server.pem"), Key: filepath.Join(certs, "server.key"), CA: filepath.Join(certs, "ca.pem")}
+	if insecure {
+		tr = job.VoteTransport{Insecure: true}
+	}
 	var procs []*exec.Cmd
-	for range clients {
-		p := exec.CommandContext(ctx, os.Args[0], "vote", "client", "--server", lis.Addr().String(), "--dataset", "mnist", "--data-dir", dir)
+	for i := range clients {
+		args := []string{"vote", "client", "--server", lis.Addr().String(), "--dataset", "mnist", "--data-dir", dir,
+			"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i+1)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i+1)), "--ca", filepath.Join(certs, "ca.pem")}
+		if insecure {
+			args = append(args[:8], "--insecure")
+		}
+		p := exec.CommandContext(ctx, os.Args[0], args...)
 		p.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
 		if err := p.Start(); err != nil {
 			t.Fatal(err)
@@ -101,6 +116,7 @@ func killedClientVote(t *testing.T, clients int, dropout float64) (*job.Release,
 	killed := make(chan error, 1)
 	spec := job.VoteSpec{Data: src, Space: space, Epsilon: 20, Delta: 1e-5, VoteEpsilon: 5, Clients: clients, VotesPerClient: 1,
 		Dropout: dropout, LocalEpochs: 1, BatchSize: 64, FinalTraining: vote.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
+		Transport: tr,
 		Progress: func(e vote.Event) {
 			if e.Stage == "shares" {
 				once.Do(func() {
@@ -141,7 +157,7 @@ func TestVoteSurvivesKilledClientProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts client processes")
 	}
-	rel, err := killedClientVote(t, 4, 0.25)
+	rel, err := killedClientVote(t, 4, 0.25, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,12 +181,13 @@ func TestVoteSurvivesKilledClientProcess(t *testing.T) {
 }
 
 // With f = 0 the same kill aborts the round: RunVote returns ErrAborted and
-// nothing is released.
+// nothing is released. (Over --insecure on loopback, which this also
+// exercises.)
 func TestVoteAbortsOnKilledClientProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts client processes")
 	}
-	rel, err := killedClientVote(t, 3, 0)
+	rel, err := killedClientVote(t, 3, 0, true)
 	if !errors.Is(err, vote.ErrAborted) || rel != nil {
 		t.Fatalf("release %v, error %v; want ErrAborted and nothing", rel, err)
 	}

@@ -3,11 +3,14 @@ package vote
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
 	"slices"
+
+	"google.golang.org/grpc/metadata"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -36,6 +39,15 @@ type Client struct {
 	// second client with the same part. Parts, if positive, is the number
 	// of shares it expects: a job for another number of clients is refused.
 	Part, Parts int
+	// Auth, if set, is the client's certificate (binding its client ID),
+	// key and the curator's CA: the secure sums are then the actively
+	// secure variant (secagg.NewClient), in which the client signs its keys
+	// and U3 and checks every other client's certificate and signatures.
+	// Without it a malicious server can forge other clients' keys, and
+	// only a semi-honest server is withstood.
+	Auth *secagg.Auth
+
+	session []byte // the session id the server sent at Join
 }
 
 // ClientReport is what a client knows at the end: its ID, the winner, and
@@ -79,6 +91,10 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	if c.Parts > 0 && job.Clients != c.Parts {
 		return ClientReport{}, fmt.Errorf("vote: this client holds part %d of %d, the server's job has %d clients", c.Part, c.Parts, job.Clients)
 	}
+	// Every later call carries the Join's token: the server refuses a
+	// message naming this client without it.
+	ctx = metadata.AppendToOutgoingContext(ctx, TokenKey, hex.EncodeToString(sess.Token))
+	c.session = sess.SessionId
 	id := int(sess.ClientId)
 	if c.Part > 0 && id != c.Part-1 {
 		return ClientReport{}, fmt.Errorf("vote: asked to join as part %d, the server gave client ID %d", c.Part, id)
@@ -169,10 +185,12 @@ func delta(a, b []float32) []float32 {
 
 // secureSum takes part in secure sum k (0: the vote; r ≥ 1: FedAvg round
 // r's updates) of vectors of the given length: rounds 0 and 1, then input
-// (which may take long), then rounds 2 and 3. Every sum has fresh keys and
-// self-masks (Bonawitz et al. 2017's protocol is one-shot).
+// (which may take long), then rounds 2, 3 (the consistency check) and 4.
+// Every sum has fresh keys and self-masks (Bonawitz et al. 2017's protocol
+// is one-shot).
 func (c *Client) secureSum(ctx context.Context, conn pb.VoteClient, job Job, id, k, length int, input func() ([]uint64, error)) (*pb.Outcome, error) {
-	agg, err := secagg.NewClient(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: length}, id, rand.Reader)
+	agg, err := secagg.NewClient(secagg.Params{Clients: job.Clients, Threshold: job.Threshold, Length: length,
+		MinSurvivors: job.Mechanism.MinSurvivors(), Session: sumSession(c.session, k)}, id, rand.Reader, c.Auth)
 	if err != nil {
 		return nil, err
 	}
@@ -180,13 +198,14 @@ func (c *Client) secureSum(ctx context.Context, conn pb.VoteClient, job Job, id,
 	if err != nil {
 		return nil, err
 	}
-	list, err := conn.AdvertiseKeys(ctx, &pb.Keys{ClientId: int32(id), EncryptKey: keys.EncryptKey, MaskKey: keys.MaskKey, Sum: int32(k)})
+	list, err := conn.AdvertiseKeys(ctx, &pb.Keys{ClientId: int32(id), EncryptKey: keys.EncryptKey, MaskKey: keys.MaskKey, Sum: int32(k),
+		Certificate: keys.Cert, Signature: keys.Sig})
 	if err != nil {
 		return nil, err
 	}
 	var u1 []secagg.Keys
 	for _, k := range list.Keys {
-		u1 = append(u1, secagg.Keys{ID: int(k.ClientId), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey})
+		u1 = append(u1, secagg.Keys{ID: int(k.ClientId), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey, Cert: k.Certificate, Sig: k.Signature})
 	}
 	shr, err := agg.ShareKeys(u1)
 	if err != nil {
@@ -212,7 +231,19 @@ func (c *Client) secureSum(ctx context.Context, conn pb.VoteClient, job Job, id,
 	for _, v := range surv.ClientIds {
 		u3 = append(u3, int(v))
 	}
-	um, err := agg.Unmask(u3)
+	sig, err := agg.ConsistencyCheck(u3)
+	if err != nil {
+		return nil, err
+	}
+	u4, err := conn.ConsistencyCheck(ctx, &pb.U3Signature{ClientId: int32(id), Signature: sig.Sig, Sum: int32(k)})
+	if err != nil {
+		return nil, err
+	}
+	var sigs []secagg.Signature
+	for _, s := range u4.Signatures {
+		sigs = append(sigs, secagg.Signature{From: int(s.ClientId), Sig: s.Signature})
+	}
+	um, err := agg.Unmask(sigs)
 	if err != nil {
 		return nil, err
 	}

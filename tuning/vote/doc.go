@@ -40,4 +40,37 @@
 // Gaussian); it needs many clients, since the noise on the mean update
 // shrinks only as 1/n. FinalNonPrivate is the paper's setting and its model
 // is labelled not private.
+//
+// Adversaries. The secure sums are Bonawitz et al.'s actively secure
+// variant (package secagg) when the clients hold certificates from the
+// curator's CA (Client.Auth; package pki): a client signs its round-0 keys
+// and the survivor set U3 it was sent, checks every other client's
+// certificate and signatures itself, and reveals unmasking shares only
+// after t valid signatures on its own U3. The threshold is
+// t = Threshold(n, c) = max(⌊(n+c)/2⌋+1, 2), the least t with 2t > n + c for
+// c = Job.Colluding clients that may collude with the server, and a job
+// with ⌈(1−f)n⌉ < t is refused. Then:
+//
+//   - a semi-honest server (it follows the protocol) sees masked vectors
+//     and the noisy sum of the survivors, never one client's vote or update;
+//   - an active server (it may drop, alter, forge or split messages), alone
+//     or with up to c colluding clients, learns no more than one noisy sum
+//     over at least ⌈(1−f)n⌉ clients — every client refuses to sign a
+//     smaller U3 (secagg.Params.MinSurvivors) — of which at least
+//     ⌈(1−f)n⌉ − c are honest; never one client's vector. Fewer than
+//     ⌈(1−f)n⌉ survivors abort the round and nothing is released.
+//     Colluding clients know their own noise shares: the ledger counts the
+//     noise of every survivor, so against c colluders the guarantee is that
+//     of the honest shares among the survivors (choose f so that the
+//     survivors minus c still reach ⌈(1−f)n⌉ if that matters).
+//
+// The server never vouches for a key: it only relays. The transport
+// (job.VoteTransport) is mutual TLS by default: the server takes a
+// client's ID from its verified certificate, and refuses
+// (codes.PermissionDenied) any message whose client ID differs from it or
+// that does not carry the token of that client's Join, so a process that
+// never joined, or joined as another client, cannot speak for one
+// (Server.authorize). Without TLS (--insecure, loopback only) the Join token
+// is the only binding and the clients have no certificates: the secure
+// sums are then unauthenticated and withstand a semi-honest server only.
 package vote

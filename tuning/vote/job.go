@@ -87,9 +87,20 @@ type Job struct {
 	InitSeed       uint64 `json:"init_seed"` // public seed of every model's initial parameters
 
 	Mechanism Mechanism `json:"mechanism"`
-	Threshold int       `json:"threshold"` // secure summation's t
-	Final     Final     `json:"final"`
+	Threshold int       `json:"threshold"` // secure summation's t: Threshold(Clients, Colluding) or more
+	// Colluding is c, the number of clients that may collude with the
+	// server; the secure sums hold against such a server when 2t > n + c.
+	Colluding int   `json:"colluding"`
+	Final     Final `json:"final"`
 }
+
+// Threshold is the secure summation's threshold for n clients of which c
+// may collude with the server: the least t with 2t > n + c, at least 2,
+// t = max(⌊(n+c)/2⌋ + 1, 2). A server that sends two survivor sets U3 to
+// two groups of clients needs t signatures on each, at least t − c of them
+// from honest clients, who sign once: 2(t − c) > n − c of those do not
+// exist (Bonawitz et al. 2017, §4's active-adversary argument).
+func Threshold(n, c int) int { return max((n+c)/2+1, 2) }
 
 // Final is the federated training of the winner (FedAvg, McMahan et al.
 // 2017, Algorithm 1 with every client in every round and equal weights, so
@@ -160,8 +171,10 @@ func (j Job) Check() error {
 	switch {
 	case j.Mechanism.Clients != j.Clients || j.Mechanism.Candidates != j.Space.Size():
 		return fmt.Errorf("vote: the mechanism is for %d clients and %d candidates, the job has %d and %d", j.Mechanism.Clients, j.Mechanism.Candidates, j.Clients, j.Space.Size())
-	case j.Threshold < 2 || j.Threshold > j.Mechanism.MinSurvivors():
-		return fmt.Errorf("vote: threshold %d: need 2 ≤ t ≤ ⌈(1−f)n⌉ = %d", j.Threshold, j.Mechanism.MinSurvivors())
+	case j.Colluding < 0 || j.Colluding >= j.Clients:
+		return fmt.Errorf("vote: %d clients colluding with the server: need 0 ≤ c < n = %d", j.Colluding, j.Clients)
+	case j.Threshold < Threshold(j.Clients, j.Colluding) || j.Threshold > j.Mechanism.MinSurvivors():
+		return fmt.Errorf("vote: threshold %d: need 2t > n + c with n = %d, c = %d (t ≥ %d) and t ≤ ⌈(1−f)n⌉ = %d", j.Threshold, j.Clients, j.Colluding, Threshold(j.Clients, j.Colluding), j.Mechanism.MinSurvivors())
 	case !(j.SplitAlpha >= 0) || math.IsInf(j.SplitAlpha, 1):
 		return fmt.Errorf("vote: Dirichlet concentration %v", j.SplitAlpha)
 	case !(j.HeldOut > 0 && j.HeldOut < 1):

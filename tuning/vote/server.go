@@ -2,6 +2,7 @@ package vote
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
@@ -39,13 +43,19 @@ type Server struct {
 	// Progress, if set, is called (under the server's lock; keep it short)
 	// as the protocol advances.
 	Progress func(Event)
+	// RequireClientCert refuses every call not made over mutual TLS; with
+	// it, a client's ID is the one its certificate binds (server_auth.go).
+	RequireClientCert bool
+
+	session []byte // random id of this session, under every signature
 
 	mu       sync.Mutex
 	sums     map[int]*sumState // by sum: 0 the vote, r ≥ 1 FedAvg round r's updates
 	dim      int               // the network's parameters
 	joined   int
-	taken    map[int]bool // client IDs given out
-	closed   bool         // admissions closed
+	taken    map[int]bool   // client IDs given out
+	tokens   map[int][]byte // client ID → its Join token
+	closed   bool           // admissions closed
 	live     map[int]bool
 	phases   map[string]*phase
 	done     chan struct{} // closed when Run returns; ends the Join streams
@@ -83,6 +93,7 @@ type sumState struct {
 	agg *secagg.Server
 	u1  []secagg.Keys
 	u3  []int
+	u4  []secagg.Signature
 }
 
 type phase struct {
@@ -101,8 +112,13 @@ func NewServer(job Job) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	session := make([]byte, 32)
+	if _, err := rand.Read(session); err != nil {
+		return nil, err
+	}
 	return &Server{job: job, sums: map[int]*sumState{}, dim: net.NumParams(), global: net.Params, taken: map[int]bool{},
-		live: map[int]bool{}, phases: map[string]*phase{}, done: make(chan struct{}), failed: make(chan struct{}), updates: map[int]map[int][]float32{}}, nil
+		live: map[int]bool{}, phases: map[string]*phase{}, done: make(chan struct{}), failed: make(chan struct{}), updates: map[int]map[int][]float32{},
+		session: session, tokens: map[int][]byte{}}, nil
 }
 
 // sumLocked returns secure sum k (0: the vote; r ≥ 1: FedAvg round r's
@@ -118,7 +134,7 @@ func (s *Server) sumLocked(k int) (*sumState, error) {
 		}
 		length = s.dim
 	}
-	agg, err := secagg.NewServer(secagg.Params{Clients: s.job.Clients, Threshold: s.job.Threshold, Length: length})
+	agg, err := secagg.NewServer(secagg.Params{Clients: s.job.Clients, Threshold: s.job.Threshold, Length: length, Session: sumSession(s.session, k)})
 	if err != nil {
 		return nil, err
 	}
@@ -139,8 +155,21 @@ func (s *Server) progress(e Event) {
 
 // Join implements pb.VoteServer. A request for part i gets client ID i−1,
 // and is refused if another client holds it; a request without a part gets
-// the lowest free ID.
+// the lowest free ID. Over mutual TLS the ID is the one the client's
+// certificate binds, and a request for another part is refused. The reply
+// carries the session's id and a fresh token that every later call of the
+// client must carry (authorize).
 func (s *Server) Join(req *pb.JoinRequest, stream pb.Vote_JoinServer) error {
+	certID, certified, err := s.joinIdentity(stream.Context())
+	if err != nil {
+		return err
+	}
+	if certified {
+		if p := int(req.GetPart()); p != 0 && p != certID+1 {
+			return status.Errorf(codes.PermissionDenied, "vote: part %d asked for with the certificate of client %d (part %d)", p, certID, certID+1)
+		}
+		req = &pb.JoinRequest{Part: int32(certID + 1)}
+	}
 	s.mu.Lock()
 	if s.joined >= s.job.Clients || s.closed {
 		s.mu.Unlock()
@@ -161,6 +190,11 @@ func (s *Server) Join(req *pb.JoinRequest, stream pb.Vote_JoinServer) error {
 			id++
 		}
 	}
+	tok, err := s.newTokenLocked(id)
+	if err != nil {
+		s.mu.Unlock()
+		return err
+	}
 	s.taken[id] = true
 	s.joined++
 	s.live[id] = true
@@ -171,7 +205,7 @@ func (s *Server) Join(req *pb.JoinRequest, stream pb.Vote_JoinServer) error {
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&pb.Session{ClientId: int32(id), Job: b}); err != nil {
+	if err := stream.Send(&pb.Session{ClientId: int32(id), Job: b, SessionId: s.session, Token: tok}); err != nil {
 		return err
 	}
 	select {
@@ -276,13 +310,16 @@ func (s *Server) submit(ctx context.Context, name string, id int, add func() err
 
 // AdvertiseKeys implements pb.VoteServer (secure summation round 0).
 func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, error) {
+	if err := s.authorize(ctx, int(m.ClientId)); err != nil {
+		return nil, err
+	}
 	k := int(m.Sum)
 	var st *sumState
 	err := s.submit(ctx, sumPhase("keys", k), int(m.ClientId), func() (err error) {
 		if st, err = s.sumLocked(k); err != nil {
 			return err
 		}
-		return st.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey})
+		return st.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey, Cert: m.Certificate, Sig: m.Signature})
 	}, func() (err error) {
 		st.u1, err = st.agg.CloseKeys()
 		s.progress(Event{Stage: "keys", Round: k})
@@ -293,7 +330,7 @@ func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, er
 	}
 	out := &pb.KeyList{}
 	for _, k := range st.u1 {
-		out.Keys = append(out.Keys, &pb.Keys{ClientId: int32(k.ID), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey})
+		out.Keys = append(out.Keys, &pb.Keys{ClientId: int32(k.ID), EncryptKey: k.EncryptKey, MaskKey: k.MaskKey, Certificate: k.Cert, Signature: k.Sig, Sum: m.Sum})
 	}
 	return out, nil
 }
@@ -311,6 +348,9 @@ func (s *Server) started(k int) (*sumState, error) {
 
 // ShareKeys implements pb.VoteServer (round 1).
 func (s *Server) ShareKeys(ctx context.Context, m *pb.Shares) (*pb.Inbox, error) {
+	if err := s.authorize(ctx, int(m.ClientId)); err != nil {
+		return nil, err
+	}
 	id, k := int(m.ClientId), int(m.Sum)
 	st, err := s.started(k)
 	if err != nil {
@@ -338,6 +378,9 @@ func (s *Server) ShareKeys(ctx context.Context, m *pb.Shares) (*pb.Inbox, error)
 // MaskedInput implements pb.VoteServer (round 2). The round aborts if fewer
 // than the mechanism's MinSurvivors sent their vectors.
 func (s *Server) MaskedInput(ctx context.Context, m *pb.Masked) (*pb.Survivors, error) {
+	if err := s.authorize(ctx, int(m.ClientId)); err != nil {
+		return nil, err
+	}
 	k := int(m.Sum)
 	st, err := s.started(k)
 	if err != nil {
@@ -370,11 +413,14 @@ func (s *Server) MaskedInput(ctx context.Context, m *pb.Masked) (*pb.Survivors, 
 	return out, nil
 }
 
-// Unmask implements pb.VoteServer (round 3): when the survivors have
+// Unmask implements pb.VoteServer (round 4): when the signers of U3 have
 // answered, the server sums; for the vote it takes the argmax and announces
 // it, for a FedAvg round it adds the survivors' mean update to the global
 // model (UpdateSum.Decode) and returns the model.
 func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, error) {
+	if err := s.authorize(ctx, int(m.ClientId)); err != nil {
+		return nil, err
+	}
 	id, k := int(m.ClientId), int(m.Sum)
 	st, err := s.started(k)
 	if err != nil {
@@ -418,6 +464,9 @@ func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, e
 // Update implements pb.VoteServer: one FedAvg round. The new global model
 // is the plain average of the parameters the live clients sent.
 func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
+	if err := s.authorize(ctx, int(m.ClientId)); err != nil {
+		return nil, err
+	}
 	id, r := int(m.ClientId), int(m.Round)
 	name := fmt.Sprintf("round-%d", r)
 	err := s.submit(ctx, name, id, func() error {

@@ -139,7 +139,7 @@ func toyJob(t *testing.T, clients int, dropout float64) Job {
 	space := tuning.Space{Name: "toy", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-4, 0.3}}}}
 	m := Mechanism{Clients: clients, Candidates: 2, VotesPerClient: 1, NoiseStddev: 0.5, Scale: DefaultScale, Dropout: dropout}
 	return Job{Dataset: "toy", Arch: arch, Space: space, Clients: clients, SplitSeed: 3, NominalN: 800, HeldOut: 0.25,
-		LocalEpochs: 1, LocalBatchSize: 16, InitSeed: 5, Mechanism: m, Threshold: 2,
+		LocalEpochs: 1, LocalBatchSize: 16, InitSeed: 5, Mechanism: m, Threshold: Threshold(clients, 0),
 		Final: Final{Mode: FinalDPSGD, Rounds: 2, StepsPerRound: 5, SamplingRate: 0.1, NoiseMultiplier: 1, ClipNorm: 1}}
 }
 

@@ -22,7 +22,7 @@ func newSession(t *testing.T, p Params, seed uint64) *session {
 	s := &session{t: t, p: p}
 	r := rand.New(rand.NewPCG(seed, 1))
 	for id := 0; id < p.Clients; id++ {
-		c, err := NewClient(p, id, rand.NewChaCha8([32]byte{byte(seed), byte(id)}))
+		c, err := NewClient(p, id, rand.NewChaCha8([32]byte{byte(seed), byte(id)}), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,24 @@ func (s *session) run(drop map[int][]int) ([]uint64, []int, error) {
 		if gone[id] {
 			continue
 		}
-		m, err := c.Unmask(u3)
+		m, err := c.ConsistencyCheck(u3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.server.AddSignature(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u4, err := s.server.CloseSignatures()
+	if err != nil {
+		return nil, nil, err
+	}
+	leave(4)
+	for id, c := range s.clients {
+		if gone[id] {
+			continue
+		}
+		m, err := c.Unmask(u4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +249,7 @@ func TestTamperingAborts(t *testing.T) {
 	if _, err := s.clients[2].MaskInput(s.x[2], in); err == nil {
 		t.Error("client 2 accepted an altered share")
 	}
-	if _, err := s.clients[2].Unmask([]int{0, 1, 2}); !errors.Is(err, ErrRefused) {
+	if _, err := s.clients[2].ConsistencyCheck([]int{0, 1, 2}); !errors.Is(err, ErrRefused) {
 		t.Errorf("an aborted client answered the unmasking: %v", err)
 	}
 
@@ -258,7 +275,12 @@ func TestTamperingAborts(t *testing.T) {
 	}
 	u3, _ := s.server.CloseMasked()
 	for _, c := range s.clients {
-		m, _ := c.Unmask(u3)
+		m, _ := c.ConsistencyCheck(u3)
+		s.server.AddSignature(m)
+	}
+	u4, _ := s.server.CloseSignatures()
+	for _, c := range s.clients {
+		m, _ := c.Unmask(u4)
 		if m.From == 1 {
 			m.SelfMask[3][0] ^= 0x80
 		}
@@ -296,20 +318,27 @@ func TestOneKindOfSharePerClient(t *testing.T) {
 	if _, err := c.MaskInput(s.x[0], in[0]); err != nil {
 		t.Fatal(err)
 	}
-	first, err := c.Unmask([]int{0, 1, 2, 3})
+	if _, err := c.ConsistencyCheck([]int{0, 1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	all := []Signature{{From: 0}, {From: 1}, {From: 2}, {From: 3}}
+	first, err := c.Unmask(all)
 	if err != nil || len(first.SelfMask) != 4 || len(first.MaskKeys) != 0 {
 		t.Fatalf("first unmasking: %+v, %v", first, err)
 	}
-	if _, err := c.Unmask([]int{0, 1, 2}); !errors.Is(err, ErrRefused) {
+	if _, err := c.ConsistencyCheck([]int{0, 1, 2}); !errors.Is(err, ErrRefused) {
+		t.Errorf("a second U3: %v, want ErrRefused", err)
+	}
+	if _, err := c.Unmask(all[:3]); !errors.Is(err, ErrRefused) {
 		t.Errorf("second unmasking: %v, want ErrRefused", err)
 	}
-	if _, err := s.clients[1].Unmask([]int{0, 1}); !errors.Is(err, ErrRefused) {
-		t.Errorf("unmasking before masking: %v, want ErrRefused", err)
+	if _, err := s.clients[1].ConsistencyCheck([]int{0, 1}); !errors.Is(err, ErrRefused) {
+		t.Errorf("signing U3 before masking: %v, want ErrRefused", err)
 	}
 }
 
 func TestParamsCheck(t *testing.T) {
-	for _, p := range []Params{{1, 1, 1}, {256, 2, 1}, {5, 1, 3}, {5, 6, 3}, {5, 3, 0}, {5, 3, MaxLength + 1}} {
+	for _, p := range []Params{{1, 1, 1, 0, nil}, {256, 2, 1, 0, nil}, {5, 1, 3, 0, nil}, {5, 6, 3, 0, nil}, {5, 3, 0, 0, nil}, {5, 3, MaxLength + 1, 0, nil}, {5, 3, 1, 0, make([]byte, MaxSession+1)}, {5, 3, 1, 6, nil}} {
 		if err := p.Check(); err == nil {
 			t.Errorf("%+v: no error", p)
 		}

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"crypto/ecdh"
 	"crypto/sha256"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/hashicorp/vault/shamir"
+
+	"github.com/dptune/dptune/tuning/vote/pki"
 )
 
 // ErrLate is returned for a message that arrives after its round closed; a
@@ -29,6 +32,8 @@ type Server struct {
 	u2       []int
 	masked   map[int][]uint64
 	u3       []int
+	sigs     map[int]Signature
+	u4       []int
 	unmasked map[int]Unmask
 }
 
@@ -37,7 +42,7 @@ func NewServer(p Params) (*Server, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
-	return &Server{p: p, keys: map[int]Keys{}, shares: map[int]Shares{}, masked: map[int][]uint64{}, unmasked: map[int]Unmask{}}, nil
+	return &Server{p: p, keys: map[int]Keys{}, shares: map[int]Shares{}, masked: map[int][]uint64{}, sigs: map[int]Signature{}, unmasked: map[int]Unmask{}}, nil
 }
 
 func (s *Server) accept(stage, from int, seen bool, members []int) error {
@@ -59,7 +64,10 @@ func (s *Server) accept(stage, from int, seen bool, members []int) error {
 	return nil
 }
 
-// AddKeys accepts round 0's message.
+// AddKeys accepts round 0's message. A message with a certificate must be
+// signed by it (the server checks no certificate chain: every client does
+// that itself); the server's check only keeps a bad message from aborting
+// the honest clients.
 func (s *Server) AddKeys(k Keys) error {
 	_, seen := s.keys[k.ID]
 	if err := s.accept(0, k.ID, seen, nil); err != nil {
@@ -68,6 +76,15 @@ func (s *Server) AddKeys(k Keys) error {
 	for _, b := range [][]byte{k.EncryptKey, k.MaskKey} {
 		if _, err := ecdh.X25519().NewPublicKey(b); err != nil {
 			return fmt.Errorf("secagg: client %d: %w", k.ID, err)
+		}
+	}
+	if len(k.Cert) > 0 {
+		cert, err := x509.ParseCertificate(k.Cert)
+		if err != nil {
+			return fmt.Errorf("secagg: client %d's certificate: %w", k.ID, err)
+		}
+		if err := pki.CheckSignature(cert, keysMessage(s.p.Session, k), k.Sig); err != nil {
+			return fmt.Errorf("secagg: client %d's keys: %w", k.ID, err)
 		}
 	}
 	s.keys[k.ID] = k
@@ -161,11 +178,50 @@ func (s *Server) CloseMasked() ([]int, error) {
 	return slices.Clone(s.u3), nil
 }
 
-// AddUnmask accepts round 3's message: shares of b_v for v ∈ U3 and of
-// s_v^SK for v ∈ U2∖U3, nothing else.
+// AddSignature accepts round 3's message from a client of U3: its
+// signature on U3, checked against the certificate it sent in round 0 when
+// it sent one.
+func (s *Server) AddSignature(m Signature) error {
+	_, seen := s.sigs[m.From]
+	if err := s.accept(3, m.From, seen, s.u3); err != nil {
+		return err
+	}
+	if c := s.keys[m.From].Cert; len(c) > 0 {
+		cert, err := x509.ParseCertificate(c)
+		if err != nil {
+			return err
+		}
+		if err := pki.CheckSignature(cert, u3Message(s.p.Session, s.u3), m.Sig); err != nil {
+			return fmt.Errorf("secagg: client %d's signature on U3: %w", m.From, err)
+		}
+	}
+	s.sigs[m.From] = Signature{From: m.From, Sig: slices.Clone(m.Sig)}
+	return nil
+}
+
+// CloseSignatures ends round 3 and returns U4's signatures, sorted by
+// signer, for every client of U4; it fails if fewer than t signed.
+func (s *Server) CloseSignatures() ([]Signature, error) {
+	if s.stage != 3 {
+		return nil, errors.New("secagg: round 3 is not open")
+	}
+	s.u4 = slices.Sorted(maps.Keys(s.sigs))
+	if err := s.p.checkIDs("U4", s.u4); err != nil {
+		return nil, err
+	}
+	s.stage = 4
+	out := make([]Signature, len(s.u4))
+	for i, id := range s.u4 {
+		out[i] = s.sigs[id]
+	}
+	return out, nil
+}
+
+// AddUnmask accepts round 4's message from a client of U4: shares of b_v
+// for v ∈ U3 and of s_v^SK for v ∈ U2∖U3, nothing else.
 func (s *Server) AddUnmask(m Unmask) error {
 	_, seen := s.unmasked[m.From]
-	if err := s.accept(3, m.From, seen, s.u3); err != nil {
+	if err := s.accept(4, m.From, seen, s.u4); err != nil {
 		return err
 	}
 	var dropped []int
@@ -181,17 +237,17 @@ func (s *Server) AddUnmask(m Unmask) error {
 	return nil
 }
 
-// Sum ends round 3 and returns Σ_{u∈U3} x_u mod 2^64. It needs shares from
-// at least t clients; a reconstructed secret that does not match its
+// Sum ends round 4 and returns Σ_{u∈U3} x_u mod 2^64. It needs shares from
+// at least t clients (U5 ⊆ U4); a reconstructed secret that does not match its
 // commitment or public key aborts the summation.
 func (s *Server) Sum() ([]uint64, error) {
-	if s.stage != 3 {
-		return nil, errors.New("secagg: round 3 is not open")
+	if s.stage != 4 {
+		return nil, errors.New("secagg: round 4 is not open")
 	}
-	s.stage = 4
-	u4 := slices.Sorted(maps.Keys(s.unmasked))
-	if len(u4) < s.p.Threshold {
-		return nil, fmt.Errorf("secagg: %d clients answered the unmasking, fewer than the threshold %d", len(u4), s.p.Threshold)
+	s.stage = 5
+	u5 := slices.Sorted(maps.Keys(s.unmasked))
+	if len(u5) < s.p.Threshold {
+		return nil, fmt.Errorf("secagg: %d clients answered the unmasking, fewer than the threshold %d", len(u5), s.p.Threshold)
 	}
 	sum := make([]uint64, s.p.Length)
 	for _, u := range s.u3 {
@@ -200,8 +256,8 @@ func (s *Server) Sum() ([]uint64, error) {
 		}
 	}
 	collect := func(v int, self bool) [][]byte {
-		parts := make([][]byte, 0, len(u4))
-		for _, w := range u4 {
+		parts := make([][]byte, 0, len(u5))
+		for _, w := range u5 {
 			if self {
 				parts = append(parts, s.unmasked[w].SelfMask[v])
 			} else {

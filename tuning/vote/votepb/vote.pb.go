@@ -76,7 +76,14 @@ type Session struct {
 	ClientId int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// The job as JSON (tuning/vote.Job): candidates, network, data split,
 	// vote mechanism, final training.
-	Job           []byte `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	Job []byte `protobuf:"bytes,2,opt,name=job,proto3" json:"job,omitempty"`
+	// A random id of this session (32 bytes): every signature of the secure
+	// sums covers it.
+	SessionId []byte `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// A random secret of this client's Join (32 bytes): every later call
+	// carries it, hex-encoded, in the metadata "dptune-vote-token"; the
+	// server refuses a message naming this client without it.
+	Token         []byte `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -125,14 +132,33 @@ func (x *Session) GetJob() []byte {
 	return nil
 }
 
+func (x *Session) GetSessionId() []byte {
+	if x != nil {
+		return x.SessionId
+	}
+	return nil
+}
+
+func (x *Session) GetToken() []byte {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
 // Every secure-summation message names its sum: 0 is the vote, r ≥ 1 the
 // clipped updates of FedAvg round r (--final-training dp-fedavg).
 type Keys struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientId      int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	EncryptKey    []byte                 `protobuf:"bytes,2,opt,name=encrypt_key,json=encryptKey,proto3" json:"encrypt_key,omitempty"`
-	MaskKey       []byte                 `protobuf:"bytes,3,opt,name=mask_key,json=maskKey,proto3" json:"mask_key,omitempty"`
-	Sum           int32                  `protobuf:"varint,4,opt,name=sum,proto3" json:"sum,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ClientId   int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	EncryptKey []byte                 `protobuf:"bytes,2,opt,name=encrypt_key,json=encryptKey,proto3" json:"encrypt_key,omitempty"`
+	MaskKey    []byte                 `protobuf:"bytes,3,opt,name=mask_key,json=maskKey,proto3" json:"mask_key,omitempty"`
+	Sum        int32                  `protobuf:"varint,4,opt,name=sum,proto3" json:"sum,omitempty"`
+	// The client's certificate (DER, issued by the curator's CA) and its
+	// signature on (session, sum, client_id, encrypt_key, mask_key); empty
+	// on an unauthenticated (--insecure) session.
+	Certificate   []byte `protobuf:"bytes,5,opt,name=certificate,proto3" json:"certificate,omitempty"`
+	Signature     []byte `protobuf:"bytes,6,opt,name=signature,proto3" json:"signature,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -193,6 +219,20 @@ func (x *Keys) GetSum() int32 {
 		return x.Sum
 	}
 	return 0
+}
+
+func (x *Keys) GetCertificate() []byte {
+	if x != nil {
+		return x.Certificate
+	}
+	return nil
+}
+
+func (x *Keys) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
 }
 
 type KeyList struct {
@@ -455,6 +495,111 @@ func (x *Survivors) GetClientIds() []int32 {
 	return nil
 }
 
+// A client's signature on (session, sum, U3).
+type U3Signature struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Signature     []byte                 `protobuf:"bytes,2,opt,name=signature,proto3" json:"signature,omitempty"`
+	Sum           int32                  `protobuf:"varint,3,opt,name=sum,proto3" json:"sum,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *U3Signature) Reset() {
+	*x = U3Signature{}
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *U3Signature) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*U3Signature) ProtoMessage() {}
+
+func (x *U3Signature) ProtoReflect() protoreflect.Message {
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use U3Signature.ProtoReflect.Descriptor instead.
+func (*U3Signature) Descriptor() ([]byte, []int) {
+	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *U3Signature) GetClientId() int32 {
+	if x != nil {
+		return x.ClientId
+	}
+	return 0
+}
+
+func (x *U3Signature) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *U3Signature) GetSum() int32 {
+	if x != nil {
+		return x.Sum
+	}
+	return 0
+}
+
+type U3Signatures struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Signatures    []*U3Signature         `protobuf:"bytes,1,rep,name=signatures,proto3" json:"signatures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *U3Signatures) Reset() {
+	*x = U3Signatures{}
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *U3Signatures) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*U3Signatures) ProtoMessage() {}
+
+func (x *U3Signatures) ProtoReflect() protoreflect.Message {
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use U3Signatures.ProtoReflect.Descriptor instead.
+func (*U3Signatures) Descriptor() ([]byte, []int) {
+	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *U3Signatures) GetSignatures() []*U3Signature {
+	if x != nil {
+		return x.Signatures
+	}
+	return nil
+}
+
 type UnmaskShares struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      int32                  `protobuf:"varint,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -467,7 +612,7 @@ type UnmaskShares struct {
 
 func (x *UnmaskShares) Reset() {
 	*x = UnmaskShares{}
-	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[8]
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -479,7 +624,7 @@ func (x *UnmaskShares) String() string {
 func (*UnmaskShares) ProtoMessage() {}
 
 func (x *UnmaskShares) ProtoReflect() protoreflect.Message {
-	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[8]
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -492,7 +637,7 @@ func (x *UnmaskShares) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnmaskShares.ProtoReflect.Descriptor instead.
 func (*UnmaskShares) Descriptor() ([]byte, []int) {
-	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{8}
+	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UnmaskShares) GetClientId() int32 {
@@ -534,7 +679,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[9]
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -546,7 +691,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[9]
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -559,7 +704,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{9}
+	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Outcome) GetWinner() int32 {
@@ -587,7 +732,7 @@ type Params struct {
 
 func (x *Params) Reset() {
 	*x = Params{}
-	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[10]
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +744,7 @@ func (x *Params) String() string {
 func (*Params) ProtoMessage() {}
 
 func (x *Params) ProtoReflect() protoreflect.Message {
-	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[10]
+	mi := &file_tuning_vote_votepb_vote_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +757,7 @@ func (x *Params) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Params.ProtoReflect.Descriptor instead.
 func (*Params) Descriptor() ([]byte, []int) {
-	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{10}
+	return file_tuning_vote_votepb_vote_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Params) GetClientId() int32 {
@@ -642,16 +787,21 @@ const file_tuning_vote_votepb_vote_proto_rawDesc = "" +
 	"\n" +
 	"\x1dtuning/vote/votepb/vote.proto\x12\x0edptune.vote.v1\"!\n" +
 	"\vJoinRequest\x12\x12\n" +
-	"\x04part\x18\x01 \x01(\x05R\x04part\"8\n" +
+	"\x04part\x18\x01 \x01(\x05R\x04part\"m\n" +
 	"\aSession\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\x10\n" +
-	"\x03job\x18\x02 \x01(\fR\x03job\"q\n" +
+	"\x03job\x18\x02 \x01(\fR\x03job\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\fR\tsessionId\x12\x14\n" +
+	"\x05token\x18\x04 \x01(\fR\x05token\"\xb1\x01\n" +
 	"\x04Keys\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\x1f\n" +
 	"\vencrypt_key\x18\x02 \x01(\fR\n" +
 	"encryptKey\x12\x19\n" +
 	"\bmask_key\x18\x03 \x01(\fR\amaskKey\x12\x10\n" +
-	"\x03sum\x18\x04 \x01(\x05R\x03sum\"3\n" +
+	"\x03sum\x18\x04 \x01(\x05R\x03sum\x12 \n" +
+	"\vcertificate\x18\x05 \x01(\fR\vcertificate\x12\x1c\n" +
+	"\tsignature\x18\x06 \x01(\fR\tsignature\"3\n" +
 	"\aKeyList\x12(\n" +
 	"\x04keys\x18\x01 \x03(\v2\x14.dptune.vote.v1.KeysR\x04keys\"\xde\x01\n" +
 	"\x06Shares\x12\x1b\n" +
@@ -679,7 +829,15 @@ const file_tuning_vote_votepb_vote_proto_rawDesc = "" +
 	"\x03sum\x18\x03 \x01(\x05R\x03sum\"*\n" +
 	"\tSurvivors\x12\x1d\n" +
 	"\n" +
-	"client_ids\x18\x01 \x03(\x05R\tclientIds\"\xc9\x02\n" +
+	"client_ids\x18\x01 \x03(\x05R\tclientIds\"Z\n" +
+	"\vU3Signature\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\x1c\n" +
+	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x10\n" +
+	"\x03sum\x18\x03 \x01(\x05R\x03sum\"K\n" +
+	"\fU3Signatures\x12;\n" +
+	"\n" +
+	"signatures\x18\x01 \x03(\v2\x1b.dptune.vote.v1.U3SignatureR\n" +
+	"signatures\"\xc9\x02\n" +
 	"\fUnmaskShares\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12G\n" +
 	"\tself_mask\x18\x02 \x03(\v2*.dptune.vote.v1.UnmaskShares.SelfMaskEntryR\bselfMask\x12G\n" +
@@ -697,12 +855,13 @@ const file_tuning_vote_votepb_vote_proto_rawDesc = "" +
 	"\x06Params\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\x05R\bclientId\x12\x14\n" +
 	"\x05round\x18\x02 \x01(\x05R\x05round\x12\x16\n" +
-	"\x06values\x18\x03 \x03(\x02R\x06values2\xff\x02\n" +
+	"\x06values\x18\x03 \x03(\x02R\x06values2\xce\x03\n" +
 	"\x04Vote\x12>\n" +
 	"\x04Join\x12\x1b.dptune.vote.v1.JoinRequest\x1a\x17.dptune.vote.v1.Session0\x01\x12>\n" +
 	"\rAdvertiseKeys\x12\x14.dptune.vote.v1.Keys\x1a\x17.dptune.vote.v1.KeyList\x12:\n" +
 	"\tShareKeys\x12\x16.dptune.vote.v1.Shares\x1a\x15.dptune.vote.v1.Inbox\x12@\n" +
-	"\vMaskedInput\x12\x16.dptune.vote.v1.Masked\x1a\x19.dptune.vote.v1.Survivors\x12?\n" +
+	"\vMaskedInput\x12\x16.dptune.vote.v1.Masked\x1a\x19.dptune.vote.v1.Survivors\x12M\n" +
+	"\x10ConsistencyCheck\x12\x1b.dptune.vote.v1.U3Signature\x1a\x1c.dptune.vote.v1.U3Signatures\x12?\n" +
 	"\x06Unmask\x12\x1c.dptune.vote.v1.UnmaskShares\x1a\x17.dptune.vote.v1.Outcome\x128\n" +
 	"\x06Update\x12\x16.dptune.vote.v1.Params\x1a\x16.dptune.vote.v1.ParamsB-Z+github.com/dptune/dptune/tuning/vote/votepbb\x06proto3"
 
@@ -718,7 +877,7 @@ func file_tuning_vote_votepb_vote_proto_rawDescGZIP() []byte {
 	return file_tuning_vote_votepb_vote_proto_rawDescData
 }
 
-var file_tuning_vote_votepb_vote_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_tuning_vote_votepb_vote_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_tuning_vote_votepb_vote_proto_goTypes = []any{
 	(*JoinRequest)(nil),  // 0: dptune.vote.v1.JoinRequest
 	(*Session)(nil),      // 1: dptune.vote.v1.Session
@@ -728,37 +887,42 @@ var file_tuning_vote_votepb_vote_proto_goTypes = []any{
 	(*Inbox)(nil),        // 5: dptune.vote.v1.Inbox
 	(*Masked)(nil),       // 6: dptune.vote.v1.Masked
 	(*Survivors)(nil),    // 7: dptune.vote.v1.Survivors
-	(*UnmaskShares)(nil), // 8: dptune.vote.v1.UnmaskShares
-	(*Outcome)(nil),      // 9: dptune.vote.v1.Outcome
-	(*Params)(nil),       // 10: dptune.vote.v1.Params
-	nil,                  // 11: dptune.vote.v1.Shares.CiphertextEntry
-	nil,                  // 12: dptune.vote.v1.Inbox.CiphertextEntry
-	nil,                  // 13: dptune.vote.v1.UnmaskShares.SelfMaskEntry
-	nil,                  // 14: dptune.vote.v1.UnmaskShares.MaskKeysEntry
+	(*U3Signature)(nil),  // 8: dptune.vote.v1.U3Signature
+	(*U3Signatures)(nil), // 9: dptune.vote.v1.U3Signatures
+	(*UnmaskShares)(nil), // 10: dptune.vote.v1.UnmaskShares
+	(*Outcome)(nil),      // 11: dptune.vote.v1.Outcome
+	(*Params)(nil),       // 12: dptune.vote.v1.Params
+	nil,                  // 13: dptune.vote.v1.Shares.CiphertextEntry
+	nil,                  // 14: dptune.vote.v1.Inbox.CiphertextEntry
+	nil,                  // 15: dptune.vote.v1.UnmaskShares.SelfMaskEntry
+	nil,                  // 16: dptune.vote.v1.UnmaskShares.MaskKeysEntry
 }
 var file_tuning_vote_votepb_vote_proto_depIdxs = []int32{
 	2,  // 0: dptune.vote.v1.KeyList.keys:type_name -> dptune.vote.v1.Keys
-	11, // 1: dptune.vote.v1.Shares.ciphertext:type_name -> dptune.vote.v1.Shares.CiphertextEntry
-	12, // 2: dptune.vote.v1.Inbox.ciphertext:type_name -> dptune.vote.v1.Inbox.CiphertextEntry
-	13, // 3: dptune.vote.v1.UnmaskShares.self_mask:type_name -> dptune.vote.v1.UnmaskShares.SelfMaskEntry
-	14, // 4: dptune.vote.v1.UnmaskShares.mask_keys:type_name -> dptune.vote.v1.UnmaskShares.MaskKeysEntry
-	0,  // 5: dptune.vote.v1.Vote.Join:input_type -> dptune.vote.v1.JoinRequest
-	2,  // 6: dptune.vote.v1.Vote.AdvertiseKeys:input_type -> dptune.vote.v1.Keys
-	4,  // 7: dptune.vote.v1.Vote.ShareKeys:input_type -> dptune.vote.v1.Shares
-	6,  // 8: dptune.vote.v1.Vote.MaskedInput:input_type -> dptune.vote.v1.Masked
-	8,  // 9: dptune.vote.v1.Vote.Unmask:input_type -> dptune.vote.v1.UnmaskShares
-	10, // 10: dptune.vote.v1.Vote.Update:input_type -> dptune.vote.v1.Params
-	1,  // 11: dptune.vote.v1.Vote.Join:output_type -> dptune.vote.v1.Session
-	3,  // 12: dptune.vote.v1.Vote.AdvertiseKeys:output_type -> dptune.vote.v1.KeyList
-	5,  // 13: dptune.vote.v1.Vote.ShareKeys:output_type -> dptune.vote.v1.Inbox
-	7,  // 14: dptune.vote.v1.Vote.MaskedInput:output_type -> dptune.vote.v1.Survivors
-	9,  // 15: dptune.vote.v1.Vote.Unmask:output_type -> dptune.vote.v1.Outcome
-	10, // 16: dptune.vote.v1.Vote.Update:output_type -> dptune.vote.v1.Params
-	11, // [11:17] is the sub-list for method output_type
-	5,  // [5:11] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	13, // 1: dptune.vote.v1.Shares.ciphertext:type_name -> dptune.vote.v1.Shares.CiphertextEntry
+	14, // 2: dptune.vote.v1.Inbox.ciphertext:type_name -> dptune.vote.v1.Inbox.CiphertextEntry
+	8,  // 3: dptune.vote.v1.U3Signatures.signatures:type_name -> dptune.vote.v1.U3Signature
+	15, // 4: dptune.vote.v1.UnmaskShares.self_mask:type_name -> dptune.vote.v1.UnmaskShares.SelfMaskEntry
+	16, // 5: dptune.vote.v1.UnmaskShares.mask_keys:type_name -> dptune.vote.v1.UnmaskShares.MaskKeysEntry
+	0,  // 6: dptune.vote.v1.Vote.Join:input_type -> dptune.vote.v1.JoinRequest
+	2,  // 7: dptune.vote.v1.Vote.AdvertiseKeys:input_type -> dptune.vote.v1.Keys
+	4,  // 8: dptune.vote.v1.Vote.ShareKeys:input_type -> dptune.vote.v1.Shares
+	6,  // 9: dptune.vote.v1.Vote.MaskedInput:input_type -> dptune.vote.v1.Masked
+	8,  // 10: dptune.vote.v1.Vote.ConsistencyCheck:input_type -> dptune.vote.v1.U3Signature
+	10, // 11: dptune.vote.v1.Vote.Unmask:input_type -> dptune.vote.v1.UnmaskShares
+	12, // 12: dptune.vote.v1.Vote.Update:input_type -> dptune.vote.v1.Params
+	1,  // 13: dptune.vote.v1.Vote.Join:output_type -> dptune.vote.v1.Session
+	3,  // 14: dptune.vote.v1.Vote.AdvertiseKeys:output_type -> dptune.vote.v1.KeyList
+	5,  // 15: dptune.vote.v1.Vote.ShareKeys:output_type -> dptune.vote.v1.Inbox
+	7,  // 16: dptune.vote.v1.Vote.MaskedInput:output_type -> dptune.vote.v1.Survivors
+	9,  // 17: dptune.vote.v1.Vote.ConsistencyCheck:output_type -> dptune.vote.v1.U3Signatures
+	11, // 18: dptune.vote.v1.Vote.Unmask:output_type -> dptune.vote.v1.Outcome
+	12, // 19: dptune.vote.v1.Vote.Update:output_type -> dptune.vote.v1.Params
+	13, // [13:20] is the sub-list for method output_type
+	6,  // [6:13] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_tuning_vote_votepb_vote_proto_init() }
@@ -772,7 +936,7 @@ func file_tuning_vote_votepb_vote_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tuning_vote_votepb_vote_proto_rawDesc), len(file_tuning_vote_votepb_vote_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,12 +23,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Vote_Join_FullMethodName          = "/dptune.vote.v1.Vote/Join"
-	Vote_AdvertiseKeys_FullMethodName = "/dptune.vote.v1.Vote/AdvertiseKeys"
-	Vote_ShareKeys_FullMethodName     = "/dptune.vote.v1.Vote/ShareKeys"
-	Vote_MaskedInput_FullMethodName   = "/dptune.vote.v1.Vote/MaskedInput"
-	Vote_Unmask_FullMethodName        = "/dptune.vote.v1.Vote/Unmask"
-	Vote_Update_FullMethodName        = "/dptune.vote.v1.Vote/Update"
+	Vote_Join_FullMethodName             = "/dptune.vote.v1.Vote/Join"
+	Vote_AdvertiseKeys_FullMethodName    = "/dptune.vote.v1.Vote/AdvertiseKeys"
+	Vote_ShareKeys_FullMethodName        = "/dptune.vote.v1.Vote/ShareKeys"
+	Vote_MaskedInput_FullMethodName      = "/dptune.vote.v1.Vote/MaskedInput"
+	Vote_ConsistencyCheck_FullMethodName = "/dptune.vote.v1.Vote/ConsistencyCheck"
+	Vote_Unmask_FullMethodName           = "/dptune.vote.v1.Vote/Unmask"
+	Vote_Update_FullMethodName           = "/dptune.vote.v1.Vote/Update"
 )
 
 // VoteClient is the client API for Vote service.
@@ -46,7 +47,10 @@ type VoteClient interface {
 	// Round 2: the masked noisy vector (the vote, or a clipped update);
 	// returns U3.
 	MaskedInput(ctx context.Context, in *Masked, opts ...grpc.CallOption) (*Survivors, error)
-	// Round 3: the unmasking shares; returns the winning candidate, or the
+	// Round 3 (Bonawitz et al.'s ConsistencyCheck): the caller's signature on
+	// the U3 it was sent; returns the signatures of U4, at least t of them.
+	ConsistencyCheck(ctx context.Context, in *U3Signature, opts ...grpc.CallOption) (*U3Signatures, error)
+	// Round 4: the unmasking shares; returns the winning candidate, or the
 	// global model after a FedAvg round's sum.
 	Unmask(ctx context.Context, in *UnmaskShares, opts ...grpc.CallOption) (*Outcome, error)
 	// One FedAvg round without secure summation (dp-sgd, non-private): the
@@ -112,6 +116,16 @@ func (c *voteClient) MaskedInput(ctx context.Context, in *Masked, opts ...grpc.C
 	return out, nil
 }
 
+func (c *voteClient) ConsistencyCheck(ctx context.Context, in *U3Signature, opts ...grpc.CallOption) (*U3Signatures, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(U3Signatures)
+	err := c.cc.Invoke(ctx, Vote_ConsistencyCheck_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *voteClient) Unmask(ctx context.Context, in *UnmaskShares, opts ...grpc.CallOption) (*Outcome, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Outcome)
@@ -147,7 +161,10 @@ type VoteServer interface {
 	// Round 2: the masked noisy vector (the vote, or a clipped update);
 	// returns U3.
 	MaskedInput(context.Context, *Masked) (*Survivors, error)
-	// Round 3: the unmasking shares; returns the winning candidate, or the
+	// Round 3 (Bonawitz et al.'s ConsistencyCheck): the caller's signature on
+	// the U3 it was sent; returns the signatures of U4, at least t of them.
+	ConsistencyCheck(context.Context, *U3Signature) (*U3Signatures, error)
+	// Round 4: the unmasking shares; returns the winning candidate, or the
 	// global model after a FedAvg round's sum.
 	Unmask(context.Context, *UnmaskShares) (*Outcome, error)
 	// One FedAvg round without secure summation (dp-sgd, non-private): the
@@ -175,6 +192,9 @@ func (UnimplementedVoteServer) ShareKeys(context.Context, *Shares) (*Inbox, erro
 }
 func (UnimplementedVoteServer) MaskedInput(context.Context, *Masked) (*Survivors, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method MaskedInput not implemented")
+}
+func (UnimplementedVoteServer) ConsistencyCheck(context.Context, *U3Signature) (*U3Signatures, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ConsistencyCheck not implemented")
 }
 func (UnimplementedVoteServer) Unmask(context.Context, *UnmaskShares) (*Outcome, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Unmask not implemented")
@@ -268,6 +288,24 @@ func _Vote_MaskedInput_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Vote_ConsistencyCheck_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(U3Signature)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VoteServer).ConsistencyCheck(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Vote_ConsistencyCheck_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VoteServer).ConsistencyCheck(ctx, req.(*U3Signature))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Vote_Unmask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UnmaskShares)
 	if err := dec(in); err != nil {
@@ -322,6 +360,10 @@ var Vote_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MaskedInput",
 			Handler:    _Vote_MaskedInput_Handler,
+		},
+		{
+			MethodName: "ConsistencyCheck",
+			Handler:    _Vote_ConsistencyCheck_Handler,
 		},
 		{
 			MethodName: "Unmask",

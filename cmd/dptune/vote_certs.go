@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/tuning/vote/pki"
+)
+
+// voteTLSDir is where dptune tune --tuner vote keeps its throwaway CA,
+// inside --out.
+const voteTLSDir = "vote-tls"
+
+// throwawayCA writes a fresh CA, server and n client certificates into
+// out/voteTLSDir — without the CA's key, so no certificate can be added —
+// and returns the server's transport.
+func throwawayCA(out string, n int) (job.VoteTransport, error) {
+	dir := filepath.Join(out, voteTLSDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return job.VoteTransport{}, err
+	}
+	if err := pki.Generate(dir, n, nil, false); err != nil {
+		return job.VoteTransport{}, fmt.Errorf("making the vote's throwaway CA: %w", err)
+	}
+	return job.VoteTransport{Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server.key"), CA: filepath.Join(dir, "ca.pem")}, nil
+}
+
+// newVoteCertsCmd is dptune vote certs: a CA and certificates for a vote
+// across machines.
+func newVoteCertsCmd() *cobra.Command {
+	var out string
+	var clients int
+	var hosts []string
+	cmd := &cobra.Command{
+		Use:   "certs",
+		Short: "Write a self-signed CA and the server's and each client's certificate and key for dptune vote serve/client",
+		Long: `certs writes into --out, for local use: a self-signed CA (ca.pem, ca.key),
+the server's certificate for localhost, 127.0.0.1, ::1 and every --host
+(server.pem, server.key), and for i = 1 … --clients client i's certificate
+(client-<i>.pem, client-<i>.key), which binds client ID i−1, the client of
+--part i/n, in its URI SAN urn:dptune:vote:client:<i−1>. Keys are Ed25519,
+mode 0600; certificates are valid for a year. A client's key is both its
+TLS key and its signing key in the secure sum. Keep ca.key with the
+curator; give each client its own key and ca.pem only.`,
+		Example: `  dptune vote certs --out certs --clients 5 --host vote.example.org`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if clients < 2 || clients > 255 {
+				return usagef("--clients %d: need 2 … 255", clients)
+			}
+			if out == "" {
+				return usagef("--out is required")
+			}
+			for _, h := range hosts {
+				if h == "" {
+					return usagef("--host: empty name")
+				}
+			}
+			if _, err := os.Stat(filepath.Join(out, "ca.pem")); err == nil {
+				return usagef("%s already holds a CA (ca.pem): choose another --out", out)
+			}
+			if err := job.CheckOut(out); err != nil {
+				return err
+			}
+			if err := pki.Generate(out, clients, hosts, true); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote ca.pem, ca.key, server.pem, server.key and client-1 … client-%d (.pem, .key) to %s\n", clients, out)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "directory to write the certificates and keys into")
+	fl.IntVar(&clients, "clients", 10, "number of client certificates (2 … 255)")
+	fl.StringSliceVar(&hosts, "host", nil, "extra DNS name or IP address the server's certificate is valid for (repeatable)")
+	return cmd
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dptune/dptune/tuning/vote/pki"
+)
+
+// TestVoteCertsLoadAndVerify: dptune vote certs writes a CA whose server
+// certificate verifies for localhost, 127.0.0.1 and every --host (and not
+// for another name), client certificates that load with their keys, chain
+// to the CA and bind client IDs 0 … n−1, keys only the owner can read, and
+// refuses to overwrite a CA.
+func TestVoteCertsLoadAndVerify(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	if code, out := run(t, "vote", "certs", "--out", dir, "--clients", "3", "--host", "vote.example.org", "--host", "10.1.2.3"); code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	ca := filepath.Join(dir, "ca.pem")
+	if _, err := pki.ServerTLS(filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key"), ca); err != nil {
+		t.Fatal(err)
+	}
+	roots, err := pki.LoadCA(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "server.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("server.pem holds no PEM block")
+	}
+	srv, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"localhost", "127.0.0.1", "::1", "vote.example.org", "10.1.2.3"} {
+		if _, err := srv.Verify(x509.VerifyOptions{Roots: roots, DNSName: host}); err != nil {
+			t.Errorf("server certificate for %s: %v", host, err)
+		}
+	}
+	if _, err := srv.Verify(x509.VerifyOptions{Roots: roots, DNSName: "other.example.org"}); err == nil {
+		t.Error("the server certificate verifies for a name it was not issued for")
+	}
+	if _, _, err := pki.VerifyClient(roots, blk.Bytes); err == nil {
+		t.Error("the server certificate passes as a client certificate")
+	}
+	for i := 1; i <= 3; i++ {
+		c, err := pki.ClientTLS(filepath.Join(dir, fmt.Sprintf("client-%d.pem", i)), filepath.Join(dir, fmt.Sprintf("client-%d.key", i)), ca)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ID != i-1 {
+			t.Errorf("client-%d.pem binds client %d, want %d", i, c.ID, i-1)
+		}
+		st, err := os.Stat(filepath.Join(dir, fmt.Sprintf("client-%d.key", i)))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Errorf("client-%d.key: mode %v, %v; want 0600", i, st.Mode().Perm(), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ca.key")); err != nil {
+		t.Errorf("ca.key: %v", err)
+	}
+	if code, out := run(t, "vote", "certs", "--out", dir, "--clients", "3"); code != 2 || !strings.Contains(out, "already holds a CA") {
+		t.Errorf("certs over an existing CA: exit %d, %s", code, out)
+	}
+}
+
+// TestVoteTransportRefusals: plaintext off loopback, a missing or unusable
+// certificate, a client certificate for another part, and a dropout that
+// leaves fewer than t = max(⌊(n+c)/2⌋+1, 2) survivors are each refused
+// with one line and status 2 before any work.
+func TestVoteTransportRefusals(t *testing.T) {
+	dir := t.TempDir()
+	if err := pki.Generate(dir, 3, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	f := func(name string) string { return filepath.Join(dir, name) }
+	cases := [][]string{
+		{"vote", "serve", "--insecure", "--listen", "0.0.0.0:7070"},
+		{"vote", "serve", "--insecure", "--listen", ":7070"},
+		{"vote", "serve", "--listen", "127.0.0.1:0"},
+		{"vote", "serve", "--tls-cert", f("missing.pem"), "--tls-key", f("server.key"), "--ca", f("ca.pem")},
+		{"vote", "serve", "--tls-cert", f("client-1.pem"), "--tls-key", f("server.key"), "--ca", f("ca.pem")},
+		{"vote", "serve", "--insecure", "--clients", "4", "--dropout", "0.5"},
+		{"vote", "serve", "--insecure", "--clients", "10", "--dropout", "0.3", "--colluding", "4"},
+		{"vote", "serve", "--insecure", "--colluding", "-1"},
+		{"tune", "--tuner", "vote", "--clients", "4", "--dropout", "0.5"},
+		{"vote", "client", "--server", "10.1.2.3:7070", "--insecure"},
+		{"vote", "client", "--server", "127.0.0.1:1"},
+		{"vote", "client", "--server", "127.0.0.1:1", "--tls-cert", f("server.pem"), "--tls-key", f("server.key"), "--ca", f("ca.pem")},
+		{"vote", "client", "--server", "127.0.0.1:1", "--part", "2/3", "--tls-cert", f("client-1.pem"), "--tls-key", f("client-1.key"), "--ca", f("ca.pem")},
+		{"vote", "certs"},
+		{"vote", "certs", "--out", filepath.Join(dir, "x"), "--clients", "1"},
+	}
+	for _, args := range cases {
+		start := time.Now()
+		code, out := run(t, args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2; output %q", args, code, out)
+		}
+		if lines := strings.Count(strings.TrimSpace(out), "\n"); lines != 0 {
+			t.Errorf("%v: %d-line error %q, want one line", args, lines+1, out)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%v took %v: work started before the error", args, d)
+		}
+	}
+}
