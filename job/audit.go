@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -301,6 +302,9 @@ func (s AuditSpec) Params() ([]audit.Param, error) {
 	if !ok {
 		return nil, fmt.Errorf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
 	}
+	if name := nonFinite(reflect.ValueOf(s), ""); name != "" {
+		return nil, fmt.Errorf("%s must be a finite number", name)
+	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -336,6 +340,32 @@ func (s AuditSpec) Params() ([]audit.Param, error) {
 	// Protocol first: the header reads as a description of the audit.
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key == "Protocol" && out[j].Key != "Protocol" })
 	return out, nil
+}
+
+// nonFinite returns the dotted name of the first NaN or infinite float in
+// v's exported fields (structs followed), "" when there is none.
+func nonFinite(v reflect.Value, prefix string) string {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return prefix
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name := f.Name
+			if prefix != "" {
+				name = prefix + "." + name
+			}
+			if n := nonFinite(v.Field(i), name); n != "" {
+				return n
+			}
+		}
+	}
+	return ""
 }
 
 // flatten appends v's leaves to out, keys sorted and joined by dots.

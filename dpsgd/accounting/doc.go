@@ -47,10 +47,9 @@
 //	RepeatAndSelect            yes   –     –         pure base, TNB
 //	AdaptiveRepeatAndSelect    yes   –     –         pure base
 //
-// Limits, refused with an error rather than computed for minutes:
-// GaussianSelect (Xiang et al.'s Algorithm 3) takes shifts μ ≤
-// MaxGaussianSelectMu, beyond which there is no meaningful privacy left to
-// count; the PLD accountant counts a Gaussian whose noise exceeds 10¹⁰⁰
+// Limits, answered at once rather than computed for minutes: GaussianSelect
+// (Xiang et al.'s Algorithm 3) is computed for shifts μ ≤
+// MaxGaussianSelectMu and is +∞ (no meaningful privacy) above; the PLD accountant counts a Gaussian whose noise exceeds 10¹⁰⁰
 // times its sensitivity as (0, δ₀)-DP with δ₀ its total variation (an upper
 // bound: ε = 0 at any usable δ) and refuses losses that need a grid coarser
 // than 1 nat; a distribution of the number of runs K that is drawn from

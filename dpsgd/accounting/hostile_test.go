@@ -51,17 +51,25 @@ func TestHugeNoiseBoundIsTheProfileAtZero(t *testing.T) {
 }
 
 // Shifts of 100 or 1e300 standard deviations used to run for a minute (or
-// fail after 33 s at 1e5); they are refused at once. Within the range, a
-// cancelled context stops the integrals within a second.
+// fail after 33 s at 1e5); they get the trivial bound +∞ at once (ε there
+// is above 50 nats anyway), and a negative or NaN shift is an error. Within
+// the range, a cancelled context stops the integrals within a second.
 func TestGaussianSelectHugeMuAndCancel(t *testing.T) {
 	for _, mu := range []float64{10.5, 100, 1e5, 1e300, math.Inf(1), math.NaN(), -1} {
 		start := time.Now()
-		if _, err := GaussianSelectRDP(context.Background(), mu, FixedRepetitions(2), 2); err == nil {
+		r, err := GaussianSelectRDP(context.Background(), mu, FixedRepetitions(2), 2)
+		if mu >= 0 && (err != nil || !math.IsInf(r, 1)) {
+			t.Errorf("μ = %v: RDP %v, err %v; want +Inf", mu, r, err)
+		}
+		if !(mu >= 0) && err == nil {
 			t.Errorf("μ = %v: no error", mu)
 		}
 		if d := time.Since(start); d > time.Second {
-			t.Errorf("μ = %v: refused after %v", mu, d)
+			t.Errorf("μ = %v: answered after %v", mu, d)
 		}
+	}
+	if g, err := (RDP{}).Epsilon(GaussianSelect{Mu: 1e300, Repetitions: FixedRepetitions(2)}, 1e-5); err != nil || !math.IsInf(g.Epsilon, 1) {
+		t.Errorf("μ = 1e300: ε = %v, err %v; want +Inf", g.Epsilon, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var err error

@@ -37,7 +37,8 @@ func XiangMu(tau, sigma float64, steps int) float64 {
 	return tau * math.Sqrt(float64(steps)) / sigma
 }
 
-// MaxGaussianSelectMu is the largest shift μ GaussianSelectRDP computes.
+// MaxGaussianSelectMu is the largest shift μ GaussianSelectRDP computes;
+// above it, it reports +∞.
 // Beyond it the divergence integrals span thousands of standard deviations
 // at the high orders and stop converging in float64 (μ = 20 already fails),
 // while the answer is already no privacy: at μ = 10 even one run (K = 1)
@@ -65,15 +66,20 @@ const MaxGaussianSelectMu = 10
 // about 1e-7 relative; the trimmed tails add at most e^{−80} times the
 // range, relative.)
 //
-// It returns an error for μ outside [0, MaxGaussianSelectMu], an invalid
-// rep or α, a non-converged integral, and ctx's error soon after ctx is
+// A shift μ above MaxGaussianSelectMu (+∞ included) gives +∞ at once, the
+// trivial upper bound: no meaningful privacy is left there to count (see
+// MaxGaussianSelectMu). It returns an error for μ < 0 or NaN, an invalid rep
+// or α, a non-converged integral, and ctx's error soon after ctx is
 // cancelled (checked every few thousand integrand evaluations).
 func GaussianSelectRDP(ctx context.Context, mu float64, rep Repetitions, alpha float64) (float64, error) {
 	if err := rep.Check(); err != nil {
 		return 0, err
 	}
-	if !(mu >= 0 && mu <= MaxGaussianSelectMu) {
-		return 0, fmt.Errorf("accounting: Algorithm 3 (GaussianSelect) is computed for a shift μ in [0, %d], have %v: a shift of more than %d standard deviations leaves no meaningful privacy (already one run at μ = %d has ε above 50 nats)", MaxGaussianSelectMu, mu, MaxGaussianSelectMu, MaxGaussianSelectMu)
+	if !(mu >= 0) {
+		return 0, fmt.Errorf("accounting: GaussianSelect needs a shift μ ≥ 0, have %v", mu)
+	}
+	if mu > MaxGaussianSelectMu {
+		return math.Inf(1), nil // no meaningful privacy: counted as none
 	}
 	if !(alpha > 1) || math.IsInf(alpha, 1) {
 		return 0, fmt.Errorf("accounting: RDP order %v is not in (1, ∞)", alpha)
