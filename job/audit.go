@@ -52,7 +52,9 @@ type AuditSpec struct {
 	Mu          float64
 	Repetitions accounting.Repetitions
 	// DP-SGD runs (dpsgd, tuner): σ (or BaseEpsilon, calibrating σ by RDP),
-	// τ, steps, C, on Size examples without gradient (X = ∅).
+	// τ, steps, C, on Size examples without gradient (X = ∅; Size in
+	// [1, audit.MaxCanarySize], 0 meaning 1; σ at most
+	// accounting.MaxNoiseMultiplier).
 	NoiseMultiplier, BaseEpsilon, SamplingRate, ClipNorm float64
 	Steps, Size                                          int
 	// Data and Size (natural): the real training subset is the first Size
