@@ -40,5 +40,11 @@
 // (Xiang et al., Fig. 5 and Section 5.2), cheap enough to play millions of
 // times (their Section 5.4 plays it 10⁶ times); Run plays any Protocol in
 // parallel, reproducibly from a seed, and can stream results to a CSV file
-// from which an interrupted audit resumes.
+// from which an interrupted audit resumes. The file's header records the
+// complete protocol (Config.Protocol: its kind and every parameter), the
+// seed and the trial count, with a SHA-256 digest of them: a resume that
+// differs in any field, or that would change the trial count (optional
+// stopping), is refused naming the field (ErrOtherAudit), so one audit's
+// trials can never be counted for another. Run plays at most MaxTrials
+// trials.
 package audit

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
@@ -70,13 +71,22 @@ type DPSGDCanary struct {
 	Steps           int
 }
 
-// Check returns an error for settings no run can have.
+// MaxCanarySize is the largest Size of a DPSGDCanary without Base: the
+// size of MNIST's training set. Each trial holds its X = ∅ in memory as
+// blank MNIST images, 3 KB per example (188 MB at this bound).
+const MaxCanarySize = 60000
+
+// Check returns an error for settings no run can have: without Base, a
+// Size outside [1, MaxCanarySize]; a noise multiplier or clipping norm that
+// is not positive and finite (the noise multiplier at most
+// accounting.MaxNoiseMultiplier); a sampling rate outside (0, 1]; steps
+// outside [1, dpsgd.MaxSteps].
 func (p DPSGDCanary) Check() error {
 	switch {
-	case p.Base == nil && p.Size < 1:
-		return fmt.Errorf("audit: DP-SGD canary needs a base set or a size ≥ 1")
-	case !(p.NoiseMultiplier > 0) || math.IsInf(p.NoiseMultiplier, 1):
-		return fmt.Errorf("audit: noise multiplier %v must be positive and finite", p.NoiseMultiplier)
+	case p.Base == nil && (p.Size < 1 || p.Size > MaxCanarySize):
+		return fmt.Errorf("audit: size %d is outside [1, %d] (without a base set, X = ∅ has Size blank examples)", p.Size, MaxCanarySize)
+	case !(p.NoiseMultiplier > 0 && p.NoiseMultiplier <= accounting.MaxNoiseMultiplier):
+		return fmt.Errorf("audit: noise multiplier %v is outside (0, %g] (more noise leaves nothing to audit, and float32 parameters cannot hold it)", p.NoiseMultiplier, accounting.MaxNoiseMultiplier)
 	case !(p.ClipNorm > 0) || math.IsInf(p.ClipNorm, 1):
 		return fmt.Errorf("audit: clipping norm %v must be positive and finite", p.ClipNorm)
 	case !(p.SamplingRate > 0 && p.SamplingRate <= 1):

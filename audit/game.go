@@ -25,9 +25,15 @@ type Protocol interface {
 	Trial(ctx context.Context, b int, rng *rand.Rand) (float64, error)
 }
 
+// MaxTrials is the largest number of trials Run plays: it keeps about 26
+// bytes per trial in memory (statistic, coin, bookkeeping and the two
+// sorted halves EpsilonLower reads), about 2.6 GB at this bound, 26 times
+// the 10⁶ trials Xiang et al. play (Section 5.4).
+const MaxTrials = 100_000_000
+
 // Config configures Run.
 type Config struct {
-	// Trials is the number of games to play, at least 1.
+	// Trials is the number of games to play, in [1, MaxTrials].
 	Trials int
 	// Seed fixes every trial's coin and random stream (Run).
 	Seed uint64
@@ -36,6 +42,10 @@ type Config struct {
 	// CSV, when not "", is a file the results stream to (see Run); "" keeps
 	// them in memory only.
 	CSV string
+	// Protocol describes the protocol p completely — its kind and every
+	// parameter that changes its trials — as readable key=value fields that
+	// the CSV's header records and a resume must match (see Run and Param).
+	Protocol []Param
 	// Progress, when not nil, is called with the number of finished trials
 	// (those resumed from CSV included) and Trials: once before the first
 	// trial and after each one. It is called from any goroutine, one call at
@@ -118,9 +128,13 @@ func DecodeStats(b []byte) ([]float64, error) {
 // order trials finish in, and a resumed run gives the same statistics as an
 // uninterrupted one (for a protocol whose randomness all comes from rng).
 //
-// With c.CSV set, the file starts with the two header lines
+// With c.CSV set, the file starts with the header
 //
-//	# dptune audit seed=<Seed> trials=<Trials>
+//	# dptune audit v2
+//	# <key>=<value>          one line per field of c.Protocol, in order
+//	# seed=<Seed>
+//	# trials=<Trials>
+//	# digest=sha256:<hex>    SHA-256 of the lines above, each with its newline
 //	trial,b,stat
 //
 // and gets one "i,b,stat" line per finished trial, in the order trials
@@ -128,23 +142,33 @@ func DecodeStats(b []byte) ([]float64, error) {
 // round-tripping form, ±Inf as "+Inf"/"-Inf"). If the file exists, Run
 // resumes from it: it keeps the trials already there and plays only the
 // others. A partial last line (a write cut short) is discarded and the
-// file truncated before it. The trial count may grow on resume (the header
-// is rewritten with the new count); a file whose header names another seed
-// or more trials, that is not an audit CSV, or whose lines are malformed,
-// duplicated or disagree with the seed's coins, is refused with an error
-// naming the file.
+// file truncated before it. The header binds the trials to their audit: a
+// file whose fields differ from c's in any way — protocol, a parameter,
+// the seed or the trial count, which therefore can never change on resume
+// (growing it after seeing results would be optional stopping, voiding the
+// stated confidence) — whose digest does not match its fields, or that was
+// written by an earlier version without the protocol's fields, is refused
+// with an error wrapping ErrOtherAudit that names the file and the first
+// differing field; a file that is not an audit CSV, or whose lines are
+// malformed, duplicated or disagree with the seed's coins, is refused with
+// an error naming the file. CheckCSV makes the header's checks without
+// playing.
 //
 // When ctx is cancelled, Run stops (the running trials stop through their
 // ctx) and returns ctx's error; the trials that finished are in the CSV. It
-// returns an error when p is nil, c.Trials < 1, c.Workers < 0, a trial
+// returns an error when p is nil, c.Trials is outside [1, MaxTrials],
+// c.Workers < 0, c.Protocol cannot be recorded (checkParams), a trial
 // returns an error (naming the trial) or a NaN statistic, or the CSV cannot
 // be read or written.
 func Run(ctx context.Context, p Protocol, c Config) (stats0, stats1 []float64, err error) {
 	if p == nil {
 		return nil, nil, errors.New("audit: no protocol to audit")
 	}
-	if c.Trials < 1 {
-		return nil, nil, fmt.Errorf("audit: need at least 1 trial, have %d", c.Trials)
+	if c.Trials < 1 || c.Trials > MaxTrials {
+		return nil, nil, fmt.Errorf("audit: the number of trials %d is outside [1, %d]", c.Trials, MaxTrials)
+	}
+	if err := checkParams(c.Protocol); err != nil {
+		return nil, nil, err
 	}
 	if c.Workers < 0 {
 		return nil, nil, fmt.Errorf("audit: the number of workers must be ≥ 0 (0: GOMAXPROCS), have %d", c.Workers)
@@ -157,7 +181,7 @@ func Run(ctx context.Context, p Protocol, c Config) (stats0, stats1 []float64, e
 	var out *csvFile
 	if c.CSV != "" {
 		var recs []record
-		out, recs, err = openCSV(c.CSV, c.Seed, n)
+		out, recs, err = openCSV(c)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -81,22 +83,23 @@ func TestRunReproducible(t *testing.T) {
 }
 
 // TestRunResume interrupts an audit by cancelling its context, resumes it
-// with a larger trial count, and compares with an uninterrupted run; the
+// with the same settings, and compares with an uninterrupted run; the
 // resumed run must play only the missing trials and report progress from
 // the resumed count.
 func TestRunResume(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.csv")
-	want0, want1, err := Run(context.Background(), game, Config{Trials: 3000, Seed: 9})
+	want0, want1, err := Run(context.Background(), game, Config{Trials: 1000, Seed: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
+	proto := []Param{{"kind", "test game"}, {"mu", "1"}}
 
 	// Interrupted after about 400 trials of 1000.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	p := &counting{p: game, after: 400, cancel: cancel}
-	_, _, err = Run(ctx, p, Config{Trials: 1000, Seed: 9, Workers: 2, CSV: path})
+	_, _, err = Run(ctx, p, Config{Trials: 1000, Seed: 9, Workers: 2, CSV: path, Protocol: proto})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: error %v, want context.Canceled", err)
 	}
@@ -104,20 +107,33 @@ func TestRunResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if lines[0] != "# dptune audit seed=9 trials=1000" || lines[1] != "trial,b,stat" {
-		t.Fatalf("header %q", lines[:2])
+	head := "# dptune audit v2\n# kind=test game\n# mu=1\n# seed=9\n# trials=1000\n"
+	sum := sha256.Sum256([]byte(head))
+	head += "# digest=sha256:" + hex.EncodeToString(sum[:]) + "\ntrial,b,stat\n"
+	if !strings.HasPrefix(string(data), head) {
+		t.Fatalf("header %q, want %q", data[:min(len(data), len(head))], head)
 	}
-	saved := len(lines) - 2
+	saved := strings.Count(string(data), "\n") - 7
 	if saved < 390 || saved >= 1000 {
 		t.Fatalf("%d trials saved after cancelling at the 400th", saved)
 	}
 
-	// Resume, growing the count to 3000.
+	// CheckCSV agrees with the same audit and refuses others before playing.
+	if err := CheckCSV(Config{Trials: 1000, Seed: 9, CSV: path, Protocol: proto}); err != nil {
+		t.Errorf("CheckCSV of the same audit: %v", err)
+	}
+	for _, c := range []Config{{Trials: 3000, Seed: 9}, {Trials: 1000, Seed: 8}, {Trials: 1000, Seed: 9, Protocol: proto[:1]}} {
+		c.CSV = path
+		if err := CheckCSV(c); !errors.Is(err, ErrOtherAudit) {
+			t.Errorf("CheckCSV of %+v: error %v, want ErrOtherAudit", c, err)
+		}
+	}
+
+	// Resume with the same settings.
 	p = &counting{p: game}
 	var first, last, total int
 	first = -1
-	got0, got1, err := Run(context.Background(), p, Config{Trials: 3000, Seed: 9, CSV: path, Progress: func(done, tot int) {
+	got0, got1, err := Run(context.Background(), p, Config{Trials: 1000, Seed: 9, CSV: path, Protocol: proto, Progress: func(done, tot int) {
 		if first < 0 {
 			first = done
 		}
@@ -127,23 +143,23 @@ func TestRunResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	equalStats(t, "resumed vs uninterrupted", got0, got1, want0, want1)
-	if int(p.calls.Load()) != 3000-saved {
-		t.Errorf("resumed run played %d trials, want %d", p.calls.Load(), 3000-saved)
+	if int(p.calls.Load()) != 1000-saved {
+		t.Errorf("resumed run played %d trials, want %d", p.calls.Load(), 1000-saved)
 	}
-	if first != saved || last != 3000 || total != 3000 {
-		t.Errorf("progress went from %d to %d of %d, want %d to 3000 of 3000", first, last, total, saved)
+	if first != saved || last != 1000 || total != 1000 {
+		t.Errorf("progress went from %d to %d of %d, want %d to 1000 of 1000", first, last, total, saved)
 	}
 	data, err = os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(data), "# dptune audit seed=9 trials=3000\ntrial,b,stat\n") || strings.Count(string(data), "\n") != 3002 {
-		t.Errorf("CSV after resuming: header %q, %d lines", strings.SplitN(string(data), "\n", 3)[:2], strings.Count(string(data), "\n"))
+	if !strings.HasPrefix(string(data), head) || strings.Count(string(data), "\n") != 1007 {
+		t.Errorf("CSV after resuming: %d lines", strings.Count(string(data), "\n"))
 	}
 
 	// Everything is in the file now: a rerun plays nothing.
 	p = &counting{p: game}
-	got0, got1, err = Run(context.Background(), p, Config{Trials: 3000, Seed: 9, CSV: path})
+	got0, got1, err = Run(context.Background(), p, Config{Trials: 1000, Seed: 9, CSV: path, Protocol: proto})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,35 +206,44 @@ func TestRunPartialLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(string(after), "\n")
-	if len(lines) != 203 || lines[202] != "" {
-		t.Fatalf("CSV has %d lines after the resume, want 202 and a final newline", len(lines)-1)
+	if len(lines) != 206 || lines[205] != "" {
+		t.Fatalf("CSV has %d lines after the resume, want 205 and a final newline", len(lines)-1)
 	}
-	for _, l := range lines[2:202] {
+	for _, l := range lines[5:205] {
 		if _, err := parseRecord(l, 200); err != nil {
 			t.Errorf("line %q: %v", l, err)
 		}
 	}
 }
 
-// TestRunRefusesCSV: another seed, fewer trials, a foreign file, a
+// TestRunRefusesCSV: another seed, fewer or more trials, another protocol
+// field, a foreign file, a file of the earlier format, an edited header, a
 // malformed line and a coin that disagrees with the seed are refused with
-// an error naming the file, which is left as it was.
+// an error naming the file (and the differing field), which is left as it
+// was.
 func TestRunRefusesCSV(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "audit.csv")
-	if _, _, err := Run(context.Background(), game, Config{Trials: 50, Seed: 1, CSV: path}); err != nil {
+	proto := []Param{{"kind", "reduced"}, {"mu", "3"}}
+	if _, _, err := Run(context.Background(), game, Config{Trials: 50, Seed: 1, CSV: path, Protocol: proto}); err != nil {
 		t.Fatal(err)
 	}
 	orig, _ := os.ReadFile(path)
 	for _, tc := range []struct {
-		name string
-		cfg  Config
+		name, field string
+		cfg         Config
 	}{
-		{"other seed", Config{Trials: 50, Seed: 2, CSV: path}},
-		{"fewer trials", Config{Trials: 49, Seed: 1, CSV: path}},
+		{"other seed", "seed=1, not 2", Config{Trials: 50, Seed: 2, Protocol: proto}},
+		{"fewer trials", "trials=50, not 49", Config{Trials: 49, Seed: 1, Protocol: proto}},
+		{"more trials", "trials=50, not 51", Config{Trials: 51, Seed: 1, Protocol: proto}},
+		{"other mu", "mu=3, not 0.2", Config{Trials: 50, Seed: 1, Protocol: []Param{{"kind", "reduced"}, {"mu", "0.2"}}}},
+		{"other kind", "kind=reduced, not dpsgd", Config{Trials: 50, Seed: 1, Protocol: []Param{{"kind", "dpsgd"}, {"mu", "3"}}}},
+		{"missing field", "mu=3, which this one does not have", Config{Trials: 50, Seed: 1, Protocol: proto[:1]}},
 	} {
-		if _, _, err := Run(context.Background(), game, tc.cfg); err == nil || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s: error %v, want one naming %s", tc.name, err, path)
+		tc.cfg.CSV = path
+		_, _, err := Run(context.Background(), game, tc.cfg)
+		if !errors.Is(err, ErrOtherAudit) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%s: error %v, want ErrOtherAudit naming %s and %q", tc.name, err, path, tc.field)
 		}
 	}
 	if now, _ := os.ReadFile(path); string(now) != string(orig) {
@@ -226,24 +251,55 @@ func TestRunRefusesCSV(t *testing.T) {
 	}
 
 	lines := strings.SplitAfter(string(orig), "\n")
-	flipped := strings.Split(strings.TrimSuffix(lines[2], "\n"), ",")
+	head := strings.Join(lines[:7], "")
+	flipped := strings.Split(strings.TrimSuffix(lines[7], "\n"), ",")
 	flipped[1] = map[string]string{"0": "1", "1": "0"}[flipped[1]]
 	for name, content := range map[string]string{
 		"foreign":    "name,score\nalice,3\n",
-		"malformed":  lines[0] + lines[1] + "7,0\n",
-		"duplicate":  lines[0] + lines[1] + lines[2] + lines[2],
-		"wrong coin": lines[0] + lines[1] + strings.Join(flipped, ",") + "\n",
-		"trial 50":   lines[0] + lines[1] + "50,0,1.5\n",
+		"old format": "# dptune audit seed=1 trials=50\ntrial,b,stat\n" + lines[7],
+		"edited":     strings.Replace(head, "# mu=3", "# mu=4", 1) + lines[7],
+		"malformed":  head + "7,0\n",
+		"duplicate":  head + lines[7] + lines[7],
+		"wrong coin": head + strings.Join(flipped, ",") + "\n",
+		"trial 50":   head + "50,0,1.5\n",
+		"no columns": strings.Join(lines[:6], "") + "0,1,2\n",
+		"bad field":  lines[0] + "# mu\n" + lines[7],
+		"no digest":  strings.Join(lines[:5], "") + lines[6] + lines[7],
 	} {
 		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".csv")
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := Run(context.Background(), game, Config{Trials: 50, Seed: 1, CSV: p}); err == nil || !strings.Contains(err.Error(), p) {
+		_, _, err := Run(context.Background(), game, Config{Trials: 50, Seed: 1, CSV: p, Protocol: proto})
+		if err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s CSV: error %v, want one naming %s", name, err, p)
+		}
+		if (name == "old format" || name == "edited") != errors.Is(err, ErrOtherAudit) {
+			t.Errorf("%s CSV: error %v: ErrOtherAudit wrapped = %v", name, err, errors.Is(err, ErrOtherAudit))
 		}
 		if now, _ := os.ReadFile(p); string(now) != content {
 			t.Errorf("%s CSV: a refused run changed it", name)
+		}
+	}
+}
+
+// A header cut short by a crash before any trial finished is rewritten.
+func TestRunCutHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.csv")
+	cfg := Config{Trials: 20, Seed: 4, CSV: path, Protocol: []Param{{"kind", "test"}}}
+	head := header(cfg.fields())
+	for _, cut := range []int{0, 5, 20, len(head) - 3} {
+		if err := os.WriteFile(path, []byte(head[:cut]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckCSV(cfg); err != nil {
+			t.Errorf("cut at %d: CheckCSV: %v", cut, err)
+		}
+		if _, _, err := Run(context.Background(), game, cfg); err != nil {
+			t.Errorf("cut at %d: %v", cut, err)
+		}
+		if data, _ := os.ReadFile(path); !strings.HasPrefix(string(data), head) || strings.Count(string(data), "\n") != 26 {
+			t.Errorf("cut at %d: file %q", cut, data)
 		}
 	}
 }
@@ -269,7 +325,8 @@ func TestRunErrors(t *testing.T) {
 	if _, _, err := Run(ctx, failing{nan: true}, Config{Trials: 1000, Seed: 1}); err == nil || !strings.Contains(err.Error(), "NaN") {
 		t.Errorf("NaN statistic: error %v", err)
 	}
-	for _, c := range []Config{{Trials: 0}, {Trials: 10, Workers: -1}} {
+	for _, c := range []Config{{Trials: 0}, {Trials: MaxTrials + 1}, {Trials: math.MaxInt}, {Trials: 10, Workers: -1},
+		{Trials: 10, Protocol: []Param{{"a=b", "1"}}}, {Trials: 10, Protocol: []Param{{"seed", "1"}}}, {Trials: 10, Protocol: []Param{{"a", "1\n"}}}} {
 		if _, _, err := Run(ctx, game, c); err == nil {
 			t.Errorf("%+v: no error", c)
 		}

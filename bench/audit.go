@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/dptune/dptune/audit"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
 )
@@ -26,6 +28,61 @@ type AuditFigureConfig struct {
 	BaseEpsilons []float64 // ε_B on the horizontal axis
 	Seed         uint64
 	Progress     func(what string)
+}
+
+// Figure 6's settings: DP-SGD steps N and δ; its sampling rates τ.
+const (
+	figure6Steps = 500
+	figure6Delta = 1e-5
+)
+
+var figure6Taus = []float64{1, 0.1}
+
+// Check returns an error for settings AuditFigures cannot finish, before
+// any work: trial counts outside [4, audit.MaxTrials], DP-SGD steps outside
+// [1, dpsgd.MaxSteps], no ε_B, and any ε_B that is not positive and finite,
+// that no noise multiplier meets (by RDP, for Figure 6's runs or the DP-SGD
+// audit's), or whose reduced-game μ (eq. 19 or the GDP central limit
+// theorem) is above accounting.MaxGaussianSelectMu. The calibrations take
+// milliseconds; ctx's error is returned when it is cancelled.
+func (c AuditFigureConfig) Check(ctx context.Context) error {
+	switch {
+	case c.Trials < 4 || c.Trials > audit.MaxTrials:
+		return fmt.Errorf("reduced-game trials %d are outside [4, %d]", c.Trials, audit.MaxTrials)
+	case c.DPSGDTrials < 4 || c.DPSGDTrials > audit.MaxTrials:
+		return fmt.Errorf("DP-SGD trials %d are outside [4, %d]", c.DPSGDTrials, audit.MaxTrials)
+	case c.DPSGDSteps < 1 || c.DPSGDSteps > dpsgd.MaxSteps:
+		return fmt.Errorf("DP-SGD steps %d are outside [1, %d]", c.DPSGDSteps, dpsgd.MaxSteps)
+	case len(c.BaseEpsilons) == 0:
+		return fmt.Errorf("no base ε_B to audit at")
+	}
+	calibrate := func(eb, tau float64, steps int) (float64, error) {
+		sigma, err := accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event { return accounting.DPSGD(z, tau, steps) }, eb, figure6Delta)
+		if err != nil {
+			return 0, fmt.Errorf("ε_B = %v with τ = %g and %d steps: %w", eb, tau, steps, err)
+		}
+		return sigma, nil
+	}
+	for _, eb := range c.BaseEpsilons {
+		if err := accounting.CheckEpsilon(eb); err != nil {
+			return fmt.Errorf("base epsilon: %w", err)
+		}
+		for _, tau := range figure6Taus {
+			sigma, err := calibrate(eb, tau, figure6Steps)
+			if err != nil {
+				return err
+			}
+			for _, mu := range []float64{accounting.XiangMu(tau, sigma, figure6Steps), accounting.GDPMuUniform(tau, sigma, figure6Steps)} {
+				if !(mu <= accounting.MaxGaussianSelectMu) {
+					return fmt.Errorf("ε_B = %v with τ = %g: the reduced game's μ = %.4g is above %d, where Algorithm 3 is not computed", eb, tau, mu, accounting.MaxGaussianSelectMu)
+				}
+			}
+		}
+		if _, err := calibrate(eb, 1, c.DPSGDSteps); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AuditPoint is one point of Figure 6: at base budget ε_B, the generic bound
@@ -80,7 +137,7 @@ func AuditFigures(ctx context.Context, c AuditFigureConfig) ([]AuditPanel, []DPS
 		}
 	}
 	var panels []AuditPanel
-	for _, tau := range []float64{1, 0.1} {
+	for _, tau := range figure6Taus {
 		for _, rep := range []accounting.Repetitions{geo, lg} {
 			panel := AuditPanel{Tau: tau, Repetitions: rep}
 			for _, eb := range c.BaseEpsilons {

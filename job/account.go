@@ -191,8 +191,8 @@ func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
 	reduction := s.Accountant
 	mu := s.GDPMu
 	if mu != 0 {
-		if !(mu > 0) || math.IsInf(mu, 1) {
-			return res, invalidf("μ = %v must be positive and finite", mu)
+		if !(mu > 0 && mu <= accounting.MaxGaussianSelectMu) {
+			return res, invalidf("μ = %v is outside (0, %d]: a larger shift leaves no meaningful privacy (one run alone at μ = %d has ε above 50 nats)", mu, accounting.MaxGaussianSelectMu, accounting.MaxGaussianSelectMu)
 		}
 		reduction = "gdp-mu"
 	} else {
@@ -224,7 +224,13 @@ func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
 		}
 	}
 	res.Mu = mu
-	g, err := accounting.RDP{}.Epsilon(accounting.GaussianSelect{Mu: mu, Repetitions: *s.Repetitions, Reduction: reduction}, s.Delta)
+	if !(mu <= accounting.MaxGaussianSelectMu) {
+		return res, invalidf("the reduced game's μ = τ√N/σ = %.6g is above %d: the noise is too small for any meaningful privacy (one run alone at μ = %d has ε above 50 nats)", mu, accounting.MaxGaussianSelectMu, accounting.MaxGaussianSelectMu)
+	}
+	g, err := accounting.RDP{}.EpsilonContext(ctx, accounting.GaussianSelect{Mu: mu, Repetitions: *s.Repetitions, Reduction: reduction}, s.Delta)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return res, err
+	}
 	if err != nil {
 		return res, invalid(err)
 	}

@@ -2,8 +2,13 @@ package job
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
+	"sort"
+	"strings"
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/dpsgd/accounting"
@@ -47,7 +52,9 @@ type AuditSpec struct {
 	Mu          float64
 	Repetitions accounting.Repetitions
 	// DP-SGD runs (dpsgd, tuner): σ (or BaseEpsilon, calibrating σ by RDP),
-	// τ, steps, C, on Size examples without gradient (X = ∅).
+	// τ, steps, C, on Size examples without gradient (X = ∅; Size in
+	// [1, audit.MaxCanarySize], 0 meaning 1; σ at most
+	// accounting.MaxNoiseMultiplier).
 	NoiseMultiplier, BaseEpsilon, SamplingRate, ClipNorm float64
 	Steps, Size                                          int
 	// Data and Size (natural): the real training subset is the first Size
@@ -86,11 +93,16 @@ type AuditResult struct {
 //     this game);
 //   - dpsgd: RDP and PLD of the run;
 //   - tuner: Papernot–Steinke of the runs ("rdp") and Algorithm 3 with
-//     μ = τ√T/σ ("xiang-o", approximate);
+//     μ = τ√T/σ ("xiang-o", approximate; absent when that μ is above
+//     accounting.MaxGaussianSelectMu);
 //   - gp: DP-HyPO's Theorem 1 ("rdp");
 //   - natural: RDP and PLD of the run;
 //   - score: RDP of the discrete Gaussian;
 //   - above-threshold: the search's pure ε at its cap ("basic") and RDP.
+//
+// The CSV's header records the audit (Params); a CSV that holds another
+// audit's trials — another protocol, parameter, δ, confidence, seed or
+// trial count — is refused before any work, naming the differing field.
 //
 // A refused request wraps ErrInvalid; cancellation returns ctx's error
 // (finished trials stay in the CSV).
@@ -99,13 +111,24 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 		s.Confidence = 0.95
 	}
 	switch {
-	case s.Trials < 4:
-		return nil, invalidf("an audit needs at least 4 trials, have %d", s.Trials)
+	case s.Trials < 4 || s.Trials > audit.MaxTrials:
+		return nil, invalidf("%d trials: an audit plays between 4 and %d", s.Trials, audit.MaxTrials)
 	case !(s.Confidence > 0 && s.Confidence < 1):
 		return nil, invalidf("confidence %v is outside (0, 1)", s.Confidence)
 	}
 	if err := accounting.CheckDelta(s.Delta); err != nil {
 		return nil, invalidf("delta: %v", err)
+	}
+	params, err := s.Params()
+	if err != nil {
+		return nil, invalid(err)
+	}
+	cfg := audit.Config{Trials: s.Trials, Seed: s.Seed, CSV: s.CSV, Progress: s.Progress, Protocol: params}
+	if err := audit.CheckCSV(cfg); err != nil {
+		if errors.Is(err, audit.ErrOtherAudit) {
+			return nil, invalid(err)
+		}
+		return nil, err
 	}
 	p, claims, err := s.protocol(ctx)
 	if err != nil {
@@ -114,7 +137,10 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 	res := &AuditResult{Confidence: s.Confidence, Delta: s.Delta, Trials: s.Trials, EpsilonUpper: map[string]float64{}}
 	accountants := map[string]accounting.Accountant{"rdp": accounting.RDP{}, "pld": accounting.PLD{}, "basic": accounting.Basic{}, "xiang-o": accounting.RDP{}}
 	for name, e := range claims {
-		g, err := accountants[name].Epsilon(e, s.Delta)
+		g, err := accounting.EpsilonContext(ctx, accountants[name], e, s.Delta)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, invalid(err)
 		}
@@ -127,11 +153,13 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 			return nil, err
 		}
 	}
-	cfg := audit.Config{Trials: s.Trials, Seed: s.Seed, CSV: s.CSV, Progress: s.Progress}
 	if s.Runner != nil {
 		cfg.Runner, cfg.Task = s.Runner, auditTask(s)
 	}
 	s0, s1, err := audit.Run(ctx, p, cfg)
+	if errors.Is(err, audit.ErrOtherAudit) {
+		return nil, invalid(err) // the CSV changed since CheckCSV
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +176,11 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 	claims := map[string]accounting.Event{}
 	switch s.Protocol {
 	case AuditReduced:
-		if err := s.Repetitions.Check(); err != nil {
+		if err := s.Repetitions.CheckSampled(); err != nil {
 			return nil, nil, invalid(err)
 		}
-		if !(s.Mu > 0) || math.IsInf(s.Mu, 1) {
-			return nil, nil, invalidf("μ = %v must be positive and finite", s.Mu)
+		if !(s.Mu > 0 && s.Mu <= accounting.MaxGaussianSelectMu) {
+			return nil, nil, invalidf("μ = %v is outside (0, %d]: a larger shift leaves no meaningful privacy to audit (one run alone at μ = %d has ε above 50 nats)", s.Mu, accounting.MaxGaussianSelectMu, accounting.MaxGaussianSelectMu)
 		}
 		claims["xiang-o"] = accounting.GaussianSelect{Mu: s.Mu, Repetitions: s.Repetitions, Reduction: "gdp-mu"}
 		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
@@ -160,11 +188,14 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		}
 		return audit.ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
 	case AuditDPSGD, AuditTuner, AuditGP:
+		if n := s.size(); n < 1 || n > audit.MaxCanarySize {
+			return nil, nil, invalidf("size %d is outside [1, %d] (examples of X = ∅ besides the canary)", s.Size, audit.MaxCanarySize)
+		}
 		sigma, err := s.noiseMultiplier(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		run := audit.DPSGDCanary{Arch: model.MNIST, Size: max(1, s.Size), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
+		run := audit.DPSGDCanary{Arch: model.MNIST, Size: s.size(), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
 			SamplingRate: s.SamplingRate, Steps: s.Steps}
 		if err := run.Check(); err != nil {
 			return nil, nil, invalid(err)
@@ -174,7 +205,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			claims["rdp"], claims["pld"] = base, base
 			return run, claims, nil
 		}
-		if err := s.Repetitions.Check(); err != nil {
+		if err := s.Repetitions.CheckSampled(); err != nil {
 			return nil, nil, invalid(err)
 		}
 		if s.Protocol == AuditGP {
@@ -188,7 +219,9 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			claims["rdp"] = tuning.Pipeline(base, s.Repetitions, &o)
 			return audit.TunerCanary{Run: run, Repetitions: s.Repetitions, GP: &o}, claims, nil
 		}
-		claims["xiang-o"] = accounting.GaussianSelect{Mu: accounting.XiangMu(s.SamplingRate, sigma, s.Steps), Repetitions: s.Repetitions, Reduction: "xiang-o"}
+		if mu := accounting.XiangMu(s.SamplingRate, sigma, s.Steps); mu <= accounting.MaxGaussianSelectMu {
+			claims["xiang-o"] = accounting.GaussianSelect{Mu: mu, Repetitions: s.Repetitions, Reduction: "xiang-o"}
+		}
 		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
 			claims["rdp"] = accounting.RepeatAndSelect{Event: base, Repetitions: s.Repetitions}
 		}
@@ -196,6 +229,9 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 	case AuditNatural:
 		if err := s.Data.Check(); err != nil {
 			return nil, nil, err
+		}
+		if s.BaseEpsilon == 0 && !(s.NoiseMultiplier > 0 && s.NoiseMultiplier <= accounting.MaxNoiseMultiplier) {
+			return nil, nil, invalidf("noise multiplier %v is outside (0, %g]", s.NoiseMultiplier, accounting.MaxNoiseMultiplier)
 		}
 		train, _, err := s.Data.Load()
 		if err != nil {
@@ -234,6 +270,131 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		return audit.DoublingSearch{Config: s.Doubling, Utilities: []float64{s.Doubling.U0 + s.Doubling.Granularity - 0.5/float64(s.Doubling.Partitions)}}, claims, nil
 	}
 	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
+}
+
+// size is the canary audits' Size, 0 meaning 1.
+func (s AuditSpec) size() int {
+	if s.Size == 0 {
+		return 1
+	}
+	return s.Size
+}
+
+// auditFields are the AuditSpec fields (by their JSON names) that each
+// protocol's trials depend on, besides Protocol, Delta and Confidence.
+var auditFields = map[string][]string{
+	AuditReduced:        {"Mu", "Repetitions"},
+	AuditDPSGD:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size"},
+	AuditTuner:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions"},
+	AuditGP:             {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions", "GPOptions"},
+	AuditNatural:        {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "LearningRate"},
+	AuditScore:          {"ScoreNoise"},
+	AuditAboveThreshold: {"Doubling"},
+}
+
+// Params describes s's audit for its trial file's header (audit.Config's
+// Protocol): Protocol, Delta, Confidence and every field its protocol's
+// trials depend on, by their JSON names, nested fields joined by dots
+// (e.g. "Repetitions.gamma"), numbers in Go's shortest form; for natural
+// also the data (dataset name, directory, nominal size, subset) and the
+// network. The seed and the trial count are added by audit.Run. An unknown
+// protocol is an error.
+func (s AuditSpec) Params() ([]audit.Param, error) {
+	fields, ok := auditFields[s.Protocol]
+	if !ok {
+		return nil, fmt.Errorf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
+	}
+	if name := nonFinite(reflect.ValueOf(s), ""); name != "" {
+		return nil, fmt.Errorf("%s must be a finite number", name)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	all := map[string]any{}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	if err := dec.Decode(&all); err != nil {
+		return nil, err
+	}
+	keep := map[string]any{}
+	for _, f := range append([]string{"Protocol", "Delta", "Confidence"}, fields...) {
+		keep[f] = all[f]
+	}
+	if s.Protocol == AuditNatural {
+		b, err := json.Marshal(struct {
+			Data dataRef
+			Arch model.Arch
+		}{s.Data.ref(), s.Data.Arch})
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return nil, err
+		}
+		keep["Data"], keep["Arch"] = m["Data"], m["Arch"]
+	}
+	var out []audit.Param
+	flatten(&out, "", keep)
+	// Protocol first: the header reads as a description of the audit.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key == "Protocol" && out[j].Key != "Protocol" })
+	return out, nil
+}
+
+// nonFinite returns the dotted name of the first NaN or infinite float in
+// v's exported fields (structs followed), "" when there is none.
+func nonFinite(v reflect.Value, prefix string) string {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return prefix
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name := f.Name
+			if prefix != "" {
+				name = prefix + "." + name
+			}
+			if n := nonFinite(v.Field(i), name); n != "" {
+				return n
+			}
+		}
+	}
+	return ""
+}
+
+// flatten appends v's leaves to out, keys sorted and joined by dots.
+func flatten(out *[]audit.Param, prefix string, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			key := k
+			if prefix != "" {
+				key = prefix + "." + k
+			}
+			flatten(out, key, v[k])
+		}
+	case []any:
+		for i, e := range v {
+			flatten(out, fmt.Sprintf("%s.%d", prefix, i), e)
+		}
+	case nil:
+		*out = append(*out, audit.Param{Key: prefix, Value: "null"})
+	default:
+		*out = append(*out, audit.Param{Key: prefix, Value: fmt.Sprint(v)})
+	}
 }
 
 // noiseMultiplier is the audited runs' σ: NoiseMultiplier, or σ calibrated

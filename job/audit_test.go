@@ -3,9 +3,12 @@ package job
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/tuning"
 )
@@ -48,5 +51,54 @@ func TestEveryClaimIsAboveItsAudit(t *testing.T) {
 		if math.IsNaN(res.EpsilonLower) {
 			t.Errorf("%s: NaN", s.Protocol)
 		}
+	}
+}
+
+// Params, the trial file's record of an audit, changes with every field
+// the protocol's trials depend on (and δ, confidence), not with the fields
+// of other protocols, names the protocol first, and refuses non-finite
+// numbers by name.
+func TestAuditParams(t *testing.T) {
+	tnb, _ := accounting.TNBWithMean(1, 5)
+	base := AuditSpec{Protocol: AuditReduced, Trials: 100, Mu: 1, Repetitions: tnb, Delta: 1e-5, Confidence: 0.95}
+	key := func(s AuditSpec) string {
+		ps, err := s.Params()
+		if err != nil {
+			t.Fatalf("%+v: %v", s, err)
+		}
+		if ps[0] != (audit.Param{Key: "Protocol", Value: s.Protocol}) {
+			t.Errorf("first field %v, want the protocol", ps[0])
+		}
+		return fmt.Sprint(ps)
+	}
+	b := key(base)
+	for name, change := range map[string]func(*AuditSpec){
+		"mu":         func(s *AuditSpec) { s.Mu = 0.2 },
+		"gamma":      func(s *AuditSpec) { s.Repetitions.Gamma /= 2 },
+		"eta":        func(s *AuditSpec) { s.Repetitions.Eta = 0.5 },
+		"delta":      func(s *AuditSpec) { s.Delta = 1e-6 },
+		"confidence": func(s *AuditSpec) { s.Confidence = 0.9 },
+		"protocol":   func(s *AuditSpec) { s.Protocol = AuditTuner },
+	} {
+		s := base
+		change(&s)
+		if key(s) == b {
+			t.Errorf("changing %s leaves the params unchanged", name)
+		}
+	}
+	s := base
+	s.ScoreNoise, s.Steps, s.Trials, s.Seed = 7, 9, 1000, 5 // not reduced's (trials and seed are audit.Run's)
+	if key(s) != b {
+		t.Errorf("fields of other protocols changed the params: %s vs %s", key(s), b)
+	}
+	for _, p := range []string{AuditDPSGD, AuditTuner, AuditGP, AuditNatural, AuditScore, AuditAboveThreshold} {
+		s := base
+		s.Protocol = p
+		key(s)
+	}
+	s = base
+	s.Mu = math.NaN()
+	if _, err := s.Params(); err == nil || !strings.Contains(err.Error(), "Mu") {
+		t.Errorf("NaN μ: error %v, want one naming Mu", err)
 	}
 }

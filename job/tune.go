@@ -227,7 +227,11 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 	if s.Tuner == Grid {
 		s.Repetitions = accounting.FixedRepetitions(s.Space.Size())
 	}
-	if err := s.Repetitions.Check(); err != nil {
+	check := s.Repetitions.CheckSampled // K is drawn: E[K] ≤ accounting.MaxMeanRuns
+	if s.Tuner == Grid {
+		check = s.Repetitions.Check
+	}
+	if err := check(); err != nil {
 		return nil, nil, invalid(err)
 	}
 	var gp *tuning.GPOptions

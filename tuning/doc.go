@@ -8,7 +8,10 @@
 //
 //   - RandomStop: random-stop tuning (Liu & Talwar 2019; Papernot & Steinke
 //     2022; Algorithm 2 of Xiang et al.): K ∼ TNB(η, γ) or Poisson(μ) runs
-//     on uniformly drawn candidates, the best released.
+//     on uniformly drawn candidates, the best released. K is drawn by
+//     DrawRuns, exactly from the distribution the accounting assumes: a mean
+//     above accounting.MaxMeanRuns is refused before any work, and a draw
+//     above MaxRuns is an error, never a truncated K.
 //   - GP: DP-HyPO (Wang et al. 2023, Framework 1 and Algorithm 3): as
 //     RandomStop, but each candidate is drawn from a Gaussian-process UCB
 //     softmax projected onto densities within [c, C] times the uniform prior.

@@ -16,10 +16,13 @@ import (
 //	Poisson(μ):       P[K=0] = e^−μ,               P[K=k+1] = P[K=k]·μ/(k+1)
 //
 // (Papernot & Steinke 2022, Definition 1; DP-HyPO Definition B.1). It
-// returns an error for invalid parameters or a Poisson mean above 700
-// (e^−μ underflows).
+// returns an error for invalid parameters or a mean number of runs above
+// accounting.MaxMeanRuns (rep.CheckSampled), and an error — never a
+// truncated K, which would change the distribution the accounting assumes —
+// in the rare event (probability at most MaxMeanRuns/MaxRuns by Markov's
+// inequality) that K exceeds MaxRuns.
 func DrawRuns(rep accounting.Repetitions, rng *rand.Rand) (int, error) {
-	if err := rep.Check(); err != nil {
+	if err := rep.CheckSampled(); err != nil {
 		return 0, err
 	}
 	switch rep.Distribution {
@@ -37,9 +40,6 @@ func DrawRuns(rep accounting.Repetitions, rng *rand.Rand) (int, error) {
 	next := func() {}
 	switch rep.Distribution {
 	case accounting.Poisson:
-		if rep.Mu > 700 {
-			return 0, fmt.Errorf("tuning: Poisson mean %v is too large to sample", rep.Mu)
-		}
 		k, p = 0, math.Exp(-rep.Mu)
 		next = func() { p *= rep.Mu / float64(k+1); k++ }
 	case accounting.TNB:
@@ -50,7 +50,10 @@ func DrawRuns(rep accounting.Repetitions, rng *rand.Rand) (int, error) {
 	cum := p
 	// The pmf decays geometrically; stop where the rest is below float64
 	// resolution of u.
-	for cum < u && k < 1<<30 {
+	for cum < u {
+		if k >= MaxRuns {
+			return 0, fmt.Errorf("tuning: the draw of the number of runs from %s exceeded %d", rep, MaxRuns)
+		}
 		next()
 		if p == 0 && k > 1 {
 			break
@@ -59,3 +62,6 @@ func DrawRuns(rep accounting.Repetitions, rng *rand.Rand) (int, error) {
 	}
 	return k, nil
 }
+
+// MaxRuns is the largest number of runs K DrawRuns returns.
+const MaxRuns = 1 << 20

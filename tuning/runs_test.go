@@ -62,3 +62,15 @@ func TestDrawRunsMatchesPMF(t *testing.T) {
 		t.Error("γ = 2 accepted")
 	}
 }
+
+// A TNB expecting a billion runs used to be drawn (walking its pmf up to
+// 2³⁰ and then truncating K silently); DrawRuns refuses it before drawing,
+// as it refuses a Poisson mean above the same cap.
+func TestDrawRunsRefusesHugeMeans(t *testing.T) {
+	rng := randsrc.Seeded(1, "test")
+	for _, r := range []accounting.Repetitions{accounting.TNBRepetitions(1, 1e-9), accounting.TNBRepetitions(0, 1e-15), accounting.PoissonRepetitions(accounting.MaxMeanRuns + 1)} {
+		if k, err := DrawRuns(r, rng); err == nil {
+			t.Errorf("%v: drew K = %d, want an error", r, k)
+		}
+	}
+}

@@ -64,7 +64,7 @@ numbers or central-limit step), labelled as such, never a default:
 	fl.StringVar(&f.accountant, "accountant", "rdp", "rdp, pld (tightest), gdp (central-limit approximation), or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
 	f.repeat.add(fl)
 	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "xiang: calibrate σ so that one DP-SGD run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.gdpMu, "gdp-mu", 0, "xiang: the reduced game's μ, instead of σ, τ and steps")
+	fl.Float64Var(&f.gdpMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", accounting.MaxGaussianSelectMu))
 	fl.StringVar(&f.adaptiveRatio, "adaptive-ratio", "", "DP-HyPO density bounds C/c, e.g. 2/0.75")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	return cmd

@@ -12,7 +12,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
@@ -59,28 +61,35 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
   above-threshold  the doubling tuner's capped AboveThreshold search
 
 Writes DIR/audit.json (epsilon_lower, confidence, delta, trials,
-epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv
-(a rerun resumes them).`,
+epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv.
+A rerun with the same settings resumes them; the file's header records the
+protocol, every parameter, δ, the confidence, the seed and --trials, and a
+rerun that differs in any of them is refused (exit 2), naming the field.`,
 		Example: `  dptune audit reduced --gdp-mu 1 --repeat tnb --eta 1 --mean-runs 10 --trials 1000000 --out out/audit-reduced
   dptune audit dpsgd --base-epsilon 2 --sampling-rate 1 --steps 50 --trials 4000 --out out/audit-dpsgd`,
-		Args: cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("audit takes one protocol (reduced, dpsgd, tuner, gp, natural, score or above-threshold), have %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error { return runAudit(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.trials, "trials", 100000, "games played")
+	fl.IntVar(&f.trials, "trials", 100000, fmt.Sprintf("games played, 4 to %d (fixed when the audit starts: a resume plays the same count)", audit.MaxTrials))
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the trials (an audit is reproducible)")
 	fl.StringVar(&f.out, "out", "out/audit", "directory for audit.json, audit.png and trials.csv")
 	addRunnerFlags(fl, &f.run)
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ of the bounds")
 	fl.Float64Var(&f.confidence, "confidence", 0.95, "Clopper–Pearson confidence (two-sided)")
-	fl.Float64Var(&f.gdpMu, "gdp-mu", 1, "reduced: the shift μ of N(μ, 1)")
+	fl.Float64Var(&f.gdpMu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", accounting.MaxGaussianSelectMu))
 	f.repeat.add(fl)
 	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner: σ")
 	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "dpsgd, tuner: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
 	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, "dpsgd, tuner: Poisson sampling rate τ")
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "dpsgd, tuner: clipping norm C")
 	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner: DP-SGD steps T")
-	fl.IntVar(&f.size, "size", 1, "dpsgd, tuner: examples of X besides the canary (without gradient: X = ∅); natural: real training examples")
+	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural: real training examples", audit.MaxCanarySize))
 	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: mnist or cifar10")
 	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default for mnist: the GoMNIST module)")
 	fl.StringVar(&f.model, "model", "", "natural: the network, a built-in spec or a JSON spec file (default: the dataset's)")
@@ -95,6 +104,14 @@ epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv
 }
 
 func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
+	switch {
+	case f.trials < 4 || f.trials > audit.MaxTrials:
+		return usagef("--trials %d is outside [4, %d]", f.trials, audit.MaxTrials)
+	case !(f.confidence > 0 && f.confidence < 1):
+		return usagef("--confidence %v is outside (0, 1)", f.confidence)
+	case f.size < 1:
+		return usagef("--size %d must be at least 1", f.size)
+	}
 	spec := job.AuditSpec{Protocol: protocol, Trials: f.trials, Seed: f.seed, Delta: f.delta, Confidence: f.confidence,
 		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
 		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise,
@@ -145,11 +162,16 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	bar := progressbar.NewOptions(f.trials, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("audit trials"),
 		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
 		progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish())
-	spec.Progress = func(done, _ int) { bar.Set(done) }
+	started := false
+	spec.Progress = func(done, _ int) { started = true; bar.Set(done) }
 	res, err := job.Audit(cmd.Context(), spec)
 	end(errors.Is(err, context.Canceled))
-	bar.Finish()
-	fmt.Fprintln(w)
+	if err == nil {
+		bar.Finish()
+	}
+	if started {
+		fmt.Fprintln(w)
+	}
 	if err != nil {
 		return err
 	}

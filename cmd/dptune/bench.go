@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 )
 
@@ -207,8 +211,19 @@ func newBenchAuditCmd() *cobra.Command {
 		Short: "Xiang et al.'s Figure 6 (bounds and audits of random-stop tuning) and the DP-SGD canary audit, at 2-core scale",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if c.Trials < 4 || c.DPSGDTrials < 4 || c.DPSGDSteps < 1 || len(c.BaseEpsilons) == 0 {
-				return usagef("--trials and --dpsgd-trials must be at least 4, --dpsgd-steps at least 1, --base-epsilons not empty")
+			switch {
+			case c.Trials < 4 || c.Trials > audit.MaxTrials:
+				return usagef("--trials %d is outside [4, %d]", c.Trials, audit.MaxTrials)
+			case c.DPSGDTrials < 4 || c.DPSGDTrials > audit.MaxTrials:
+				return usagef("--dpsgd-trials %d is outside [4, %d]", c.DPSGDTrials, audit.MaxTrials)
+			case c.DPSGDSteps < 1 || c.DPSGDSteps > dpsgd.MaxSteps:
+				return usagef("--dpsgd-steps %d is outside [1, %d]", c.DPSGDSteps, dpsgd.MaxSteps)
+			}
+			if err := c.Check(cmd.Context()); err != nil {
+				if errors.Is(err, context.Canceled) {
+					return err
+				}
+				return usagef("--base-epsilons: %v", err)
 			}
 			if err := job.CheckOut(c.Out); err != nil {
 				return fmt.Errorf("--out: %w", err)

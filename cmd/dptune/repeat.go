@@ -64,8 +64,8 @@ func (r *repeatFlags) parse(cmd *cobra.Command) (*accounting.Repetitions, error)
 			rep = accounting.TNBRepetitions(r.eta, r.gamma)
 		case ch("mean-runs"):
 			var err error
-			if rep, err = accounting.TNBWithMean(r.eta, r.meanRuns); err != nil {
-				return nil, usagef("--mean-runs %v: a TNB's mean must be finite and above 1", r.meanRuns)
+			if rep, err = tnbWithMean(r.eta, r.meanRuns); err != nil {
+				return nil, err
 			}
 		default:
 			return nil, usagef("--repeat tnb needs --gamma or --mean-runs")
@@ -86,4 +86,22 @@ func (r *repeatFlags) parse(cmd *cobra.Command) (*accounting.Repetitions, error)
 		return nil, usageError{err}
 	}
 	return &rep, nil
+}
+
+// tnbWithMean is accounting.TNBWithMean(eta, mean) with a usage error that
+// names the flag at fault: --eta outside (−1, ∞), --mean-runs not finite
+// or not above 1, or, with both in range, an --eta so large that no γ
+// representable in float64 gives that mean.
+func tnbWithMean(eta, mean float64) (accounting.Repetitions, error) {
+	if !(eta > -1) || math.IsInf(eta, 1) {
+		return accounting.Repetitions{}, usagef("--eta %v must be greater than −1", eta)
+	}
+	if !(mean > 1) || math.IsInf(mean, 1) {
+		return accounting.Repetitions{}, usagef("--mean-runs %v: a TNB's mean must be finite and above 1", mean)
+	}
+	rep, err := accounting.TNBWithMean(eta, mean)
+	if err != nil {
+		return rep, usagef("--eta %v: no TNB of this shape has --mean-runs %v (%v)", eta, mean, err)
+	}
+	return rep, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
 	"time"
 
@@ -267,11 +266,8 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	}
 	switch f.runsDist {
 	case accounting.TNB:
-		if !(f.eta > -1) || math.IsInf(f.eta, 1) {
-			return spec, usagef("--eta %v must be greater than −1", f.eta)
-		}
-		if spec.Repetitions, err = accounting.TNBWithMean(f.eta, f.meanRuns); err != nil {
-			return spec, usagef("--mean-runs %v: a TNB's mean must be finite and above 1", f.meanRuns)
+		if spec.Repetitions, err = tnbWithMean(f.eta, f.meanRuns); err != nil {
+			return spec, err
 		}
 	case accounting.Poisson:
 		spec.Repetitions = accounting.PoissonRepetitions(f.meanRuns)

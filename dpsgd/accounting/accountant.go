@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -26,6 +27,22 @@ type Accountant interface {
 	// delta. It returns an error wrapping ErrUnsupported if e contains an
 	// event the accountant cannot count, and an error if delta ∉ (0, 1).
 	Epsilon(e Event, delta float64) (Guarantee, error)
+}
+
+// EpsilonContext is acc.Epsilon(e, delta), stopping with ctx's error soon
+// after ctx is cancelled where acc's computation can be long (the RDP
+// accountant's GaussianSelect integrals); other accountants answer within
+// bounded time and are called as they are.
+func EpsilonContext(ctx context.Context, acc Accountant, e Event, delta float64) (Guarantee, error) {
+	if c, ok := acc.(interface {
+		EpsilonContext(context.Context, Event, float64) (Guarantee, error)
+	}); ok {
+		return c.EpsilonContext(ctx, e, delta)
+	}
+	if err := ctx.Err(); err != nil {
+		return Guarantee{}, err
+	}
+	return acc.Epsilon(e, delta)
 }
 
 // ErrUnsupported is wrapped by the error an accountant returns for an event

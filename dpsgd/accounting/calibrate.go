@@ -39,7 +39,7 @@ func CalibrateNoise(ctx context.Context, acc Accountant, event func(noiseMultipl
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		g, err := acc.Epsilon(event(sigma), delta)
+		g, err := EpsilonContext(ctx, acc, event(sigma), delta)
 		return g.Epsilon <= targetEps, err
 	}
 	hi := 1.0
@@ -110,7 +110,7 @@ func CalibrateSteps(ctx context.Context, acc Accountant, event func(steps int) E
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		g, err := acc.Epsilon(event(steps), delta)
+		g, err := EpsilonContext(ctx, acc, event(steps), delta)
 		return g.Epsilon <= targetEps, err
 	}
 	ok, err := meets(1)

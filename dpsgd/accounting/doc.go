@@ -47,6 +47,15 @@
 //	RepeatAndSelect            yes   –     –         pure base, TNB
 //	AdaptiveRepeatAndSelect    yes   –     –         pure base
 //
+// Limits, answered at once rather than computed for minutes: GaussianSelect
+// (Xiang et al.'s Algorithm 3) is computed for shifts μ ≤
+// MaxGaussianSelectMu and is +∞ (no meaningful privacy) above; the PLD accountant counts a Gaussian whose noise exceeds 10¹⁰⁰
+// times its sensitivity as (0, δ₀)-DP with δ₀ its total variation (an upper
+// bound: ε = 0 at any usable δ) and refuses losses that need a grid coarser
+// than 1 nat; a distribution of the number of runs K that is drawn from
+// (CheckSampled) has a mean of at most MaxMeanRuns. RDP.EpsilonContext and
+// EpsilonContext stop with ctx's error soon after ctx is cancelled.
+//
 // Calibration: CalibrateNoise (σ for a target ε, never above it; for a
 // tuning pipeline pass its RepeatAndSelect event) and CalibrateSteps (the
 // steps a budget allows).

@@ -49,6 +49,9 @@ const maxPLDGrid = 1 << 23
 //     e^−(window bottom) ≤ 1e-5·δ) can only add to δ;
 //   - in total the terms added to δ are below 3e-5·δ, which moves ε by a
 //     relative ~1e-5;
+//   - huge noise: a Gaussian whose noise-to-sensitivity ratio exceeds 10¹⁰⁰
+//     is counted as (0, δ₀)-DP with δ₀ its total variation distance (at
+//     most 4·10⁻¹⁰¹ per composition), an upper bound;
 //   - rounding: the FFT and the powers carry float64 rounding of about
 //     1e-16 × (number of compositions) per frequency; negative results are
 //     clamped to 0. This is not bounded rigorously; it is far below δ in
@@ -150,6 +153,9 @@ func collectPLD(comps map[privacyProfile]*pldComponent, e Event, times int) (boo
 		if err != nil || r == 0 || math.IsInf(r, 1) {
 			return r == 0 && err == nil, err
 		}
+		if r > hugeNoise {
+			return collectPLD(comps, hugeNoiseBound(1, r), times)
+		}
 		add(gaussianRemove{1, r}, nil)
 	case Vote:
 		g, err := v.gaussian()
@@ -174,6 +180,9 @@ func collectPLD(comps map[privacyProfile]*pldComponent, e Event, times int) (boo
 		r, err := g.ratio()
 		if err != nil || r == 0 || math.IsInf(r, 1) {
 			return r == 0 && err == nil, err
+		}
+		if r > hugeNoise {
+			return collectPLD(comps, hugeNoiseBound(v.SamplingRate, r), times)
 		}
 		add(gaussianRemove{v.SamplingRate, r}, gaussianAdd{v.SamplingRate, r})
 	case Laplace:
@@ -228,6 +237,26 @@ func collectPLD(comps map[privacyProfile]*pldComponent, e Event, times int) (boo
 	return false, nil
 }
 
+// hugeNoise is the noise-to-sensitivity ratio above which the PLD
+// accountant counts a (subsampled) Gaussian by the (0, δ₀) bound of
+// hugeNoiseBound: its privacy loss is within ±1/r² ≈ 10⁻²⁰⁰ of 0 on all but
+// a negligible set, and r² would overflow float64 near r = 10¹⁵⁴.
+const hugeNoise = 1e100
+
+// hugeNoiseBound is the (0, δ₀)-DP guarantee of a Gaussian of
+// noise-to-sensitivity ratio r, Poisson-subsampled at rate q (q = 1: not
+// subsampled): δ₀ is the total variation distance of its pair, q·TV(N(1, r²),
+// N(0, r²)) = q·erf(1/(2√2·r)) in both directions. Every (0, δ₀)-DP
+// mechanism is dominated by randomised response with (0, δ₀) (Kairouz, Oh,
+// Viswanath 2015, Theorem 2.1), so counting it so is an upper bound.
+func hugeNoiseBound(q, r float64) EpsilonDelta {
+	return EpsilonDelta{Epsilon: 0, Delta: q * math.Erf(1/(2*math.Sqrt2*r))}
+}
+
+// maxPLDSpacing is the coarsest grid the PLD accountant uses, in nats;
+// losses that need a coarser grid are refused with an error.
+const maxPLDSpacing = 1.0
+
 // composedEpsilon composes the discretised pairs of one direction and
 // returns the smallest ε whose δ is at most delta.
 func composedEpsilon(ws []weighted, h, delta float64, total int) (float64, error) {
@@ -247,6 +276,9 @@ func composedEpsilon(ws []weighted, h, delta float64, total int) (float64, error
 		}
 		if !ok {
 			h *= 2 // too wide for the grid: coarsen (pessimism is preserved)
+			if h > maxPLDSpacing {
+				return 0, fmt.Errorf("accounting: the pld accountant cannot discretise these privacy losses on a grid of at most %d points spaced at most %g nats", maxPLDGrid, maxPLDSpacing)
+			}
 			continue
 		}
 		infMass = 1 - survive
@@ -273,6 +305,9 @@ func composedEpsilon(ws []weighted, h, delta float64, total int) (float64, error
 			break
 		}
 		h *= 2
+		if h > maxPLDSpacing {
+			return 0, fmt.Errorf("accounting: the pld accountant cannot hold the composed losses on a grid of at most %d points spaced at most %g nats", maxPLDGrid, maxPLDSpacing)
+		}
 	}
 	below := int(math.Ceil(bottom / h))
 	n := 1 << bits.Len(uint(int(math.Ceil((top+bottom)/h))+1))

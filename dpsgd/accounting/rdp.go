@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"context"
 	"fmt"
 	"math"
 )
@@ -56,6 +57,12 @@ func (a RDP) orders() []float64 {
 // EpsilonDelta with δ > 0 (no RDP guarantee follows from it) and subsampling
 // of anything but a Gaussian give an error wrapping ErrUnsupported.
 func (a RDP) RDP(e Event) ([]float64, error) {
+	return a.RDPContext(context.Background(), e)
+}
+
+// RDPContext is RDP that returns ctx's error soon after ctx is cancelled
+// (GaussianSelect's integrals can take seconds).
+func (a RDP) RDPContext(ctx context.Context, e Event) ([]float64, error) {
 	orders := a.orders()
 	for _, o := range orders {
 		if !(o > 1) {
@@ -63,14 +70,14 @@ func (a RDP) RDP(e Event) ([]float64, error) {
 		}
 	}
 	out := make([]float64, len(orders))
-	if err := a.add(out, orders, e, 1); err != nil {
+	if err := a.add(ctx, out, orders, e, 1); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
 // add adds times × the RDP of e to acc.
-func (a RDP) add(acc, orders []float64, e Event, times float64) error {
+func (a RDP) add(ctx context.Context, acc, orders []float64, e Event, times float64) error {
 	each := func(f func(alpha float64) float64) {
 		for i, o := range orders {
 			acc[i] += times * f(o)
@@ -88,13 +95,13 @@ func (a RDP) add(acc, orders []float64, e Event, times float64) error {
 		if err != nil {
 			return err
 		}
-		return a.add(acc, orders, g, times)
+		return a.add(ctx, acc, orders, g, times)
 	case DiscreteGaussian:
 		g, err := v.gaussian()
 		if err != nil {
 			return err
 		}
-		return a.add(acc, orders, g, times)
+		return a.add(ctx, acc, orders, g, times)
 	case DistributedDiscreteGaussian:
 		for i, o := range orders {
 			r, err := DistributedDiscreteGaussianRDP(v, o)
@@ -137,7 +144,7 @@ func (a RDP) add(acc, orders []float64, e Event, times float64) error {
 		each(func(o float64) float64 { return SubsampledGaussianRDP(v.SamplingRate, r, o) })
 	case GaussianSelect:
 		for i, o := range orders {
-			r, err := GaussianSelectRDP(v.Mu, v.Repetitions, o)
+			r, err := GaussianSelectRDP(ctx, v.Mu, v.Repetitions, o)
 			if err != nil {
 				return err
 			}
@@ -169,10 +176,10 @@ func (a RDP) add(acc, orders []float64, e Event, times float64) error {
 		if v.Count == 0 {
 			return nil
 		}
-		return a.add(acc, orders, v.Event, times*float64(v.Count))
+		return a.add(ctx, acc, orders, v.Event, times*float64(v.Count))
 	case Composed:
 		for _, ev := range v.Events {
-			if err := a.add(acc, orders, ev, times); err != nil {
+			if err := a.add(ctx, acc, orders, ev, times); err != nil {
 				return err
 			}
 		}
@@ -188,10 +195,16 @@ func (a RDP) add(acc, orders []float64, e Event, times float64) error {
 
 // Epsilon converts the RDP of e to (ε, delta)-DP, minimising over the orders.
 func (a RDP) Epsilon(e Event, delta float64) (Guarantee, error) {
+	return a.EpsilonContext(context.Background(), e, delta)
+}
+
+// EpsilonContext is Epsilon that returns ctx's error soon after ctx is
+// cancelled.
+func (a RDP) EpsilonContext(ctx context.Context, e Event, delta float64) (Guarantee, error) {
 	if err := CheckDelta(delta); err != nil {
 		return Guarantee{}, fmt.Errorf("accounting: %w", err)
 	}
-	rdp, err := a.RDP(e)
+	rdp, err := a.RDPContext(ctx, e)
 	if err != nil {
 		return Guarantee{}, err
 	}

@@ -115,6 +115,31 @@ func (r Repetitions) Check() error {
 	return nil
 }
 
+// MaxMeanRuns is the largest mean number of runs E[K] of a distribution
+// dptune draws K from (tuning.DrawRuns): above it Poisson's e^{−μ}
+// underflows, and a tuning that expects more runs is out of reach of any
+// machine dptune targets. Settings above it are refused before any work —
+// never truncated, which would change the distribution the accounting
+// assumes.
+const MaxMeanRuns = 700
+
+// CheckSampled returns Check's error, or, for the distributions of
+// unbounded support (TNB, Poisson), an error when E[K] is above
+// MaxMeanRuns: the check of a distribution K is drawn from (accounting
+// alone needs only Check; Fixed and Binary are point masses bounded by it).
+func (r Repetitions) CheckSampled() error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	if r.Distribution != TNB && r.Distribution != Poisson {
+		return nil
+	}
+	if m := r.Mean(); !(m <= MaxMeanRuns) {
+		return fmt.Errorf("accounting: %s has a mean of %.6g runs; dptune draws the number of runs only for means up to %d", r, m, MaxMeanRuns)
+	}
+	return nil
+}
+
 // Mean is E[K]: η(1−γ)/(γ(1−γ^η)) for TNB with η ≠ 0, (1/γ − 1)/log(1/γ) for
 // η = 0 (DP-HyPO, Definition B.1), μ for Poisson, s + (1−s)L for Binary, K
 // for Fixed.

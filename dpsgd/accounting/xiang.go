@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -36,6 +37,15 @@ func XiangMu(tau, sigma float64, steps int) float64 {
 	return tau * math.Sqrt(float64(steps)) / sigma
 }
 
+// MaxGaussianSelectMu is the largest shift μ GaussianSelectRDP computes;
+// above it, it reports +∞.
+// Beyond it the divergence integrals span thousands of standard deviations
+// at the high orders and stop converging in float64 (μ = 20 already fails),
+// while the answer is already no privacy: at μ = 10 even one run (K = 1)
+// is the Gaussian mechanism with RDP α·50 and ε above 50 nats at δ = 10⁻⁵,
+// and more runs only add to it.
+const MaxGaussianSelectMu = 10
+
 // GaussianSelectRDP is Xiang et al.'s Algorithm 3: the RDP at order α of
 // releasing the largest of K ∼ rep draws from N(0, 1) against N(μ, 1),
 // max{D_α(N_ξ‖N′_ξ), D_α(N′_ξ‖N_ξ)}. The density of the largest draw is
@@ -55,12 +65,21 @@ func XiangMu(tau, sigma float64, steps int) float64 {
 // difference of terms near α·x²/2 ~ 10⁹, so float64 itself limits it to
 // about 1e-7 relative; the trimmed tails add at most e^{−80} times the
 // range, relative.)
-func GaussianSelectRDP(mu float64, rep Repetitions, alpha float64) (float64, error) {
+//
+// A shift μ above MaxGaussianSelectMu (+∞ included) gives +∞ at once, the
+// trivial upper bound: no meaningful privacy is left there to count (see
+// MaxGaussianSelectMu). It returns an error for μ < 0 or NaN, an invalid rep
+// or α, a non-converged integral, and ctx's error soon after ctx is
+// cancelled (checked every few thousand integrand evaluations).
+func GaussianSelectRDP(ctx context.Context, mu float64, rep Repetitions, alpha float64) (float64, error) {
 	if err := rep.Check(); err != nil {
 		return 0, err
 	}
-	if !(mu >= 0) || math.IsInf(mu, 1) {
-		return 0, fmt.Errorf("accounting: GaussianSelect needs a finite μ ≥ 0, have %v", mu)
+	if !(mu >= 0) {
+		return 0, fmt.Errorf("accounting: GaussianSelect needs a shift μ ≥ 0, have %v", mu)
+	}
+	if mu > MaxGaussianSelectMu {
+		return math.Inf(1), nil // no meaningful privacy: counted as none
 	}
 	if !(alpha > 1) || math.IsInf(alpha, 1) {
 		return 0, fmt.Errorf("accounting: RDP order %v is not in (1, ∞)", alpha)
@@ -74,11 +93,11 @@ func GaussianSelectRDP(mu float64, rep Repetitions, alpha float64) (float64, err
 	}
 	logP := func(x float64) float64 { return logMaxDensity(rep, x) }
 	logQ := func(x float64) float64 { return logMaxDensity(rep, x-mu) }
-	d1, err := renyi(logP, logQ, atom, mu, alpha)
+	d1, err := renyi(ctx, logP, logQ, atom, mu, alpha)
 	if err != nil {
 		return 0, err
 	}
-	d2, err := renyi(logQ, logP, atom, mu, alpha)
+	d2, err := renyi(ctx, logQ, logP, atom, mu, alpha)
 	if err != nil {
 		return 0, err
 	}
@@ -123,12 +142,17 @@ func logMaxDensity(rep Repetitions, x float64) float64 {
 
 // renyi is D_α(P‖Q) = log(∫ p^α q^{1−α} + P[atom])/(α − 1) for log
 // densities lp, lq whose means are within [0, mu] (see GaussianSelectRDP).
-func renyi(lp, lq func(float64) float64, logAtom, mu, alpha float64) (float64, error) {
+func renyi(ctx context.Context, lp, lq func(float64) float64, logAtom, mu, alpha float64) (float64, error) {
 	li := func(x float64) float64 { return alpha*lp(x) + (1-alpha)*lq(x) }
 	const step, drop = 0.25, 80.0
 	lo, hi := -(alpha+2)*mu-60, (alpha+2)*mu+60
 	peak, at := math.Inf(-1), 0.0
-	for x := lo; x <= hi; x += step {
+	for i, x := 0, lo; x <= hi; i, x = i+1, x+step {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
 		if v := li(x); v > peak {
 			peak, at = v, x
 		}
@@ -159,6 +183,9 @@ func renyi(lp, lq func(float64) float64, logAtom, mu, alpha float64) (float64, e
 		errEst += math.Abs(fine - coarse)
 	}
 	for x := a; x < b; x += step {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		panel(x, x+step, 0)
 	}
 	if !(total > 0) || errEst > 1e-6*total {

@@ -11,7 +11,7 @@ import (
 func TestGaussianSelectPointMassIsGaussian(t *testing.T) {
 	for _, mu := range []float64{0.1, 1, 3} {
 		for _, a := range []float64{1.5, 2, 8, 64, 512} {
-			got, err := GaussianSelectRDP(mu, FixedRepetitions(1), a)
+			got, err := GaussianSelectRDP(context.Background(), mu, FixedRepetitions(1), a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -31,7 +31,7 @@ func TestGaussianSelectSecondQuadrature(t *testing.T) {
 		rep   Repetitions
 		alpha float64
 	}{{0.5, BinaryRepetitions(10, 0.1), 2}, {0.5, BinaryRepetitions(100, 0.01), 8}, {0.25, TNBRepetitions(1, 0.1), 4}, {1, PoissonRepetitions(5), 3}} {
-		got, err := GaussianSelectRDP(c.mu, c.rep, c.alpha)
+		got, err := GaussianSelectRDP(context.Background(), c.mu, c.rep, c.alpha)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestGaussianSelectBelowPapernotSteinke(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, a := range acc.Orders {
-				x, err := GaussianSelectRDP(mu, rep, a)
+				x, err := GaussianSelectRDP(context.Background(), mu, rep, a)
 				if err != nil {
 					t.Fatal(err)
 				}
