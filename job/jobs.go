@@ -11,6 +11,7 @@ import (
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
@@ -222,6 +223,9 @@ type runInput struct {
 	Noise             dpsgd.NoiseMode  `json:"noise"`
 	Candidate         tuning.Candidate `json:"candidate"`
 	Seed              *uint64          `json:"seed"`
+	// Key is the run's secret key (a keyed invocation's run), instead of
+	// Seed; it travels only inside sealed payloads.
+	Key *randsrc.Key `json:"key,omitempty"`
 	// Model asks for the trained parameters in the output (a tuning run
 	// may be selected; a landscape point never is).
 	Model bool `json:"model"`
@@ -246,7 +250,7 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	t := &tuning.DPSGDTrainer{Arch: in.Arch, Data: l.train, Val: l.val, ValSize: in.ValSize, NoiseMultiplier: in.NoiseMultiplier,
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
-		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise}
+		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 	}
@@ -275,11 +279,11 @@ type dpsgdJobs struct {
 }
 
 // Task implements tuning.Jobs.
-func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64) (runner.Task, error) {
+func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64, key *randsrc.Key) (runner.Task, error) {
 	t := j.t
 	b, err := json.Marshal(runInput{Data: j.data, Arch: t.Arch, NoiseMultiplier: t.NoiseMultiplier, SamplingRate: t.SamplingRate,
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
-		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Model: j.model})
+		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }
 
@@ -333,6 +337,7 @@ type partInput struct {
 	NoiseMultiplier float64          `json:"noise_multiplier"`
 	Noise           dpsgd.NoiseMode  `json:"noise"`
 	Seed            uint64           `json:"seed"`
+	Key             *randsrc.Key     `json:"key,omitempty"` // instead of Seed when not nil
 	Candidate       tuning.Candidate `json:"candidate"`
 	Part            int              `json:"part"`
 }
@@ -351,7 +356,7 @@ func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	p := &tuning.PartitionScorer{Arch: in.Arch, Parts: l.parts, Val: l.val, ValSize: in.ValSize, Epochs: in.Epochs,
 		BatchSize: in.BatchSize, SamplingRate: in.SamplingRate, Momentum: in.Momentum, Private: in.Private,
-		NoiseMultiplier: in.NoiseMultiplier, Noise: in.Noise, Seed: in.Seed}
+		NoiseMultiplier: in.NoiseMultiplier, Noise: in.Noise, Seed: in.Seed, Key: in.Key}
 	acc, err := p.TrainPart(ctx, in.Candidate, in.Part)
 	if err != nil {
 		return nil, err
@@ -364,7 +369,7 @@ func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Cand
 	return func(c tuning.Candidate, part int) (runner.Task, error) {
 		b, err := json.Marshal(partInput{Data: ref, Arch: scorer.Arch, ValSize: scorer.ValSize, Epochs: scorer.Epochs,
 			BatchSize: scorer.BatchSize, SamplingRate: scorer.SamplingRate, Momentum: scorer.Momentum, Private: scorer.Private,
-			NoiseMultiplier: scorer.NoiseMultiplier, Noise: scorer.Noise, Seed: scorer.Seed, Candidate: c, Part: part})
+			NoiseMultiplier: scorer.NoiseMultiplier, Noise: scorer.Noise, Seed: scorer.Seed, Key: scorer.Key, Candidate: c, Part: part})
 		return runner.Task{ID: fmt.Sprintf("candidate %d part %d", c.Index, part), Kind: KindPartitionRun, Input: b}, err
 	}
 }

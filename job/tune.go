@@ -332,7 +332,7 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
-	seed, run := s.invocationSeed()
+	seed, key, run := s.invocationSeed()
 	trainer.Noise = s.noiseMode()
 	ref := s.Data.ref()
 	ref.Validation = s.Validation
@@ -344,14 +344,14 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 		pub := s.PublicVal.ref()
 		ref.Public = &pub
 	} else {
-		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed)
+		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed, key)
 		if trainer.Data, trainer.Val, err = keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, err)
 		}
 	}
 	// The jobs of this process read the data loaded here.
 	cachePut(cacheKey(ref), loaded{train: trainer.Data, val: trainer.Val})
-	cfg := tuning.Config{Space: s.Space, Trainer: trainer, Repetitions: s.Repetitions, Seed: seed,
+	cfg := tuning.Config{Space: s.Space, Trainer: trainer, Repetitions: s.Repetitions, Seed: seed, Key: key,
 		Diagnostics: s.Diagnostics, Progress: s.Progress, Runner: run, Jobs: dpsgdJobs{t: trainer, data: ref, model: true}}
 	var res tuning.Result
 	var tuneErr error
@@ -442,22 +442,22 @@ func CheckTune(ctx context.Context, s TuneSpec) (float64, error) {
 	return 0, invalidf("unknown tuner %q (want randomstop, gp, doubling or grid)", s.Tuner)
 }
 
-// invocationSeed returns the seed the tuning's randomness comes from — s.Seed,
-// or a keyed runner's secret key, or nil (crypto/rand) — and its runner
-// (runner.Local when s.Runner is nil).
-func (s TuneSpec) invocationSeed() (*uint64, runner.Runner) {
+// invocationSeed returns what the tuning's randomness comes from — s.Seed,
+// or a keyed runner's secret 256-bit key, or neither (crypto/rand) — and
+// its runner (runner.Local when s.Runner is nil).
+func (s TuneSpec) invocationSeed() (*uint64, *randsrc.Key, runner.Runner) {
 	run := s.Runner
 	if run == nil {
 		run = runner.Local{}
 	}
 	if s.Seed != nil {
-		return s.Seed, run
+		return s.Seed, nil, run
 	}
 	if k, ok := run.(runner.Keyed); ok {
-		key := k.Key()
-		return &key, run
+		key := randsrc.Key(k.Key())
+		return nil, &key, run
 	}
-	return nil, run
+	return nil, nil, run
 }
 
 // noiseMode is how the runs draw their noise: secure unless the user gave a
@@ -477,9 +477,11 @@ func (s TuneSpec) openRunner(ctx context.Context) (runner.Runner, error) {
 	return s.OpenRunner(ctx)
 }
 
-// splitKey is the key of the keyed validation split: from the seed's
-// stream, or from crypto/rand.
-func splitKey(seed *uint64) uint64 { return randsrc.New(seed, "validation split").Uint64() }
+// splitKey is the key of the keyed validation split: from the seed's or
+// the key's stream, or from crypto/rand.
+func splitKey(seed *uint64, key *randsrc.Key) uint64 {
+	return randsrc.For(seed, key, "validation split").Uint64()
+}
 
 // keyedValidationSplit holds out about nVal of the nominal examples of
 // train for scoring, by a keyed hash of each example (data.KeyedSplit) with

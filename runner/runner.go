@@ -45,8 +45,8 @@ type Runner interface {
 // same noise as the first, and no job is charged twice.
 type Keyed interface {
 	Runner
-	// Key is the invocation's secret key.
-	Key() uint64
+	// Key is the invocation's secret 256-bit key.
+	Key() [32]byte
 	// Resumed reports whether the invocation existed before this process
 	// attached to it.
 	Resumed() bool

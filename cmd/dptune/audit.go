@@ -134,9 +134,9 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	if err := job.CheckOut(f.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	end := func(bool) {}
+	end := func(bool) error { return nil }
 	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
-		run, e, err := f.run.open(ctx, "audit "+protocol, f.out)
+		run, e, err := f.run.open(ctx, cmd, "audit "+protocol, f.out)
 		end = e
 		return run, err
 	}
@@ -147,7 +147,12 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish())
 	spec.Progress = func(done, _ int) { bar.Set(done) }
 	res, err := job.Audit(cmd.Context(), spec)
-	end(errors.Is(err, context.Canceled))
+	// The invocation is closed (or left to resume) before anything is
+	// written; an error closing it is returned once the results are out.
+	closeErr := end(errors.Is(err, context.Canceled))
+	if err != nil {
+		err = errors.Join(err, closeErr)
+	}
 	bar.Finish()
 	fmt.Fprintln(w)
 	if err != nil {
@@ -176,5 +181,5 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		}
 	}
 	fmt.Fprintf(w, "wall time      %.1f s; audit.json, audit.png and trials.csv in %s\n", time.Since(start).Seconds(), f.out)
-	return nil
+	return closeErr
 }

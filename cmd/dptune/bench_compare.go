@@ -178,7 +178,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
-	run, end, err := f.run.open(cmd.Context(), "bench compare", f.out)
+	run, end, err := f.run.open(cmd.Context(), cmd, "bench compare", f.out)
 	if err != nil {
 		return err
 	}
@@ -208,7 +208,12 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		bar.Set(r)
 	}
 	rep, err := bench.Compare(cmd.Context(), cfg)
-	end(errors.Is(err, context.Canceled))
+	// The invocation is closed (or left to resume) before anything is
+	// written; an error closing it is returned once the results are out.
+	closeErr := end(errors.Is(err, context.Canceled))
+	if err != nil {
+		err = errors.Join(err, closeErr)
+	}
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(w)
@@ -240,5 +245,5 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		return err
 	}
 	fmt.Fprintf(w, "wall time %.0f s (%d tunings from the cache); compare.json, compare.md and the plot in %s\n", rep.Wall, rep.Cached, f.out)
-	return nil
+	return closeErr
 }
