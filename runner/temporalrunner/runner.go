@@ -1,13 +1,3 @@
-// Package temporalrunner runs dptune's jobs (package runner) on Temporal
-// workers: one workflow (Invocation) per invocation of a tuning, a bench or
-// an audit, one activity per job, on any number of `dptune worker`
-// processes that share a task queue and the curator's key file.
-//
-// The curator's process and the workers never trust Temporal with a
-// secret: every payload is encrypted (Codec). What Temporal does see is the
-// shape of the work — how many jobs, their kinds, when they ran — which for
-// a random-stop tuning is the number of runs K: the server, its database,
-// its UI and every worker are curator-side.
 package temporalrunner
 
 import (
