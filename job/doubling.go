@@ -179,7 +179,7 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
-	partKey := randsrc.For(seed, key, "partition").Uint64()
+	partKey := newCutKey(seed, key, "partition")
 	ref.PartKey = partKey
 	parts, err := partition(fit, d.Partitions, partKey)
 	if err != nil {
@@ -203,7 +203,7 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 	// The jobs of this process read the data loaded here.
 	cachePut(cacheKey(ref), loaded{train: fit, val: val, parts: parts})
 	scorer.Runner, scorer.Task = run, partitionTask(scorer, ref)
-	scorer.SplitID = fmt.Sprintf("%016x", randsrc.Seeded(partKey, "split id").Uint64())
+	scorer.SplitID = partKey.id()
 	if s.Progress != nil {
 		scorer.Progress = s.Progress
 	}

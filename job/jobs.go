@@ -52,12 +52,50 @@ type dataRef struct {
 	// (Public's training set) or "test" (the test set, for landscapes).
 	Validation string   `json:"validation"`
 	ValSize    int      `json:"val_size,omitempty"`
-	SplitKey   uint64   `json:"split_key,omitempty"`
+	SplitKey   cutKey   `json:"split_key"`
 	Public     *dataRef `json:"public,omitempty"`
 	// Parts > 0 cuts the training split into Parts equal keyed parts with
 	// PartKey (the doubling tuner's partition).
 	Parts   int    `json:"parts,omitempty"`
-	PartKey uint64 `json:"part_key,omitempty"`
+	PartKey cutKey `json:"part_key"`
+}
+
+// cutKey keys a secret split of the data: a seeded run's 64-bit key
+// (data.KeyedSplit: reproducible from the public seed), or a secret 256-bit
+// key (data.KeyedSplitMAC: HMAC-SHA256 of each example) when unseeded.
+type cutKey struct {
+	Seeded uint64       `json:"seeded,omitempty"`
+	MAC    *randsrc.Key `json:"mac,omitempty"`
+}
+
+// newCutKey is the key of the split for purpose: from the seed's stream;
+// or a subkey of a keyed runner's invocation key; or a fresh key from
+// crypto/rand.
+func newCutKey(seed *uint64, key *randsrc.Key, purpose string) cutKey {
+	switch {
+	case seed != nil:
+		return cutKey{Seeded: randsrc.Seeded(*seed, purpose).Uint64()}
+	case key != nil:
+		return cutKey{MAC: key.Derive(purpose)}
+	}
+	k := randsrc.NewKey()
+	return cutKey{MAC: &k}
+}
+
+// split cuts d into parts of about the given fractions.
+func (k cutKey) split(d *data.Dataset, fractions []float64) ([]*data.Dataset, error) {
+	if k.MAC != nil {
+		return data.KeyedSplitMAC(d, fractions, *k.MAC)
+	}
+	return data.KeyedSplit(d, fractions, k.Seeded)
+}
+
+// id names the split (e.g. in a cache's header) without revealing its key.
+func (k cutKey) id() string {
+	if k.MAC != nil {
+		return fmt.Sprintf("%016x", k.MAC.Stream("split id").Uint64())
+	}
+	return fmt.Sprintf("%016x", randsrc.Seeded(k.Seeded, "split id").Uint64())
 }
 
 // loaded is a dataRef's data.
@@ -190,12 +228,12 @@ func (r dataRef) resolve() (loaded, error) {
 }
 
 // partition cuts fit into k equal keyed parts (Ding et al.'s partition).
-func partition(fit *data.Dataset, k int, key uint64) ([]*data.Dataset, error) {
+func partition(fit *data.Dataset, k int, key cutKey) ([]*data.Dataset, error) {
 	fracs := make([]float64, k)
 	for i := range fracs {
 		fracs[i] = 1
 	}
-	return data.KeyedSplit(fit, fracs, key)
+	return key.split(fit, fracs)
 }
 
 // decodeInput reads a job's JSON input; a malformed one is never retried.

@@ -477,20 +477,17 @@ func (s TuneSpec) openRunner(ctx context.Context) (runner.Runner, error) {
 	return s.OpenRunner(ctx)
 }
 
-// splitKey is the key of the keyed validation split: from the seed's or
-// the key's stream, or from crypto/rand.
-func splitKey(seed *uint64, key *randsrc.Key) uint64 {
-	return randsrc.For(seed, key, "validation split").Uint64()
-}
+// splitKey is the key of the keyed validation split (newCutKey).
+func splitKey(seed *uint64, key *randsrc.Key) cutKey { return newCutKey(seed, key, "validation split") }
 
 // keyedValidationSplit holds out about nVal of the nominal examples of
-// train for scoring, by a keyed hash of each example (data.KeyedSplit) with
-// key (splitKey), so that adding or removing one example changes either the
-// training split or the validation split, never both. The fraction is
-// nVal/nominal — public.
-func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key uint64) (fit, val *data.Dataset, err error) {
+// train for scoring, by a keyed hash of each example with key (splitKey:
+// data.KeyedSplit when seeded, data.KeyedSplitMAC otherwise), so that
+// adding or removing one example changes either the training split or the
+// validation split, never both. The fraction is nVal/nominal — public.
+func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key cutKey) (fit, val *data.Dataset, err error) {
 	v := float64(nVal) / float64(nominal)
-	parts, err := data.KeyedSplit(train, []float64{1 - v, v}, key)
+	parts, err := key.split(train, []float64{1 - v, v})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -82,8 +82,12 @@ func (s sealedConverter) binding(role string) Binding {
 	return b
 }
 
-// ToPayload implements converter.DataConverter.
+// ToPayload implements converter.DataConverter. A converter.RawValue
+// holding a payload already sealed (Runner's queries) goes as it is.
 func (s sealedConverter) ToPayload(v any) (*commonpb.Payload, error) {
+	if rv, ok := v.(converter.RawValue); ok && isSealed(rv.Payload()) {
+		return rv.Payload(), nil
+	}
 	p, err := s.inner.ToPayload(v)
 	if err != nil {
 		return nil, err
@@ -91,8 +95,15 @@ func (s sealedConverter) ToPayload(v any) (*commonpb.Payload, error) {
 	return s.c.Seal(p, s.binding(roleOf(reflect.TypeOf(v))))
 }
 
-// FromPayload implements converter.DataConverter.
+// FromPayload implements converter.DataConverter. Into a
+// *converter.RawValue it gives the payload still sealed, for the caller to
+// open (Runner's queries, which the SDK's client converts without a
+// context): nothing unsealed ever comes out of it.
 func (s sealedConverter) FromPayload(p *commonpb.Payload, ptr any) error {
+	if rv, ok := ptr.(*converter.RawValue); ok {
+		*rv = converter.NewRawValue(p)
+		return nil
+	}
 	t := reflect.TypeOf(ptr)
 	if t == nil || t.Kind() != reflect.Pointer {
 		return fmt.Errorf("temporalrunner: decoding a payload into %T, not a pointer", ptr)
@@ -176,6 +187,11 @@ type execution struct{ id, run string }
 // receives are bound to them.
 func WithExecution(ctx context.Context, id, run string) context.Context {
 	return context.WithValue(ctx, executionKey{}, execution{id, run})
+}
+
+// isSealed reports whether p claims to be sealed (Open checks it).
+func isSealed(p *commonpb.Payload) bool {
+	return string(p.GetMetadata()["encoding"]) == encodingEncrypted
 }
 
 // withheld replaces the text of a failure that is not sealed.

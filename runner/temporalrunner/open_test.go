@@ -74,16 +74,17 @@ type answer struct {
 func (a answer) HasValue() bool    { return true }
 func (a answer) Get(ptr any) error { return a.dc.FromPayloads(a.p, ptr) }
 
-func (s *server) QueryWorkflow(ctx context.Context, id, run, query string, _ ...any) (converter.EncodedValue, error) {
+// QueryWorkflow converts as the SDK's client does: without a context.
+func (s *server) QueryWorkflow(ctx context.Context, id, run, query string, args ...any) (converter.EncodedValue, error) {
 	r := s.runs[id]
-	if r == nil || query != queryKey {
+	if r == nil || query != queryKey || len(args) != 0 {
 		return nil, errors.New("no such workflow or query")
 	}
 	p, err := s.dc.WithContext(WithExecution(ctx, id, r.run)).ToPayloads(r.start.Key)
 	if err != nil {
 		return nil, err
 	}
-	return answer{s.dc.WithContext(ctx), p}, nil
+	return answer{s.dc.WithContext(context.Background()), p}, nil
 }
 
 func (s *server) SignalWorkflow(ctx context.Context, id, run, name string, arg any) error {

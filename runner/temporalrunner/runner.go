@@ -12,6 +12,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/dptune/dptune/runner"
 )
@@ -24,6 +25,7 @@ type Runner struct {
 	key     [32]byte
 	resumed bool
 	rec     record
+	codec   *Codec
 	// Poll is how often Run asks the workflow for finished jobs.
 	Poll time.Duration
 
@@ -96,16 +98,12 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 	if err != nil {
 		return nil, fmt.Errorf("temporalrunner: starting workflow %s: %w", o.WorkflowID, err)
 	}
-	r := &Runner{c: c, id: run.GetID(), run: run.GetRunID(), rec: rec, Poll: 200 * time.Millisecond, fetched: map[string]Result{}}
+	r := &Runner{c: c, id: run.GetID(), run: run.GetRunID(), rec: rec, codec: o.Codec, Poll: 200 * time.Millisecond, fetched: map[string]Result{}}
 	if r.id != o.WorkflowID {
 		return nil, fmt.Errorf("temporalrunner: asked to start workflow %s, the server answered for %s", o.WorkflowID, r.id)
 	}
 	var got KeyBlob
-	v, err := c.QueryWorkflow(WithExecution(ctx, r.id, r.run), r.id, r.run, queryKey)
-	if err == nil {
-		err = v.Get(&got)
-	}
-	if err != nil {
+	if err := r.query(ctx, queryKey, &got); err != nil {
 		return nil, fmt.Errorf("temporalrunner: workflow %s (is a `dptune worker` serving task queue %s?): %w", o.WorkflowID, o.TaskQueue, err)
 	}
 	if r.key, err = o.Codec.UnwrapKey(got, o.WorkflowID, o.Settings); err != nil {
@@ -193,12 +191,8 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			return ctx.Err()
 		case <-tick.C:
 		}
-		v, err := r.c.QueryWorkflow(bctx, r.id, r.run, queryResults, r.cursor)
 		var got []Result
-		if err == nil {
-			err = v.Get(&got)
-		}
-		if err != nil {
+		if err := r.query(ctx, queryResults, &got, r.cursor); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -209,6 +203,32 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 		}
 		r.cursor += len(got)
 	}
+}
+
+// query asks the workflow query name with args and decodes its answer
+// into out. The SDK's client converts query payloads without a context, so
+// the arguments are sealed here, bound to this run and their roles, and the
+// answer comes back still sealed (converter.RawValue) and is opened here,
+// bound to this run and out's role.
+func (r *Runner) query(ctx context.Context, name string, out any, args ...any) error {
+	dc := NewDataConverter(r.codec).(sealedConverter).WithContext(WithExecution(ctx, r.id, r.run))
+	raw := make([]any, len(args))
+	for i, a := range args {
+		p, err := dc.ToPayload(a)
+		if err != nil {
+			return err
+		}
+		raw[i] = converter.NewRawValue(p)
+	}
+	v, err := r.c.QueryWorkflow(ctx, r.id, r.run, name, raw...)
+	if err != nil {
+		return err
+	}
+	var answer converter.RawValue
+	if err := v.Get(&answer); err != nil {
+		return err
+	}
+	return dc.FromPayload(answer.Payload(), out)
 }
 
 // Close ends the invocation: it records it closed first (from then on its
