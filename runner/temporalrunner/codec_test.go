@@ -113,6 +113,18 @@ func TestConverterBinding(t *testing.T) {
 	if err := dc.(sealedConverter).WithContext(ctxA).FromPayloads(plain, &got); !errors.Is(err, ErrUnsealed) {
 		t.Errorf("a plaintext submit was accepted: %v", err)
 	}
+	// Into a RawValue a payload comes out still sealed (the runner opens
+	// its query answers itself); a plaintext RawValue is sealed on the way
+	// out, a sealed one goes as it is.
+	var raw converter.RawValue
+	if err := dc.(sealedConverter).WithContext(context.Background()).FromPayloads(ps, &raw); err != nil || raw.Payload() != ps.Payloads[0] {
+		t.Errorf("a RawValue did not get the sealed payload as it is: %v", err)
+	}
+	out1, _ := dc.ToPayload(converter.NewRawValue(plain.Payloads[0]))
+	out2, _ := dc.ToPayload(converter.NewRawValue(ps.Payloads[0]))
+	if !isSealed(out1) || out2 != ps.Payloads[0] {
+		t.Error("a plaintext RawValue went out unsealed, or a sealed one was sealed again")
+	}
 	// The start is sealed before the run has an ID, and opens in any run
 	// of its workflow (its key blob is bound by WrapKey).
 	st, _ := dc.(sealedConverter).WithContext(WithExecution(context.Background(), "A", "")).ToPayloads(Start{MaxPending: 3})
