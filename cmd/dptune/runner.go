@@ -34,7 +34,7 @@ func addTemporalFlags(fl *pflag.FlagSet, f *runnerFlags) {
 	fl.StringVar(&f.address, "temporal-address", "127.0.0.1:7233", "temporal: host:port of the Temporal frontend")
 	fl.StringVar(&f.queue, "task-queue", "dptune", "temporal: the task queue the workers serve")
 	fl.StringVar(&f.namespace, "temporal-namespace", "default", "temporal: the namespace")
-	fl.StringVar(&f.key, "temporal-key", defaultKeyFile(), "temporal: the curator's payload key file (64 hex digits, mode 0600; the curator creates it if missing, every worker needs a copy)")
+	fl.StringVar(&f.key, "temporal-key", defaultKeyFile(), "temporal: the curator's payload key file (64 hex digits, mode 0600; the curator creates it if missing, every worker needs a copy; the curator keeps its record of open invocations beside it, in FILE.open.json)")
 }
 
 func defaultKeyFile() string {
@@ -167,8 +167,9 @@ func newWorkerCmd() *cobra.Command {
 the jobs (DP-SGD runs, partition runs, blocks of audit trials) that
 ` + "`dptune tune|bench tuners|audit --runner temporal`" + ` submit, and heartbeats
 their progress (step counts only), so that a job whose worker dies is retried
-on another. Every payload is encrypted with the curator's key file
-(--temporal-key), which every worker needs a copy of.
+on another. Every payload and failure is sealed with the curator's key file
+(--temporal-key), which every worker needs a copy of, and bound to its
+workflow, run and role; a payload that is not sealed is refused.
 
 The worker reads the data itself: MNIST from the Go module cache (as the
 curator does), CIFAR-10 from --data-dir (default: the directory the curator
