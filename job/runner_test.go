@@ -109,3 +109,53 @@ func equalFloats(a, b []float32) bool {
 	}
 	return true
 }
+
+// The doubling tuner on a keyed runner: every part run's job carries the
+// part runs' 256-bit subkey of the invocation key (no 64-bit seed; each run
+// derives its own key from it, tuning.PartitionScorer), and the same
+// invocation key repeats the same jobs and the same release.
+func TestDoublingOnKeyedRunner(t *testing.T) {
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.5}}, {Name: tuning.ClipNorm, Values: []float64{1}}}}
+	tune := func(key [32]byte) ([]runner.Task, *job.Release) {
+		var jobs []runner.Task
+		rel, _, err := job.Tune(context.Background(), job.TuneSpec{
+			Data: tinyMNIST(600), Tuner: job.Doubling, Space: space, Epsilon: 8, Delta: 1e-5, Epochs: 1, BatchSize: 50,
+			ValSize: 100, Doubling: job.DoublingSpec{Partitions: 2, Epsilon0: 0.2, Granularity: 0.2, MaxIterations: 4, PartEpochs: 1},
+			Runner: keyedLocal{key: key, jobs: &jobs},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs, rel
+	}
+	k := [32]byte{0: 7}
+	a, relA := tune(k)
+	b, relB := tune(k)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("%d and %d part runs", len(a), len(b))
+	}
+	keys := map[string]bool{}
+	for i, j := range a {
+		if !bytes.Equal(j.Input, b[i].Input) {
+			t.Errorf("job %s differs under the same key", j.ID)
+		}
+		var in struct {
+			Seed uint64
+			Key  *string
+		}
+		if err := json.Unmarshal(j.Input, &in); err != nil {
+			t.Fatal(err)
+		}
+		if in.Key == nil || len(*in.Key) != 64 || in.Seed != 0 || *in.Key == hex.EncodeToString(k[:]) {
+			t.Errorf("job %s: seed %d, key %v: want a 32-byte subkey and no seed", j.ID, in.Seed, in.Key)
+		} else {
+			keys[*in.Key] = true
+		}
+	}
+	if len(keys) != 1 {
+		t.Errorf("the part runs carry %d scorer keys, want 1 (each run derives its own from it)", len(keys))
+	}
+	if relA.Model == nil || relB.Model == nil || !equalFloats(relA.Model.Params, relB.Model.Params) {
+		t.Error("the same key gave another release")
+	}
+}
