@@ -160,13 +160,13 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	js, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	if err := os.WriteFile(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	if err := bench.PlotAudit(res.Stats0, res.Stats1, res.Detail.Threshold, res.EpsilonLower, res.EpsilonUpper, filepath.Join(f.out, "audit.png")); err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "ε_L = %.4f  (%g%% confidence, δ = %g, %d trials; FP ≤ %.4g, FN ≤ %.4g at threshold %.4g)\n",
