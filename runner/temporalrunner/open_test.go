@@ -23,6 +23,8 @@ type server struct {
 	starts  map[string]*commonpb.Payloads
 	n       int
 	hostile bool // closed workflows stay "running"
+	// failSignal makes every signal fail, as a server that drops them.
+	failSignal bool
 	// replayStart, if set, is the start payload a new run gets instead of
 	// the curator's.
 	replayStart *commonpb.Payloads
@@ -88,6 +90,9 @@ func (s *server) QueryWorkflow(ctx context.Context, id, run, query string, args 
 }
 
 func (s *server) SignalWorkflow(ctx context.Context, id, run, name string, arg any) error {
+	if s.failSignal {
+		return errors.New("signal dropped")
+	}
 	r := s.runs[id]
 	p, err := s.dc.WithContext(ctx).ToPayloads(arg)
 	if err != nil {
@@ -166,6 +171,21 @@ func TestOpenRefusesReplayedKeys(t *testing.T) {
 	other.dc = srv.dc // the server now speaks to this curator with that blob
 	if r, err := Open(ctx, other, opts("W4", s1)); err == nil || r != nil {
 		t.Errorf("another curator's key was taken (resumed %v)", r != nil && r.Resumed())
+	}
+	// Close reports a failed close signal, and the invocation is recorded
+	// closed all the same: its key never resumes another process.
+	srv4 := newServer(c)
+	srv4.hostile = true
+	z, err := Open(ctx, srv4, opts("Z", s1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv4.failSignal = true
+	if err := z.Close(ctx); err == nil {
+		t.Error("a failed close signal was not reported")
+	}
+	if r, err := Open(ctx, srv4, opts("Z", s1)); !errors.Is(err, ErrForeignKey) {
+		t.Errorf("a closed invocation whose close signal failed resumed: %v (resumed %v)", err, r != nil && r.Resumed())
 	}
 	// Two fresh invocations never share a key.
 	a, _ := Open(ctx, newServer(c), opts("X", s1))
