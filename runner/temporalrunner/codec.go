@@ -119,7 +119,7 @@ func (c *Codec) Open(p *commonpb.Payload, b Binding) (*commonpb.Payload, error) 
 		return nil, fmt.Errorf("%w: the %s payload of workflow %q is missing", ErrUnsealed, b.Role, b.WorkflowID)
 	}
 	if enc := string(p.GetMetadata()["encoding"]); enc != encodingEncrypted {
-		return nil, fmt.Errorf("%w: the %s payload of workflow %q is not encrypted (encoding %q): only payloads sealed with the curator's key are accepted", ErrUnsealed, b.Role, b.WorkflowID, enc)
+		return nil, fmt.Errorf("%w: the %s payload of workflow %q is not sealed (encoding %q): only payloads this version of dptune sealed with the curator's key are accepted", ErrUnsealed, b.Role, b.WorkflowID, enc)
 	}
 	if id := string(p.GetMetadata()[metaKeyID]); id != c.keyID {
 		return nil, fmt.Errorf("%w: a payload is encrypted with key %s, this process has key %s: give every worker the curator's key file", ErrUnsealed, id, c.keyID)

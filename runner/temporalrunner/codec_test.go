@@ -71,7 +71,7 @@ func TestCodec(t *testing.T) {
 		}
 	}
 	// Plaintext is refused, not passed through.
-	if _, err := c.Open(p, at); !errors.Is(err, ErrUnsealed) || !strings.Contains(err.Error(), "not encrypted") {
+	if _, err := c.Open(p, at); !errors.Is(err, ErrUnsealed) || !strings.Contains(err.Error(), "not sealed") {
 		t.Errorf("a plaintext payload: %v", err)
 	}
 }
