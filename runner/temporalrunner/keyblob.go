@@ -1,6 +1,7 @@
 package temporalrunner
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -12,8 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
-
-	"crypto/rand"
 )
 
 // KeyBlob is an invocation's secret 256-bit key wrapped by the curator
