@@ -138,7 +138,7 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 		}
 		tasks := make([]runner.Task, len(todo))
 		for k, p := range todo {
-			if tasks[k], err = cfg.Jobs(t).Task(fmt.Sprintf("σ %g candidate %d seed %d", cfg.NoiseMultiplier, p[0], p[1]), cfg.Space.At(p[0]), seedOf(p)); err != nil {
+			if tasks[k], err = cfg.Jobs(t).Task(fmt.Sprintf("σ %g candidate %d seed %d", cfg.NoiseMultiplier, p[0], p[1]), cfg.Space.At(p[0]), seedOf(p), nil); err != nil {
 				return Landscape{}, err
 			}
 		}

@@ -1,6 +1,8 @@
 package data
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -21,6 +23,27 @@ import (
 // secret like any noise seed, while a fixed public subset may publish it.
 // Parts are copies named "NAME/part-i".
 func KeyedSplit(d *Dataset, fractions []float64, key uint64) ([]*Dataset, error) {
+	return keyedSplit(d, fractions, binary.LittleEndian.AppendUint64(nil, key), hash64)
+}
+
+// KeyedSplitMAC is KeyedSplit with a secret 256-bit key and a cryptographic
+// keyed hash: each example's place comes from HMAC-SHA256(key, label ‖
+// pixels) (RFC 2104), a pseudorandom function, so that whoever lacks the key
+// cannot tell which part an example fell in better than by chance — what a
+// secret split (a validation set, Ding et al.'s parts) needs, where
+// KeyedSplit's 64-bit key and FNV hash suit a public or seeded split.
+func KeyedSplitMAC(d *Dataset, fractions []float64, key [32]byte) ([]*Dataset, error) {
+	m := hmac.New(sha256.New, key[:])
+	return keyedSplit(d, fractions, nil, func(b []byte) uint64 {
+		m.Reset()
+		m.Write(b)
+		return binary.LittleEndian.Uint64(m.Sum(nil))
+	})
+}
+
+// keyedSplit places each example by hash(prefix ‖ label ‖ pixels as
+// little-endian float32s).
+func keyedSplit(d *Dataset, fractions []float64, prefix []byte, hash func([]byte) uint64) ([]*Dataset, error) {
 	if len(fractions) == 0 {
 		return nil, fmt.Errorf("keyed split %s: no parts", d.Name)
 	}
@@ -35,14 +58,15 @@ func KeyedSplit(d *Dataset, fractions []float64, key uint64) ([]*Dataset, error)
 	}
 	idx := make([][]int, len(fractions))
 	size := d.ExampleSize()
-	buf := make([]byte, 8+1+4*size)
+	n := len(prefix)
+	buf := make([]byte, n+1+4*size)
+	copy(buf, prefix)
 	for i := 0; i < d.N; i++ {
-		binary.LittleEndian.PutUint64(buf, key)
-		buf[8] = d.Y[i]
+		buf[n] = d.Y[i]
 		for j, v := range d.X[i*size : (i+1)*size] {
-			binary.LittleEndian.PutUint32(buf[9+4*j:], math.Float32bits(v))
+			binary.LittleEndian.PutUint32(buf[n+1+4*j:], math.Float32bits(v))
 		}
-		u := float64(hash64(buf)>>11) / (1 << 53) * total
+		u := float64(hash(buf)>>11) / (1 << 53) * total
 		j := 0
 		for j < len(cum)-1 && u >= cum[j] {
 			j++

@@ -3,6 +3,8 @@ package dpsgd
 import (
 	"fmt"
 	"math"
+
+	"github.com/dptune/dptune/internal/randsrc"
 )
 
 // Config is one DP-SGD run's hyperparameters.
@@ -42,6 +44,10 @@ type Config struct {
 	// Seed makes the run reproducible: Poisson sampling and noise come from
 	// ChaCha8 streams derived from it. Nil: both are keyed from crypto/rand.
 	Seed *uint64
+	// Key, if not nil, is the run's secret 256-bit key (a durable runner's
+	// job: randsrc.Key): Poisson sampling and noise come from its streams
+	// instead, and Seed is ignored.
+	Key *randsrc.Key
 	// Noise chooses how the Gaussian noise is drawn; the zero value
 	// (NoiseAuto) is secure noise when Seed is nil and fast noise when seeded.
 	Noise NoiseMode

@@ -92,8 +92,8 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			return res, err
 		}
 	}
-	sampling := randsrc.New(cfg.Seed, "sampling")
-	noiseRNG := randsrc.New(cfg.Seed, "noise")
+	sampling := randsrc.For(cfg.Seed, cfg.Key, "sampling")
+	noiseRNG := randsrc.For(cfg.Seed, cfg.Key, "noise")
 	secure := cfg.Noise.Secure(cfg.Seed) && !cfg.NonPrivate
 	res.SecureNoise = secure
 	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm

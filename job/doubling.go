@@ -171,15 +171,15 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
-	seed, run := s.invocationSeed()
-	tuner.Seed, tuner.Final.Noise, scorer.Noise = seed, s.noiseMode(), s.noiseMode()
+	seed, key, run := s.invocationSeed()
+	tuner.Seed, tuner.Key, tuner.Final.Noise, scorer.Noise = seed, key, s.noiseMode(), s.noiseMode()
 	ref := s.Data.ref()
-	ref.Validation, ref.ValSize, ref.SplitKey, ref.Parts = "private", s.ValSize, splitKey(seed), d.Partitions
+	ref.Validation, ref.ValSize, ref.SplitKey, ref.Parts = "private", s.ValSize, splitKey(seed, key), d.Partitions
 	fit, val, err := keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
-	partKey := randsrc.New(seed, "partition").Uint64()
+	partKey := newCutKey(seed, key, "partition")
 	ref.PartKey = partKey
 	parts, err := partition(fit, d.Partitions, partKey)
 	if err != nil {
@@ -191,11 +191,19 @@ func tuneDoubling(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnos
 		}
 	}
 	scorer.Parts, scorer.Val, tuner.Train = parts, val, fit
-	scorer.Seed = randsrc.New(seed, "part runs").Uint64() // fresh when unseeded
+	switch {
+	case seed != nil:
+		scorer.Seed = randsrc.Seeded(*seed, "part runs").Uint64()
+	case key != nil:
+		scorer.Key = key.Derive("part runs")
+	default:
+		k := randsrc.NewKey() // fresh, 256 bits
+		scorer.Key = &k
+	}
 	// The jobs of this process read the data loaded here.
 	cachePut(cacheKey(ref), loaded{train: fit, val: val, parts: parts})
 	scorer.Runner, scorer.Task = run, partitionTask(scorer, ref)
-	scorer.SplitID = fmt.Sprintf("%016x", randsrc.Seeded(partKey, "split id").Uint64())
+	scorer.SplitID = partKey.id()
 	if s.Progress != nil {
 		scorer.Progress = s.Progress
 	}

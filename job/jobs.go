@@ -11,6 +11,7 @@ import (
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
@@ -51,12 +52,50 @@ type dataRef struct {
 	// (Public's training set) or "test" (the test set, for landscapes).
 	Validation string   `json:"validation"`
 	ValSize    int      `json:"val_size,omitempty"`
-	SplitKey   uint64   `json:"split_key,omitempty"`
+	SplitKey   cutKey   `json:"split_key"`
 	Public     *dataRef `json:"public,omitempty"`
 	// Parts > 0 cuts the training split into Parts equal keyed parts with
 	// PartKey (the doubling tuner's partition).
 	Parts   int    `json:"parts,omitempty"`
-	PartKey uint64 `json:"part_key,omitempty"`
+	PartKey cutKey `json:"part_key"`
+}
+
+// cutKey keys a secret split of the data: a seeded run's 64-bit key
+// (data.KeyedSplit: reproducible from the public seed), or a secret 256-bit
+// key (data.KeyedSplitMAC: HMAC-SHA256 of each example) when unseeded.
+type cutKey struct {
+	Seeded uint64       `json:"seeded,omitempty"`
+	MAC    *randsrc.Key `json:"mac,omitempty"`
+}
+
+// newCutKey is the key of the split for purpose: from the seed's stream;
+// or a subkey of a keyed runner's invocation key; or a fresh key from
+// crypto/rand.
+func newCutKey(seed *uint64, key *randsrc.Key, purpose string) cutKey {
+	switch {
+	case seed != nil:
+		return cutKey{Seeded: randsrc.Seeded(*seed, purpose).Uint64()}
+	case key != nil:
+		return cutKey{MAC: key.Derive(purpose)}
+	}
+	k := randsrc.NewKey()
+	return cutKey{MAC: &k}
+}
+
+// split cuts d into parts of about the given fractions.
+func (k cutKey) split(d *data.Dataset, fractions []float64) ([]*data.Dataset, error) {
+	if k.MAC != nil {
+		return data.KeyedSplitMAC(d, fractions, *k.MAC)
+	}
+	return data.KeyedSplit(d, fractions, k.Seeded)
+}
+
+// id names the split (e.g. in a cache's header) without revealing its key.
+func (k cutKey) id() string {
+	if k.MAC != nil {
+		return fmt.Sprintf("%016x", k.MAC.Stream("split id").Uint64())
+	}
+	return fmt.Sprintf("%016x", randsrc.Seeded(k.Seeded, "split id").Uint64())
 }
 
 // loaded is a dataRef's data.
@@ -189,12 +228,12 @@ func (r dataRef) resolve() (loaded, error) {
 }
 
 // partition cuts fit into k equal keyed parts (Ding et al.'s partition).
-func partition(fit *data.Dataset, k int, key uint64) ([]*data.Dataset, error) {
+func partition(fit *data.Dataset, k int, key cutKey) ([]*data.Dataset, error) {
 	fracs := make([]float64, k)
 	for i := range fracs {
 		fracs[i] = 1
 	}
-	return data.KeyedSplit(fit, fracs, key)
+	return key.split(fit, fracs)
 }
 
 // decodeInput reads a job's JSON input; a malformed one is never retried.
@@ -222,6 +261,9 @@ type runInput struct {
 	Noise             dpsgd.NoiseMode  `json:"noise"`
 	Candidate         tuning.Candidate `json:"candidate"`
 	Seed              *uint64          `json:"seed"`
+	// Key is the run's secret key (a keyed invocation's run), instead of
+	// Seed; it travels only inside sealed payloads.
+	Key *randsrc.Key `json:"key,omitempty"`
 	// Model asks for the trained parameters in the output (a tuning run
 	// may be selected; a landscape point never is).
 	Model bool `json:"model"`
@@ -246,7 +288,7 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	t := &tuning.DPSGDTrainer{Arch: in.Arch, Data: l.train, Val: l.val, ValSize: in.ValSize, NoiseMultiplier: in.NoiseMultiplier,
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
-		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise}
+		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 	}
@@ -275,11 +317,11 @@ type dpsgdJobs struct {
 }
 
 // Task implements tuning.Jobs.
-func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64) (runner.Task, error) {
+func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64, key *randsrc.Key) (runner.Task, error) {
 	t := j.t
 	b, err := json.Marshal(runInput{Data: j.data, Arch: t.Arch, NoiseMultiplier: t.NoiseMultiplier, SamplingRate: t.SamplingRate,
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
-		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Model: j.model})
+		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }
 
@@ -333,6 +375,7 @@ type partInput struct {
 	NoiseMultiplier float64          `json:"noise_multiplier"`
 	Noise           dpsgd.NoiseMode  `json:"noise"`
 	Seed            uint64           `json:"seed"`
+	Key             *randsrc.Key     `json:"key,omitempty"` // instead of Seed when not nil
 	Candidate       tuning.Candidate `json:"candidate"`
 	Part            int              `json:"part"`
 }
@@ -351,7 +394,7 @@ func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	p := &tuning.PartitionScorer{Arch: in.Arch, Parts: l.parts, Val: l.val, ValSize: in.ValSize, Epochs: in.Epochs,
 		BatchSize: in.BatchSize, SamplingRate: in.SamplingRate, Momentum: in.Momentum, Private: in.Private,
-		NoiseMultiplier: in.NoiseMultiplier, Noise: in.Noise, Seed: in.Seed}
+		NoiseMultiplier: in.NoiseMultiplier, Noise: in.Noise, Seed: in.Seed, Key: in.Key}
 	acc, err := p.TrainPart(ctx, in.Candidate, in.Part)
 	if err != nil {
 		return nil, err
@@ -364,7 +407,7 @@ func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Cand
 	return func(c tuning.Candidate, part int) (runner.Task, error) {
 		b, err := json.Marshal(partInput{Data: ref, Arch: scorer.Arch, ValSize: scorer.ValSize, Epochs: scorer.Epochs,
 			BatchSize: scorer.BatchSize, SamplingRate: scorer.SamplingRate, Momentum: scorer.Momentum, Private: scorer.Private,
-			NoiseMultiplier: scorer.NoiseMultiplier, Noise: scorer.Noise, Seed: scorer.Seed, Candidate: c, Part: part})
+			NoiseMultiplier: scorer.NoiseMultiplier, Noise: scorer.Noise, Seed: scorer.Seed, Key: scorer.Key, Candidate: c, Part: part})
 		return runner.Task{ID: fmt.Sprintf("candidate %d part %d", c.Index, part), Kind: KindPartitionRun, Input: b}, err
 	}
 }

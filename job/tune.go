@@ -336,7 +336,7 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
-	seed, run := s.invocationSeed()
+	seed, key, run := s.invocationSeed()
 	trainer.Noise = s.noiseMode()
 	ref := s.Data.ref()
 	ref.Validation = s.Validation
@@ -348,14 +348,14 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 		pub := s.PublicVal.ref()
 		ref.Public = &pub
 	} else {
-		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed)
+		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed, key)
 		if trainer.Data, trainer.Val, err = keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, err)
 		}
 	}
 	// The jobs of this process read the data loaded here.
 	cachePut(cacheKey(ref), loaded{train: trainer.Data, val: trainer.Val})
-	cfg := tuning.Config{Space: s.Space, Trainer: trainer, Repetitions: s.Repetitions, Seed: seed,
+	cfg := tuning.Config{Space: s.Space, Trainer: trainer, Repetitions: s.Repetitions, Seed: seed, Key: key,
 		Diagnostics: s.Diagnostics, Progress: s.Progress, Runner: run, Jobs: dpsgdJobs{t: trainer, data: ref, model: true}}
 	var res tuning.Result
 	var tuneErr error
@@ -446,22 +446,22 @@ func CheckTune(ctx context.Context, s TuneSpec) (float64, error) {
 	return 0, invalidf("unknown tuner %q (want randomstop, gp, doubling or grid)", s.Tuner)
 }
 
-// invocationSeed returns the seed the tuning's randomness comes from — s.Seed,
-// or a keyed runner's secret key, or nil (crypto/rand) — and its runner
-// (runner.Local when s.Runner is nil).
-func (s TuneSpec) invocationSeed() (*uint64, runner.Runner) {
+// invocationSeed returns what the tuning's randomness comes from — s.Seed,
+// or a keyed runner's secret 256-bit key, or neither (crypto/rand) — and
+// its runner (runner.Local when s.Runner is nil).
+func (s TuneSpec) invocationSeed() (*uint64, *randsrc.Key, runner.Runner) {
 	run := s.Runner
 	if run == nil {
 		run = runner.Local{}
 	}
 	if s.Seed != nil {
-		return s.Seed, run
+		return s.Seed, nil, run
 	}
 	if k, ok := run.(runner.Keyed); ok {
-		key := k.Key()
-		return &key, run
+		key := randsrc.Key(k.Key())
+		return nil, &key, run
 	}
-	return nil, run
+	return nil, nil, run
 }
 
 // noiseMode is how the runs draw their noise: secure unless the user gave a
@@ -481,18 +481,17 @@ func (s TuneSpec) openRunner(ctx context.Context) (runner.Runner, error) {
 	return s.OpenRunner(ctx)
 }
 
-// splitKey is the key of the keyed validation split: from the seed's
-// stream, or from crypto/rand.
-func splitKey(seed *uint64) uint64 { return randsrc.New(seed, "validation split").Uint64() }
+// splitKey is the key of the keyed validation split (newCutKey).
+func splitKey(seed *uint64, key *randsrc.Key) cutKey { return newCutKey(seed, key, "validation split") }
 
 // keyedValidationSplit holds out about nVal of the nominal examples of
-// train for scoring, by a keyed hash of each example (data.KeyedSplit) with
-// key (splitKey), so that adding or removing one example changes either the
-// training split or the validation split, never both. The fraction is
-// nVal/nominal — public.
-func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key uint64) (fit, val *data.Dataset, err error) {
+// train for scoring, by a keyed hash of each example with key (splitKey:
+// data.KeyedSplit when seeded, data.KeyedSplitMAC otherwise), so that
+// adding or removing one example changes either the training split or the
+// validation split, never both. The fraction is nVal/nominal — public.
+func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key cutKey) (fit, val *data.Dataset, err error) {
 	v := float64(nVal) / float64(nominal)
-	parts, err := data.KeyedSplit(train, []float64{1 - v, v}, key)
+	parts, err := key.split(train, []float64{1 - v, v})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,9 +5,10 @@
 //
 // A job is data, not a closure: a registered kind and its JSON input, so
 // that any process holding the same binary and the data can run it. Each
-// input carries everything the job's randomness comes from (a per-job seed
-// fixed by the caller before the job is scheduled), so running a job twice
-// gives the same output, and a retried job is the same job.
+// input carries everything the job's randomness comes from (a per-job seed,
+// or a per-job secret 256-bit key derived from a Keyed runner's invocation
+// key, fixed by the caller before the job is scheduled), so running a job
+// twice gives the same output, and a retried job is the same job.
 package runner
 
 import (
@@ -38,15 +39,17 @@ type Runner interface {
 	Run(ctx context.Context, tasks []Task, done func(i int, output []byte) error) error
 }
 
-// Keyed is a runner whose invocation has a secret key fixed when the
-// invocation first started (a durable runner): a caller without a seed
-// derives all its randomness from Key, so that an invocation resumed by a
-// new process draws the same number of runs, the same candidates and the
-// same noise as the first, and no job is charged twice.
+// Keyed is a runner whose invocation has a secret 256-bit key fixed when
+// the invocation first started (a durable runner): a caller without a seed
+// derives all its randomness from Key (HMAC-SHA256 streams and subkeys,
+// internal/randsrc.Key), so that an invocation resumed by a new process
+// draws the same number of runs, the same candidates and the same noise as
+// the first, and no job is charged twice. Resumed is true only for an
+// invocation this curator started with these settings and has not closed.
 type Keyed interface {
 	Runner
-	// Key is the invocation's secret key.
-	Key() uint64
+	// Key is the invocation's secret 256-bit key.
+	Key() [32]byte
 	// Resumed reports whether the invocation existed before this process
 	// attached to it.
 	Resumed() bool

@@ -25,6 +25,10 @@ type DoublingTuner struct {
 	Train *data.Dataset
 	Arch  model.Arch
 	Seed  *uint64
+	// Key, if not nil, is a durable runner's secret 256-bit invocation key,
+	// taking precedence over Seed: the search draws from its stream
+	// "doubling search" and the final run from Key.Derive("final run").
+	Key *randsrc.Key
 }
 
 // DoublingResult adds the search's realised iterations (curator-side: the
@@ -84,7 +88,7 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	if err != nil {
 		return res, err
 	}
-	sel, T, err := DoublingSearch(u, d.Search, randsrc.New(d.Seed, "doubling search"), false, func(it Iteration) { res.Trace = append(res.Trace, it) })
+	sel, T, err := DoublingSearch(u, d.Search, randsrc.For(d.Seed, d.Key, "doubling search"), false, func(it Iteration) { res.Trace = append(res.Trace, it) })
 	if err != nil {
 		return res, err
 	}
@@ -100,7 +104,12 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	res.Selected = &c
 	cfg := d.Final
 	cfg.LearningRate, cfg.ClipNorm, cfg.Seed = c.Values[LearningRate], c.Values[ClipNorm], d.Seed
-	net, err := model.New(d.Arch, randsrc.New(d.Seed, "final init"))
+	initRNG := randsrc.New(d.Seed, "final init")
+	if d.Key != nil {
+		cfg.Seed, cfg.Key = nil, d.Key.Derive("final run")
+		initRNG = cfg.Key.Stream("init")
+	}
+	net, err := model.New(d.Arch, initRNG)
 	if err != nil {
 		return res, err
 	}

@@ -47,6 +47,10 @@ type PartitionScorer struct {
 	NoiseMultiplier float64         // when Private
 	Noise           dpsgd.NoiseMode // how a private part run draws its noise (NoiseAuto: fast, the runs are seeded)
 	Seed            uint64
+	// Key, if not nil, is the part runs' secret 256-bit key, taking
+	// precedence over Seed: the run of candidate c on part j draws
+	// everything from Key.Derive("candidate c part j").
+	Key *randsrc.Key
 	// SplitID identifies the partition (e.g. a digest of its key); a cache
 	// written for another partition is refused.
 	SplitID string
@@ -187,13 +191,20 @@ func (p *PartitionScorer) TrainPart(ctx context.Context, c Candidate, j int) (fl
 	}
 	part := p.Parts[j]
 	seed := p.Seed ^ uint64(c.Index*1_000_003+j)*0x9e3779b97f4a7c15
-	net, err := model.New(p.Arch, randsrc.Seeded(seed, "init"))
+	var key *randsrc.Key
+	if p.Key != nil {
+		key = p.Key.Derive(fmt.Sprintf("candidate %d part %d", c.Index, j))
+	}
+	net, err := model.New(p.Arch, randsrc.For(&seed, key, "init"))
 	if err != nil {
 		return 0, err
 	}
 	q := p.SamplingRate
 	cfg := dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(p.BatchSize), Steps: dpsgd.StepsForEpochs(p.Epochs, q),
-		LearningRate: c.Values[LearningRate], ClipNorm: c.Values[ClipNorm], Momentum: p.Momentum, Seed: &seed}
+		LearningRate: c.Values[LearningRate], ClipNorm: c.Values[ClipNorm], Momentum: p.Momentum, Seed: &seed, Key: key}
+	if key != nil {
+		cfg.Seed = nil
+	}
 	if p.Private {
 		cfg.NoiseMultiplier, cfg.Noise = p.NoiseMultiplier, p.Noise
 	} else {

@@ -73,6 +73,11 @@ type DPSGDTrainer struct {
 	// secure without a seed). A caller that seeds every run from a secret
 	// key (a durable runner's) sets dpsgd.NoiseSecure.
 	Noise dpsgd.NoiseMode
+	// Key, if not nil, is the secret 256-bit key of the one run this
+	// trainer makes (a durable runner's job, built per run): Train then
+	// ignores its seed and draws the initial parameters, the sampling, the
+	// noise and the score's noise from the key's streams.
+	Key *randsrc.Key
 }
 
 // EventFor is the event of one run with noise multiplier sigma: the DP-SGD
@@ -100,12 +105,12 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 	if v, ok := c.Values[ClipNorm]; ok {
 		clip = v
 	}
-	net, err := model.New(t.Arch, randsrc.New(seed, "init"))
+	net, err := model.New(t.Arch, randsrc.For(seed, t.Key, "init"))
 	if err != nil {
 		return Run{}, err
 	}
 	cfg := dpsgd.Config{NoiseMultiplier: t.NoiseMultiplier, ClipNorm: clip, SamplingRate: t.SamplingRate,
-		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed, Noise: t.Noise}
+		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed, Key: t.Key, Noise: t.Noise}
 	if _, err := dpsgd.Train(ctx, net, t.Data, cfg, nil, stepHeartbeat(ctx)); err != nil {
 		if errors.Is(err, dpsgd.ErrDiverged) {
 			return Run{Score: math.Inf(-1), Failed: true}, nil
@@ -119,7 +124,7 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 	if t.ScoreNoise == 0 {
 		return Run{Model: net, Score: m.Accuracy}, nil
 	}
-	count, err := noise.NoisyCount(int64(m.Correct), t.ScoreNoise, randsrc.New(seed, "score"))
+	count, err := noise.NoisyCount(int64(m.Correct), t.ScoreNoise, randsrc.For(seed, t.Key, "score"))
 	if err != nil {
 		return Run{}, err
 	}

@@ -19,6 +19,11 @@ type Config struct {
 	// Seed, if not nil, makes K, the candidates and every run reproducible;
 	// without it they come from crypto/rand.
 	Seed *uint64
+	// Key, if not nil, is a durable runner's secret 256-bit invocation key
+	// (with a Runner only): K and the candidates come from its stream
+	// "tuning", and run j's job gets the subkey Key.Derive("run j") instead
+	// of a seed. It takes precedence over Seed.
+	Key *randsrc.Key
 	// Progress, if not nil, is called as each run starts (run = 1, …,
 	// runs), or, with a Runner, as each run finishes (run = runs finished).
 	// It is the curator's: it shows the number of runs K, which the release
@@ -64,9 +69,10 @@ type RunRecord struct {
 // all the run's randomness (its seed), so that a retried job repeats the
 // same run.
 type Jobs interface {
-	// Task is the job of training candidate c with seed (nil only for a
-	// runner in this process: a fresh crypto/rand stream).
-	Task(id string, c Candidate, seed *uint64) (runner.Task, error)
+	// Task is the job of training candidate c with seed, or with the
+	// run's secret key when key is not nil (both nil only for a runner in
+	// this process: a fresh crypto/rand stream).
+	Task(id string, c Candidate, seed *uint64, key *randsrc.Key) (runner.Task, error)
 	// Decode reads a finished job's output.
 	Decode(output []byte) (Run, error)
 }
@@ -83,7 +89,10 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 	if err := cfg.Space.Check(); err != nil {
 		return Result{}, err
 	}
-	rng := randsrc.New(cfg.Seed, "tuning")
+	if cfg.Key != nil && cfg.Runner == nil {
+		return Result{}, fmt.Errorf("tuning: a keyed tuning needs a runner")
+	}
+	rng := randsrc.For(cfg.Seed, cfg.Key, "tuning")
 	k, err := DrawRuns(cfg.Repetitions, rng)
 	if err != nil {
 		return Result{}, err
@@ -114,11 +123,17 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 		}
 	}
 	seedOf := func(j int) *uint64 {
-		if cfg.Seed == nil {
+		if cfg.Seed == nil || cfg.Key != nil {
 			return nil
 		}
 		v := *cfg.Seed ^ (uint64(j) * 0x9e3779b97f4a7c15)
 		return &v
+	}
+	keyOf := func(j int) *randsrc.Key {
+		if cfg.Key == nil {
+			return nil
+		}
+		return cfg.Key.Derive(fmt.Sprintf("run %d", j))
 	}
 	if cfg.Runner != nil {
 		if cfg.Jobs == nil {
@@ -137,7 +152,7 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 			tasks := make([]runner.Task, n)
 			for t := range n {
 				idx[t] = s.next(rng)
-				task, err := cfg.Jobs.Task(fmt.Sprintf("run %d", j0+t), cfg.Space.At(idx[t]), seedOf(j0+t))
+				task, err := cfg.Jobs.Task(fmt.Sprintf("run %d", j0+t), cfg.Space.At(idx[t]), seedOf(j0+t), keyOf(j0+t))
 				if err != nil {
 					return res, err
 				}

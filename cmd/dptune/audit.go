@@ -151,9 +151,9 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	if err := job.CheckOut(f.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	end := func(bool) {}
+	end := func(bool) error { return nil }
 	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
-		run, e, err := f.run.open(ctx, "audit "+protocol, f.out)
+		run, e, err := f.run.open(ctx, cmd, "audit "+protocol, f.out)
 		end = e
 		return run, err
 	}
@@ -165,8 +165,12 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	started := false
 	spec.Progress = func(done, _ int) { started = true; bar.Set(done) }
 	res, err := job.Audit(cmd.Context(), spec)
-	end(errors.Is(err, context.Canceled))
-	if err == nil {
+	// The invocation is closed (or left to resume) before anything is
+	// written; an error closing it is returned once the results are out.
+	closeErr := end(errors.Is(err, context.Canceled))
+	if err != nil {
+		err = errors.Join(err, closeErr)
+	} else {
 		bar.Finish()
 	}
 	if started {
@@ -177,13 +181,13 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	js, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	if err := os.WriteFile(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	if err := bench.PlotAudit(res.Stats0, res.Stats1, res.Detail.Threshold, res.EpsilonLower, res.EpsilonUpper, filepath.Join(f.out, "audit.png")); err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "ε_L = %.4f  (%g%% confidence, δ = %g, %d trials; FP ≤ %.4g, FN ≤ %.4g at threshold %.4g)\n",
@@ -198,5 +202,5 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		}
 	}
 	fmt.Fprintf(w, "wall time      %.1f s; audit.json, audit.png and trials.csv in %s\n", time.Since(start).Seconds(), f.out)
-	return nil
+	return closeErr
 }

@@ -180,7 +180,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
-	run, end, err := f.run.open(cmd.Context(), "bench compare", f.out)
+	run, end, err := f.run.open(cmd.Context(), cmd, "bench compare", f.out)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,12 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		bar.Set(r)
 	}
 	rep, err := bench.Compare(cmd.Context(), cfg)
-	end(errors.Is(err, context.Canceled))
+	// The invocation is closed (or left to resume) before anything is
+	// written; an error closing it is returned once the results are out.
+	closeErr := end(errors.Is(err, context.Canceled))
+	if err != nil {
+		err = errors.Join(err, closeErr)
+	}
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(w)
@@ -223,24 +228,24 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, "vote"),
 			Progress: func(s string, done, total int) { fmt.Fprintf(w, "\r%s: %d/%d", s, done, total) }}
 		if rep.Vote, err = bench.CompareVote(cmd.Context(), vc, f.budgets, seeds, cfg.Progress); err != nil {
-			return err
+			return errors.Join(err, closeErr)
 		}
 		fmt.Fprintln(w)
 	}
 	rep.Command = "dptune " + strings.Join(os.Args[1:], " ")
 	rep.Wall = time.Since(start).Seconds()
 	if err := rep.Save(f.out); err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	var md strings.Builder
 	bench.WriteCompareMarkdown(&md, rep)
 	if err := os.WriteFile(filepath.Join(f.out, "compare.md"), []byte(md.String()), 0o644); err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	fmt.Fprint(cmd.OutOrStdout(), md.String())
 	if err := bench.PlotCompare(rep, filepath.Join(f.out, "compare-"+src.Name+".png")); err != nil {
-		return err
+		return errors.Join(err, closeErr)
 	}
 	fmt.Fprintf(w, "wall time %.0f s (%d tunings from the cache); compare.json, compare.md and the plot in %s\n", rep.Wall, rep.Cached, f.out)
-	return nil
+	return closeErr
 }

@@ -125,7 +125,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if err := f.run.check(cmd); err != nil {
 		return err
 	}
-	run, end, err := f.run.open(cmd.Context(), "bench tuners", f.out)
+	run, end, err := f.run.open(cmd.Context(), cmd, "bench tuners", f.out)
 	if err != nil {
 		return err
 	}
@@ -149,11 +149,12 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 			Progress: func(done, total int) { fmt.Fprintf(w, "\r%s: %d/%d runs", label, done, total) }})
 		fmt.Fprintln(w)
 		if err != nil {
-			end(errors.Is(err, context.Canceled))
-			return err
+			return errors.Join(err, end(errors.Is(err, context.Canceled)))
 		}
 	}
-	end(false)
+	if err := end(false); err != nil {
+		return err
+	}
 	cells, err := bench.SimulateTuners(ctx, bench.TunerSimConfig{GP: ls[0], Uniform: ls[1], Gammas: f.gammas, Repeats: f.repeats,
 		ScoreNoise: f.scoreNoise, GPOptions: gpOpt, Seed: f.seed,
 		Progress: func(done, total int) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/signal"
@@ -24,7 +25,7 @@ type runnerFlags struct {
 }
 
 func addRunnerFlags(fl *pflag.FlagSet, f *runnerFlags) {
-	fl.StringVar(&f.kind, "runner", "local", "where the independent runs go: local (this process) or temporal (workers of --task-queue, see `dptune worker`)")
+	fl.StringVar(&f.kind, "runner", "local", "where the independent runs go: local (this process) or temporal (workers of --task-queue, see `dptune worker`; an interrupted invocation resumes when rerun with the same --out and settings, other settings start a new one with a fresh key)")
 	addTemporalFlags(fl, f)
 	fl.DurationVar(&f.heartbeat, "heartbeat-timeout", 30*time.Second, "temporal: a run whose worker is silent this long is retried on another worker")
 }
@@ -33,7 +34,7 @@ func addTemporalFlags(fl *pflag.FlagSet, f *runnerFlags) {
 	fl.StringVar(&f.address, "temporal-address", "127.0.0.1:7233", "temporal: host:port of the Temporal frontend")
 	fl.StringVar(&f.queue, "task-queue", "dptune", "temporal: the task queue the workers serve")
 	fl.StringVar(&f.namespace, "temporal-namespace", "default", "temporal: the namespace")
-	fl.StringVar(&f.key, "temporal-key", defaultKeyFile(), "temporal: the curator's payload key file (64 hex digits, mode 0600; the curator creates it if missing, every worker needs a copy)")
+	fl.StringVar(&f.key, "temporal-key", defaultKeyFile(), "temporal: the curator's payload key file (64 hex digits, mode 0600; the curator creates it if missing, every worker needs a copy; the curator keeps its record of open invocations beside it, in FILE.open.json)")
 }
 
 func defaultKeyFile() string {
@@ -66,12 +67,19 @@ func (f runnerFlags) check(cmd *cobra.Command) error {
 	return nil
 }
 
-// open returns the runner of one invocation of command writing to out
-// (nil for local: the job's own default) and end (never nil), to call when
-// the invocation is over: it closes the workflow unless the invocation was
-// interrupted, so that a rerun with the same --out attaches to it.
-func (f runnerFlags) open(ctx context.Context, command, out string) (run runner.Runner, end func(interrupted bool), err error) {
-	noop := func(bool) {}
+// open returns the runner of one invocation of command (cmd, with its
+// flags parsed) writing to out (nil for local: the job's own default) and
+// end (never nil), to call when the invocation is over: it closes the
+// invocation unless it was interrupted, so that a rerun with the same --out
+// and the same settings attaches to it, and returns the error of closing.
+//
+// The workflow ID names the command, the absolute output directory and a
+// digest of every other flag's value (settingsDigest), and the invocation's
+// key is wrapped for that ID and the full digest: a second invocation into
+// the same --out with any other setting is another workflow with a fresh
+// key, never the first one's key.
+func (f runnerFlags) open(ctx context.Context, cmd *cobra.Command, command, out string) (run runner.Runner, end func(interrupted bool) error, err error) {
+	noop := func(bool) error { return nil }
 	if f.kind != "temporal" {
 		return nil, noop, nil
 	}
@@ -81,29 +89,55 @@ func (f runnerFlags) open(ctx context.Context, command, out string) (run runner.
 	if err := temporalrunner.CreateKey(f.key); err != nil {
 		return nil, noop, err
 	}
-	c, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
-	if err != nil {
-		return nil, noop, err
-	}
 	abs, err := filepath.Abs(out)
 	if err != nil {
-		c.Close()
 		return nil, noop, err
 	}
-	r, err := temporalrunner.Open(ctx, c, temporalrunner.OpenOptions{WorkflowID: "dptune " + command + " " + abs, TaskQueue: f.queue,
-		HeartbeatTimeout: f.heartbeat})
+	settings := settingsDigest(cmd, command)
+	c, codec, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
+	if err != nil {
+		return nil, noop, err
+	}
+	r, err := temporalrunner.Open(ctx, c, temporalrunner.OpenOptions{
+		WorkflowID: fmt.Sprintf("dptune %s %s %x", command, abs, settings[:8]), TaskQueue: f.queue,
+		Codec: codec, Settings: settings, Record: f.key + ".open.json", HeartbeatTimeout: f.heartbeat})
 	if err != nil {
 		c.Close()
 		return nil, noop, err
 	}
-	return r, func(interrupted bool) {
+	return r, func(interrupted bool) error {
+		var err error
 		if !interrupted {
 			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			r.Close(cctx)
+			if cerr := r.Close(cctx); cerr != nil {
+				err = fmt.Errorf("closing %s: %w", r.WorkflowID(), cerr)
+			}
 			cancel()
 		}
 		c.Close()
+		return err
 	}, nil
+}
+
+// runnerFlagNames are the flags that say where the jobs run, not what they
+// compute: left out of the settings' digest.
+var runnerFlagNames = map[string]bool{"runner": true, "temporal-address": true, "task-queue": true,
+	"temporal-namespace": true, "temporal-key": true, "heartbeat-timeout": true}
+
+// settingsDigest is SHA-256 of command and every flag of cmd but the
+// runner's, each as its name and value (defaults included, so that a
+// changed default is another setting), in name order.
+func settingsDigest(cmd *cobra.Command, command string) [32]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q\n", command)
+	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+		if !runnerFlagNames[fl.Name] {
+			fmt.Fprintf(h, "%q=%q\n", fl.Name, fl.Value.String())
+		}
+	})
+	var d [32]byte
+	copy(d[:], h.Sum(nil))
+	return d
 }
 
 // describe says where the runs go, for the curator's terminal.
@@ -133,8 +167,9 @@ func newWorkerCmd() *cobra.Command {
 the jobs (DP-SGD runs, partition runs, blocks of audit trials) that
 ` + "`dptune tune|bench tuners|audit --runner temporal`" + ` submit, and heartbeats
 their progress (step counts only), so that a job whose worker dies is retried
-on another. Every payload is encrypted with the curator's key file
-(--temporal-key), which every worker needs a copy of.
+on another. Every payload and failure is sealed with the curator's key file
+(--temporal-key), which every worker needs a copy of, and bound to its
+workflow, run and role; a payload that is not sealed is refused.
 
 The worker reads the data itself: MNIST from the Go module cache (as the
 curator does), CIFAR-10 from --data-dir (default: the directory the curator
@@ -161,7 +196,7 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 		}
 		job.WorkerDataDir("cifar10", f.dataDir)
 	}
-	c, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
+	c, _, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
 	if err != nil {
 		return err
 	}

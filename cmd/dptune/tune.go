@@ -123,10 +123,10 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		bar.Set(run)
 	}
 	var run runner.Runner
-	end := func(bool) {}
+	end := func(bool) error { return nil }
 	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
 		var err error
-		run, end, err = f.run.open(ctx, "tune", f.out)
+		run, end, err = f.run.open(ctx, cmd, "tune", f.out)
 		return run, err
 	}
 	spec.Started = func(s job.TuneStart) {
@@ -137,7 +137,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
 	}
 	rel, diag, err := job.Tune(cmd.Context(), spec)
-	end(errors.Is(err, context.Canceled))
+	err = errors.Join(err, end(errors.Is(err, context.Canceled)))
 	if bar != nil {
 		bar.Finish()
 		fmt.Fprintln(w)

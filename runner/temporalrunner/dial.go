@@ -6,9 +6,7 @@ import (
 	"os"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/temporal"
 )
 
 // Options say how a curator or a worker reaches the Temporal cluster.
@@ -21,22 +19,22 @@ type Options struct {
 	KeyFile string
 }
 
-// Dial connects to the cluster with every payload and failure encrypted by
-// the key file's Codec. The SDK's own log goes to stderr, warnings and
-// errors only.
-func Dial(o Options) (client.Client, error) {
+// Dial connects to the cluster with every payload and failure sealed by
+// the key file's Codec (NewDataConverter, NewFailureConverter), and returns
+// the codec too. The SDK's own log goes to stderr, warnings and errors
+// only.
+func Dial(o Options) (client.Client, *Codec, error) {
 	if o.Address == "" || o.TaskQueue == "" {
-		return nil, fmt.Errorf("temporalrunner: a Temporal address and a task queue are needed")
+		return nil, nil, fmt.Errorf("temporalrunner: a Temporal address and a task queue are needed")
 	}
 	key, err := LoadKey(o.KeyFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	codec, err := NewCodec(key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), codec)
 	ns := o.Namespace
 	if ns == "" {
 		ns = "default"
@@ -44,12 +42,12 @@ func Dial(o Options) (client.Client, error) {
 	c, err := client.Dial(client.Options{
 		HostPort:         o.Address,
 		Namespace:        ns,
-		DataConverter:    dc,
-		FailureConverter: temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true}),
+		DataConverter:    NewDataConverter(codec),
+		FailureConverter: NewFailureConverter(codec),
 		Logger:           log.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("temporalrunner: connecting to Temporal at %s: %w", o.Address, err)
+		return nil, nil, fmt.Errorf("temporalrunner: connecting to Temporal at %s: %w", o.Address, err)
 	}
-	return c, nil
+	return c, codec, nil
 }

@@ -1,27 +1,18 @@
-// Package temporalrunner runs dptune's jobs (package runner) on Temporal
-// workers: one workflow (Invocation) per invocation of a tuning, a bench or
-// an audit, one activity per job, on any number of `dptune worker`
-// processes that share a task queue and the curator's key file.
-//
-// The curator's process and the workers never trust Temporal with a
-// secret: every payload is encrypted (Codec). What Temporal does see is the
-// shape of the work — how many jobs, their kinds, when they ran — which for
-// a random-stop tuning is the number of runs K: the server, its database,
-// its UI and every worker are curator-side.
 package temporalrunner
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/dptune/dptune/runner"
 )
@@ -30,9 +21,11 @@ import (
 // invocation's workflow.
 type Runner struct {
 	c       client.Client
-	id      string
-	key     uint64
+	id, run string
+	key     [32]byte
 	resumed bool
+	rec     record
+	codec   *Codec
 	// Poll is how often Run asks the workflow for finished jobs.
 	Poll time.Duration
 
@@ -43,9 +36,18 @@ type Runner struct {
 // OpenOptions configure Open.
 type OpenOptions struct {
 	// WorkflowID names the invocation: the same ID attaches to the same
-	// running invocation (derive it from the output directory).
+	// running invocation (derive it from the output directory and the
+	// settings' digest).
 	WorkflowID string
 	TaskQueue  string
+	// Codec is the client's (Dial's): it wraps the invocation key.
+	Codec *Codec
+	// Settings is a digest of every setting of the invocation that affects
+	// what it releases; the wrapped key is bound to it and to WorkflowID.
+	Settings [32]byte
+	// Record is the file where the curator records the invocations it has
+	// started and not closed (e.g. beside its key file).
+	Record string
 	// HeartbeatTimeout, MaxPending and MaxAttempts go to Start (zero:
 	// its defaults). They are fixed when the invocation first starts.
 	HeartbeatTimeout time.Duration
@@ -53,18 +55,41 @@ type OpenOptions struct {
 	MaxAttempts      int32
 }
 
-// Open starts the invocation's workflow, or attaches to it if it is running
-// (then the first start's key and settings hold, and Resumed is true). A
-// workflow with the same ID that has finished is not reused: Open starts a
-// new invocation.
+// Open starts the invocation's workflow with a fresh 256-bit key from
+// crypto/rand, wrapped (Codec.WrapKey) for the workflow ID and settings, or
+// attaches to it if it is running (then the first start's key and settings
+// hold, and Resumed is true). A workflow with the same ID that has finished
+// is not reused: Open starts a new invocation.
+//
+// The key the workflow answers is trusted only if this curator wrapped it
+// for this workflow ID and these settings and has not closed its
+// invocation (Close): a key the server chose, another invocation's, or a
+// closed invocation's replayed is refused with an error wrapping
+// ErrForeignKey, and only a key this curator recorded open makes Resumed
+// true.
 func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) {
-	if o.WorkflowID == "" || o.TaskQueue == "" {
-		return nil, errors.New("temporalrunner: a workflow ID and a task queue are needed")
+	if o.WorkflowID == "" || o.TaskQueue == "" || o.Codec == nil || o.Record == "" {
+		return nil, errors.New("temporalrunner: a workflow ID, a task queue, a codec and a record file are needed")
 	}
-	var b [8]byte
-	rand.Read(b[:])
-	in := Start{Key: binary.LittleEndian.Uint64(b[:]), HeartbeatTimeout: o.HeartbeatTimeout, MaxPending: o.MaxPending, MaxAttempts: o.MaxAttempts}
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	rec := record{o.Record}
+	prev, err := rec.open(o.WorkflowID)
+	if err != nil {
+		return nil, err
+	}
+	var key [32]byte
+	rand.Read(key[:]) // crypto/rand.Read never returns an error (Go ≥ 1.24).
+	blob, err := o.Codec.WrapKey(key, o.WorkflowID, o.Settings)
+	if err != nil {
+		return nil, err
+	}
+	// Recorded before the server sees it, and kept if Open fails: a
+	// workflow started with it resumes on the next attempt.
+	mine := blobID(blob)
+	if err := rec.set(o.WorkflowID, append(prev, mine)...); err != nil {
+		return nil, err
+	}
+	in := Start{Key: blob, HeartbeatTimeout: o.HeartbeatTimeout, MaxPending: o.MaxPending, MaxAttempts: o.MaxAttempts}
+	run, err := c.ExecuteWorkflow(WithExecution(ctx, o.WorkflowID, ""), client.StartWorkflowOptions{
 		ID:                       o.WorkflowID,
 		TaskQueue:                o.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
@@ -73,20 +98,32 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 	if err != nil {
 		return nil, fmt.Errorf("temporalrunner: starting workflow %s: %w", o.WorkflowID, err)
 	}
-	r := &Runner{c: c, id: run.GetID(), Poll: 200 * time.Millisecond, fetched: map[string]Result{}}
-	v, err := c.QueryWorkflow(ctx, r.id, "", queryKey)
-	if err == nil {
-		err = v.Get(&r.key)
+	r := &Runner{c: c, id: run.GetID(), run: run.GetRunID(), rec: rec, codec: o.Codec, Poll: 200 * time.Millisecond, fetched: map[string]Result{}}
+	if r.id != o.WorkflowID {
+		return nil, fmt.Errorf("temporalrunner: asked to start workflow %s, the server answered for %s", o.WorkflowID, r.id)
 	}
-	if err != nil {
+	var got KeyBlob
+	if err := r.query(ctx, queryKey, &got); err != nil {
 		return nil, fmt.Errorf("temporalrunner: workflow %s (is a `dptune worker` serving task queue %s?): %w", o.WorkflowID, o.TaskQueue, err)
 	}
-	r.resumed = r.key != in.Key
+	if r.key, err = o.Codec.UnwrapKey(got, o.WorkflowID, o.Settings); err != nil {
+		return nil, fmt.Errorf("%w; terminate that workflow or use another output directory", err)
+	}
+	switch id := blobID(got); {
+	case id == mine:
+	case slices.Contains(prev, id):
+		r.resumed = true
+	default:
+		return nil, fmt.Errorf("%w: workflow %s holds a key this curator wrapped for an invocation it has closed (a replay); terminate that workflow or use another output directory", ErrForeignKey, o.WorkflowID)
+	}
+	if err := rec.set(o.WorkflowID, blobID(got)); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
 // Key implements runner.Keyed.
-func (r *Runner) Key() uint64 { return r.key }
+func (r *Runner) Key() [32]byte { return r.key }
 
 // Resumed implements runner.Keyed.
 func (r *Runner) Resumed() bool { return r.resumed }
@@ -121,8 +158,9 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 		index[t.ID], wire[i] = i, t
 	}
 	tasks = wire
+	bctx := WithExecution(ctx, r.id, r.run)
 	for lo := 0; lo < len(tasks); lo += submitChunk {
-		if err := r.c.SignalWorkflow(ctx, r.id, "", signalSubmit, tasks[lo:min(lo+submitChunk, len(tasks))]); err != nil {
+		if err := r.c.SignalWorkflow(bctx, r.id, r.run, signalSubmit, tasks[lo:min(lo+submitChunk, len(tasks))]); err != nil {
 			return fmt.Errorf("temporalrunner: submitting jobs to %s: %w", r.id, err)
 		}
 	}
@@ -153,12 +191,8 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			return ctx.Err()
 		case <-tick.C:
 		}
-		v, err := r.c.QueryWorkflow(ctx, r.id, "", queryResults, r.cursor)
 		var got []Result
-		if err == nil {
-			err = v.Get(&got)
-		}
-		if err != nil {
+		if err := r.query(ctx, queryResults, &got, r.cursor); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -171,8 +205,36 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 	}
 }
 
-// Close ends the invocation's workflow: call it once the invocation has
-// all it needs.
+// query asks the workflow query name with args and decodes its answer
+// into out. The SDK's client converts query payloads without a context, so
+// the arguments are sealed here, bound to this run and their roles, and the
+// answer comes back still sealed (converter.RawValue) and is opened here,
+// bound to this run and out's role.
+func (r *Runner) query(ctx context.Context, name string, out any, args ...any) error {
+	dc := NewDataConverter(r.codec).(sealedConverter).WithContext(WithExecution(ctx, r.id, r.run))
+	raw := make([]any, len(args))
+	for i, a := range args {
+		p, err := dc.ToPayload(a)
+		if err != nil {
+			return err
+		}
+		raw[i] = converter.NewRawValue(p)
+	}
+	v, err := r.c.QueryWorkflow(ctx, r.id, r.run, name, raw...)
+	if err != nil {
+		return err
+	}
+	var answer converter.RawValue
+	if err := v.Get(&answer); err != nil {
+		return err
+	}
+	return dc.FromPayload(answer.Payload(), out)
+}
+
+// Close ends the invocation: it records it closed first (from then on its
+// key never resumes an invocation), then signals its workflow to end. Call
+// it once the invocation has all it needs; it returns every error.
 func (r *Runner) Close(ctx context.Context) error {
-	return r.c.SignalWorkflow(ctx, r.id, "", signalClose, nil)
+	err := r.rec.set(r.id)
+	return errors.Join(err, r.c.SignalWorkflow(WithExecution(ctx, r.id, r.run), r.id, r.run, signalClose, closeRequest{Close: true}))
 }

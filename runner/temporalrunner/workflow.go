@@ -26,9 +26,10 @@ const (
 
 // Start is the workflow's input: fixed when the invocation first starts.
 type Start struct {
-	// Key is the invocation's secret key (runner.Keyed): a caller without a
-	// seed draws all its randomness from it.
-	Key uint64
+	// Key is the invocation's secret 256-bit key (runner.Keyed), wrapped by
+	// the curator (WrapKey): a caller without a seed draws all its
+	// randomness from it. The workflow only keeps it and answers it.
+	Key KeyBlob
 	// HeartbeatTimeout: a job whose worker sends no heartbeat for this long
 	// is retried on another worker.
 	HeartbeatTimeout time.Duration
@@ -56,7 +57,10 @@ const maxQueryBytes = 1 << 20
 // []runner.Task; an ID it has seen is ignored, so a resumed curator can
 // submit again) as one activity, keeps every result, and answers the
 // "results" query (from an index into the results in the order they
-// finished) and the "key" query. Signal "close" ends it.
+// finished) and the "key" query (the wrapped key of its Start). Signal
+// "close" ends it. Under a client dialled with Dial every payload is sealed
+// to the workflow, its run and its role, and a signal that does not open is
+// dropped.
 //
 // Every job's input fixes its randomness, so the retries of an activity —
 // after its worker died, its heartbeats stopped, or it failed — repeat the
@@ -79,7 +83,7 @@ func Invocation(ctx workflow.Context, in Start) error {
 	if in.MaxAttempts < 1 {
 		in.MaxAttempts = 10
 	}
-	if err := workflow.SetQueryHandler(ctx, queryKey, func() (uint64, error) { return in.Key, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, queryKey, func() (KeyBlob, error) { return in.Key, nil }); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, queryResults, func(from int) ([]Result, error) {
@@ -107,7 +111,10 @@ func Invocation(ctx workflow.Context, in Start) error {
 		}
 	})
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		workflow.GetSignalChannel(ctx, signalClose).Receive(ctx, nil)
+		// A close that does not open as the curator's (a forged or
+		// replayed signal) is dropped by the SDK: Receive waits on.
+		var req closeRequest
+		workflow.GetSignalChannel(ctx, signalClose).Receive(ctx, &req)
 		closed = true
 	})
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

@@ -62,7 +62,7 @@ func TestInvocation(t *testing.T) {
 		env.SignalWorkflow(signalSubmit, append(batch[:2:2], task("e", "test.square", 5)))
 	}, time.Hour)
 	var results []Result
-	var key uint64
+	var key KeyBlob
 	env.RegisterDelayedCallback(func() {
 		v, err := env.QueryWorkflow(queryResults, 0)
 		if err != nil {
@@ -78,12 +78,12 @@ func TestInvocation(t *testing.T) {
 		_ = v.Get(&key)
 		env.SignalWorkflow(signalClose, nil)
 	}, 2*time.Hour)
-	env.ExecuteWorkflow(Invocation, Start{Key: 42, HeartbeatTimeout: time.Minute})
+	env.ExecuteWorkflow(Invocation, Start{Key: KeyBlob("k42"), HeartbeatTimeout: time.Minute})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if key != 42 {
-		t.Errorf("key query: %d, want 42", key)
+	if string(key) != "k42" {
+		t.Errorf("key query: %q, want k42", key)
 	}
 	got := map[string]Result{}
 	for _, r := range results {
