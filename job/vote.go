@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -41,6 +42,14 @@ type VoteSpec struct {
 	// FinalDPFedAvg the L2 bound of a client's update (parameter units).
 	ClipNorm float64
 	Seed     uint64 // public: the split and the initial parameters
+	// TrainingTimeout and MessageTimeout are the deadlines of the rounds
+	// with local training and of the other rounds (vote.Server's); a client
+	// silent past one is a dropout. Zero means vote.DefaultTrainingTimeout
+	// and vote.DefaultMessageTimeout.
+	TrainingTimeout, MessageTimeout time.Duration
+	// Test, if set, is Data's test set, already loaded (by a caller that
+	// checked the data before starting the clients); else RunVote loads it.
+	Test *data.Dataset
 	// Progress, if set, receives the server's events (curator-side).
 	Progress func(vote.Event)
 }
@@ -130,49 +139,90 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 // and returns the release: the winner, the model, and the ledger — the vote
 // (client-level, replace-one-client) composed with one client's training
 // (example-level) or, with vote.FinalDPFedAvg, with every round's noisy
-// update sum (client-level, so the whole ledger is). Only the winner of the noisy sum is released, never the
-// counts.
+// update sum (client-level, so the whole ledger is). Only the winner of the
+// noisy sum is released, never the counts.
+//
+// The ledger accounts the vote and each DP-FedAvg round at its realised
+// number of survivors, which is released (in the labels and the report).
+// That is sound only if whether a client drops out is independent of the
+// clients' data: a client whose local work fails on its data stays in with
+// a valid contribution (vote.Client), so dropouts are process and network
+// failures — and clients silent past a round's deadline — only.
+//
+// A round that ends without its release (too few clients left) aborts the
+// run with an error wrapping vote.ErrAborted; if the vote had already been
+// summed, the error comes with a failed Release (Failed set, no model)
+// whose ledger holds what may have reached the clients: the vote and the
+// DP-FedAvg rounds begun, or one client's whole training. A
+// final model with a non-finite parameter is an error, not a release.
+// RunVote returns within seconds of the protocol's end or ctx's, whatever
+// the connections to lis do.
 func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error) {
 	j, err := PlanVote(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	_, test, err := s.Data.Load()
-	if err != nil {
-		return nil, err
+	test := s.Test
+	if test == nil {
+		if _, test, err = s.Data.Load(); err != nil {
+			return nil, err
+		}
 	}
 	srv, err := vote.NewServer(j)
 	if err != nil {
 		return nil, err
 	}
 	srv.Progress = s.Progress
+	srv.TrainingTimeout, srv.MessageTimeout = s.TrainingTimeout, s.MessageTimeout
+	if srv.TrainingTimeout == 0 {
+		srv.TrainingTimeout = vote.DefaultTrainingTimeout
+	}
+	if srv.MessageTimeout == 0 {
+		srv.MessageTimeout = vote.DefaultMessageTimeout
+	}
 	var meter trafficMeter
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)
-	go g.Serve(lis)
-	defer stopGracefully(g, 5*time.Second)
+	tl := trackListener(lis)
+	go g.Serve(tl)
+	defer stopVoteServer(g, tl, 5*time.Second)
 	out, err := srv.Wait(ctx)
+	if err != nil {
+		if len(out.Survivors) == 0 {
+			return nil, err
+		}
+		ledger, lerr := voteLedger(j, out)
+		if lerr != nil {
+			return nil, errors.Join(err, lerr)
+		}
+		rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger, Failed: true}
+		rep := &VoteReport{Tuner: Vote, Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors), NoiseStddev: j.Mechanism.NoiseStddev,
+			FinalTraining: j.Final.Mode, Traffic: meter.traffic(), Ledger: ledger}
+		if total, terr := ledger.Spent(accounting.RDP{}, s.Delta); terr == nil && !math.IsInf(total.Epsilon, 1) {
+			e := total.Epsilon
+			rep.Epsilon, rel.Epsilon = &e, &e
+		}
+		if v, verr := (accounting.RDP{}).Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta); verr == nil {
+			rep.VoteEpsilon = v.Epsilon
+		}
+		rel.Report = rep
+		return rel, err
+	}
+	for i, p := range out.Params {
+		if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
+			return nil, fmt.Errorf("vote: the final model's parameter %d is %v: nothing released", i, p)
+		}
+	}
+	ledger, err := voteLedger(j, out)
 	if err != nil {
 		return nil, err
 	}
-	var ledger accounting.Ledger
-	ledger.Add(fmt.Sprintf("DP-Hype vote: distributed discrete Gaussian over the secure sum of %d of %d clients' noisy votes (client-level, replace-one-client)", len(out.Survivors), j.Clients), j.Mechanism.Event(len(out.Survivors)))
 	level := "example"
 	if j.Final.Mode == vote.FinalNonPrivate {
 		level = ""
 	}
 	if j.Final.Mode == vote.FinalDPFedAvg {
 		level = "client"
-		upd := j.Updates(len(out.Params))
-		for r, m := range out.RoundSurvivors {
-			ledger.Add(fmt.Sprintf("DP-FedAvg round %d of the winner: distributed discrete Gaussian over the secure sum of %d of %d clients' clipped updates (client-level, replace-one-client)", r+1, m, j.Clients), upd.Event(m))
-		}
-	} else {
-		ev, err := j.TrainingEvent()
-		if err != nil {
-			return nil, err
-		}
-		ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", ev)
 	}
 	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger}
 	voteEps, err := accounting.RDP{}.Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta)
@@ -205,6 +255,33 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	return rel, nil
 }
 
+// voteLedger is the ledger of out: the vote at its survivors, then, with
+// vote.FinalDPFedAvg, each round's sum at its survivors, else the final
+// training's event (one client's training over every round, whether or
+// not the rounds all ran). Every label and event depends on the survivor
+// counts alone.
+func voteLedger(j vote.Job, out vote.Outcome) (accounting.Ledger, error) {
+	var ledger accounting.Ledger
+	ledger.Add(fmt.Sprintf("DP-Hype vote: distributed discrete Gaussian over the secure sum of %d of %d clients' noisy votes (client-level, replace-one-client)", len(out.Survivors), j.Clients), j.Mechanism.Event(len(out.Survivors)))
+	if j.Final.Mode == vote.FinalDPFedAvg {
+		d, err := j.NumParams()
+		if err != nil {
+			return ledger, err
+		}
+		upd := j.Updates(d)
+		for r, m := range out.RoundSurvivors {
+			ledger.Add(fmt.Sprintf("DP-FedAvg round %d of the winner: distributed discrete Gaussian over the secure sum of %d of %d clients' clipped updates (client-level, replace-one-client)", r+1, m, j.Clients), upd.Event(m))
+		}
+		return ledger, nil
+	}
+	ev, err := j.TrainingEvent()
+	if err != nil {
+		return ledger, err
+	}
+	ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", ev)
+	return ledger, nil
+}
+
 // VoteClient joins the DP-Hype server at addr as one client holding src's
 // training data (its share is dealt by the job's public split: share part
 // of parts if part > 0, else the next free one; see vote.Client), and takes
@@ -224,19 +301,4 @@ func VoteClient(ctx context.Context, addr string, src Source, part, parts int, p
 		return train, err
 	}}
 	return c.Run(ctx, pb.NewVoteClient(conn))
-}
-
-// stopGracefully lets g finish the replies in flight (the last round's
-// outcome, on its way to the clients) for up to wait, then stops it.
-func stopGracefully(g *grpc.Server, wait time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		g.GracefulStop()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(wait):
-		g.Stop()
-	}
 }
