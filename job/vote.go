@@ -286,7 +286,15 @@ func voteLedger(j vote.Job, out vote.Outcome) (accounting.Ledger, error) {
 // training data (its share is dealt by the job's public split: share part
 // of parts if part > 0, else the next free one; see vote.Client), and takes
 // part until the end. progress, if set, is told what it is doing.
+//
+// The data is read before joining: an unreadable source is refused (an
+// error wrapping ErrInvalid) without a session, rather than joining and
+// leaving.
 func VoteClient(ctx context.Context, addr string, src Source, part, parts int, progress func(stage string, done, total int)) (vote.ClientReport, error) {
+	train, _, err := src.Load()
+	if err != nil {
+		return vote.ClientReport{}, invalid(err)
+	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
@@ -297,8 +305,7 @@ func VoteClient(ctx context.Context, addr string, src Source, part, parts int, p
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}
-		train, _, err := src.Load()
-		return train, err
+		return train, nil
 	}}
 	return c.Run(ctx, pb.NewVoteClient(conn))
 }
