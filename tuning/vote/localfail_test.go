@@ -2,11 +2,14 @@ package vote
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
 	pb "github.com/dptune/dptune/tuning/vote/votepb"
 )
 
@@ -122,5 +125,38 @@ func TestLocalFailuresAreNotDropouts(t *testing.T) {
 		if !finite(got.Params) {
 			t.Errorf("%s: a non-finite parameter in the poisoned run's model", mode)
 		}
+	}
+}
+
+// A client without data, with FinalDPSGD, runs its round's DP-SGD steps on
+// empty batches: its update is −η/(qN)·Σ_steps N(0, (σC)²) per parameter
+// (no momentum, no decay), so its variance is steps·(ησC/(qN))² — not the
+// exact zero that would tell it apart from a client with one example.
+func TestEmptyShareRunsNoiseOnlySteps(t *testing.T) {
+	job := toyJob(t, 4, 0)
+	job.Final.NoiseMultiplier, job.Final.ClipNorm = 2, 0.5
+	cand := job.Space.At(1)
+	cfg := job.finalConfig(cand, 0, nil)
+	scale := cand.Values["learning_rate"] * job.Final.NoiseMultiplier * job.Final.ClipNorm / cfg.ExpectedBatchSize
+	want := float64(job.Final.StepsPerRound) * scale * scale
+	var s2 float64
+	n := 0
+	for seed := range uint64(60) {
+		net, err := model.New(job.Arch, randsrc.New(&job.InitSeed, "init"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		global := slices.Clone(net.Params)
+		if err := job.localRound(context.Background(), net, &data.Dataset{}, cand, 0, &seed); err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range net.Params {
+			d := float64(p - global[i])
+			s2 += d * d
+			n++
+		}
+	}
+	if v := s2 / float64(n); math.Abs(v-want) > 0.15*want {
+		t.Errorf("update variance %.4g, want steps·(ησC/(qN))² = %.4g", v, want)
 	}
 }
