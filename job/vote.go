@@ -80,9 +80,22 @@ type Traffic struct {
 	TotalSent int64 `json:"total"`
 }
 
+// timeouts are s's round deadlines, defaults filled in.
+func (s VoteSpec) timeouts() (training, message time.Duration) {
+	training, message = s.TrainingTimeout, s.MessageTimeout
+	if training == 0 {
+		training = vote.DefaultTrainingTimeout
+	}
+	if message == 0 {
+		message = vote.DefaultMessageTimeout
+	}
+	return training, message
+}
+
 // PlanVote checks s and returns the job every client will be sent: the
 // vote's noise calibrated to VoteEpsilon, the training's to the rest of
-// Epsilon. Errors wrap ErrInvalid.
+// Epsilon, and the clients' LocalTimeout four fifths of the training
+// rounds' deadline. Errors wrap ErrInvalid.
 func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 	if s.Space.Name == "" {
 		s.Space = vote.MNISTSpace
@@ -96,6 +109,9 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 	if !(s.VoteEpsilon > 0) || !(s.Epsilon > s.VoteEpsilon) || math.IsInf(s.Epsilon, 1) {
 		return vote.Job{}, invalidf("the vote's ε = %v must be positive and below the total ε = %v", s.VoteEpsilon, s.Epsilon)
 	}
+	if s.TrainingTimeout < 0 || s.MessageTimeout < 0 {
+		return vote.Job{}, invalidf("round deadlines %v and %v must not be negative", s.TrainingTimeout, s.MessageTimeout)
+	}
 	if s.BatchSize < 1 || s.Rounds < 1 || s.LocalEpochs < 1 || !(s.ClipNorm > 0) {
 		return vote.Job{}, invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, s.Rounds, s.LocalEpochs, s.ClipNorm)
 	}
@@ -104,10 +120,12 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 	if err != nil {
 		return vote.Job{}, invalidf("%v", err)
 	}
+	training, _ := s.timeouts()
 	j := vote.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,
 		SplitSeed: s.Seed, NominalN: s.Data.NominalN, HeldOut: 0.2, LocalEpochs: s.LocalEpochs, LocalBatchSize: s.BatchSize,
 		InitSeed: s.Seed, Mechanism: m, Threshold: max(2, m.MinSurvivors()),
-		Final: vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
+		LocalTimeout: training * 4 / 5,
+		Final:        vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
 	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
 	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
 	voteEvent := m.Event(m.MinSurvivors())
@@ -173,13 +191,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	srv.Progress = s.Progress
-	srv.TrainingTimeout, srv.MessageTimeout = s.TrainingTimeout, s.MessageTimeout
-	if srv.TrainingTimeout == 0 {
-		srv.TrainingTimeout = vote.DefaultTrainingTimeout
-	}
-	if srv.MessageTimeout == 0 {
-		srv.MessageTimeout = vote.DefaultMessageTimeout
-	}
+	srv.TrainingTimeout, srv.MessageTimeout = s.timeouts()
 	var meter trafficMeter
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)

@@ -34,7 +34,10 @@
 // client — or silence past a round's deadline (Server.TrainingTimeout for
 // the rounds with local training, Server.MessageTimeout for the others) —
 // and the guarantee at the realised survivor count assumes those are
-// independent of the clients' data.
+// independent of the clients' data. A client bounds its own local training
+// by Job.LocalTimeout, below the server's deadline, and abstains when it
+// runs out, so that slow data (a larger share) does not show as a dropout
+// either.
 //
 // Hostile updates. In a plain FedAvg round the server counts a client's
 // non-finite parameters as a zero update and clips every update to

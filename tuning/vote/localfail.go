@@ -35,8 +35,10 @@ import (
 //     DP-SGD diverged sends the zero update: divergence is read off the
 //     noisy iterates, so that is post-processing.
 //
-// Only the end of the client's context (its process stopping) or a network
-// failure makes it leave. The ledger's accounting at the realised number of
+// Local training that outlasts the job's LocalTimeout counts as failed too,
+// so a client with slow data abstains rather than miss the server's
+// deadline. Only the end of the client's context (its process stopping)
+// or a network failure makes it leave. The ledger's accounting at the realised number of
 // survivors therefore assumes that dropouts — process and network failures
 // — are independent of the clients' data.
 
@@ -52,15 +54,18 @@ func safely(f func() error) (err error) {
 
 // localVote is a client's vote vector: TopVotes of its local scores, or the
 // all-zero abstention if it cannot score (no held-out split: train is nil)
-// or its local training fails. It returns an error only when ctx ends.
+// or its local training fails or outlasts LocalTimeout. It returns an
+// error only when ctx ends.
 func (j Job) localVote(ctx context.Context, train, held *data.Dataset, progress func(done int)) ([]int64, error) {
 	abstain := make([]int64, j.Space.Size())
 	if train == nil || held == nil {
 		return abstain, nil
 	}
 	var scores []float64
+	lctx, cancel := j.local(ctx)
+	defer cancel()
 	err := safely(func() (err error) {
-		scores, err = j.LocalScores(ctx, train, held, progress)
+		scores, err = j.LocalScores(lctx, train, held, progress)
 		return err
 	})
 	if ctx.Err() != nil {
@@ -75,20 +80,22 @@ func (j Job) localVote(ctx context.Context, train, held *data.Dataset, progress 
 // localRound is FedAvg round r's local training of candidate c on mine
 // from net's parameters (the global model): on return net holds the
 // client's new model, or the global model again (a zero update) if the
-// training failed or left a non-finite parameter. A client without data
+// training failed, outlasted LocalTimeout or left a non-finite parameter. A client without data
 // sends the zero update, or with FinalDPSGD runs the round's steps on empty
 // batches. It returns an error only when ctx ends.
 func (j Job) localRound(ctx context.Context, net *model.Net, mine *data.Dataset, c tuning.Candidate, r int, seed *uint64) error {
 	global := slices.Clone(net.Params)
 	cfg := j.finalConfig(c, r, seed)
+	lctx, cancel := j.local(ctx)
+	defer cancel()
 	err := safely(func() error {
 		if mine == nil || mine.N == 0 {
 			if j.Final.Mode == FinalDPSGD {
-				return noiseOnly(ctx, net, cfg)
+				return noiseOnly(lctx, net, cfg)
 			}
 			return nil
 		}
-		_, err := dpsgd.Train(ctx, net, mine, cfg, nil, nil)
+		_, err := dpsgd.Train(lctx, net, mine, cfg, nil, nil)
 		return err
 	})
 	if ctx.Err() != nil {
@@ -132,6 +139,14 @@ func noiseOnly(ctx context.Context, net *model.Net, cfg dpsgd.Config) error {
 		}
 	}
 	return nil
+}
+
+// local is ctx bounded by the job's LocalTimeout, if any.
+func (j Job) local(ctx context.Context) (context.Context, context.CancelFunc) {
+	if j.LocalTimeout > 0 {
+		return context.WithTimeout(ctx, j.LocalTimeout)
+	}
+	return context.WithCancel(ctx)
 }
 
 // finite reports whether every value of v is finite.

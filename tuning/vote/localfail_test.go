@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/randsrc"
@@ -158,5 +159,30 @@ func TestEmptyShareRunsNoiseOnlySteps(t *testing.T) {
 	}
 	if v := s2 / float64(n); math.Abs(v-want) > 0.15*want {
 		t.Errorf("update variance %.4g, want steps·(ησC/(qN))² = %.4g", v, want)
+	}
+}
+
+// Local training that outlasts the job's LocalTimeout is a local failure:
+// every client abstains and sends zero updates, none drops, and with plain
+// FedAvg the model stays the initial one exactly.
+func TestLocalTimeoutAbstains(t *testing.T) {
+	job := toyJob(t, 4, 0)
+	job.Final.Mode = FinalNonPrivate
+	job.LocalTimeout = time.Nanosecond
+	d := toyData(job.NominalN)
+	loads := make([]func(Job) (*data.Dataset, error), 4)
+	for i := range loads {
+		loads[i] = func(Job) (*data.Dataset, error) { return d, nil }
+	}
+	out, err, errs := sessionWith(t, job, loads)
+	if err != nil {
+		t.Fatalf("%v (clients: %v)", err, errs)
+	}
+	init, err := model.New(job.Arch, randsrc.New(&job.InitSeed, "init"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(out.Survivors, []int{0, 1, 2, 3}) || !slices.Equal(out.Params, init.Params) {
+		t.Errorf("survivors %v; model moved from the initial one: %v", out.Survivors, !slices.Equal(out.Params, init.Params))
 	}
 }
