@@ -97,12 +97,19 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 		return rep, err
 	}
 	var mine, train, held *data.Dataset
-	if shares, err := job.Shares(all); err == nil {
+	safely(func() error {
+		shares, err := job.Shares(all)
+		if err != nil {
+			return err
+		}
 		mine = shares[id]
-		rep.Examples = mine.N
 		if train, held, err = job.HoldOut(mine, c.rng("held-out")); err != nil {
 			train, held = nil, nil
 		}
+		return nil
+	})
+	if mine != nil {
+		rep.Examples = mine.N
 	}
 
 	// The vote: rounds 0 and 1 of the secure sum before the long local

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -184,5 +185,28 @@ func TestLocalTimeoutAbstains(t *testing.T) {
 	}
 	if !slices.Equal(out.Survivors, []int{0, 1, 2, 3}) || !slices.Equal(out.Params, init.Params) {
 		t.Errorf("survivors %v; model moved from the initial one: %v", out.Survivors, !slices.Equal(out.Params, init.Params))
+	}
+}
+
+// A panic on the client's data (here: a training set with fewer labels
+// than examples, which the split indexes past) is recovered: the client
+// stays, abstains and sends zero updates, and the run matches the clean
+// one's survivors.
+func TestLocalPanicIsRecovered(t *testing.T) {
+	if err := safely(func() error { panic("boom") }); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Errorf("safely: %v", err)
+	}
+	job := toyJob(t, 4, 0)
+	d := toyData(job.NominalN)
+	broken := *d
+	broken.Y = d.Y[:10]
+	loads := make([]func(Job) (*data.Dataset, error), 4)
+	for i := range loads {
+		loads[i] = func(Job) (*data.Dataset, error) { return d, nil }
+	}
+	loads[3] = func(Job) (*data.Dataset, error) { return &broken, nil }
+	out, err, errs := sessionWith(t, job, loads)
+	if err != nil || !slices.Equal(out.Survivors, []int{0, 1, 2, 3}) || !finite(out.Params) {
+		t.Errorf("survivors %v, error %v (clients: %v)", out.Survivors, err, errs)
 	}
 }
