@@ -97,17 +97,17 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 		return rep, err
 	}
 	var mine, train, held *data.Dataset
-	safely(func() error {
+	if err := safely(func() (err error) {
 		shares, err := job.Shares(all)
 		if err != nil {
 			return err
 		}
 		mine = shares[id]
-		if train, held, err = job.HoldOut(mine, c.rng("held-out")); err != nil {
-			train, held = nil, nil
-		}
-		return nil
-	})
+		train, held, err = job.HoldOut(mine, c.rng("held-out"))
+		return err
+	}); err != nil {
+		train, held = nil, nil // the client abstains
+	}
 	if mine != nil {
 		rep.Examples = mine.N
 	}
