@@ -63,6 +63,7 @@ func average(updates [][]float32) ([]float32, error) {
 // update to MaxModelUpdate, as the server does. Simulations use it (bench
 // vote); seed, if set, makes it reproducible. Errors: ctx's.
 func (j Job) FedAvg(ctx context.Context, shares []*data.Dataset, c int, seed *uint64) (*model.Net, error) {
+	j.LocalTimeout = 0 // one process plays every client: no server deadline to keep
 	net, err := model.New(j.Arch, randsrc.New(&j.InitSeed, "init"))
 	if err != nil {
 		return nil, err
