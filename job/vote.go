@@ -72,6 +72,23 @@ type VoteReport struct {
 	Ledger        accounting.Ledger  `json:"ledger"`
 }
 
+// VoteFailedReport is failed-report.json of a vote that ended without a
+// model after its vote was summed: what may have reached the clients (the
+// winner, FedAvg rounds) and its ledger; Epsilon is the ledger's, null if
+// unbounded.
+type VoteFailedReport struct {
+	Tuner         string            `json:"tuner"`
+	Error         string            `json:"error"`
+	Epsilon       *float64          `json:"epsilon"`
+	Delta         float64           `json:"delta"`
+	VoteEpsilon   float64           `json:"vote_client_epsilon"`
+	Clients       int               `json:"clients"`
+	Survivors     int               `json:"survivors"`
+	NoiseStddev   float64           `json:"vote_noise_stddev"`
+	FinalTraining string            `json:"final_training"`
+	Ledger        accounting.Ledger `json:"ledger"`
+}
+
 // Traffic is what the clients sent the server, counted as gRPC payload
 // bytes on the wire (one connection per client). It depends only on public
 // sizes: the masked vectors are uniform words whatever the votes.
@@ -208,8 +225,8 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 			return nil, errors.Join(err, lerr)
 		}
 		rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger, Failed: true}
-		rep := &VoteReport{Tuner: Vote, Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors), NoiseStddev: j.Mechanism.NoiseStddev,
-			FinalTraining: j.Final.Mode, Traffic: meter.traffic(), Ledger: ledger}
+		rep := &VoteFailedReport{Tuner: Vote, Error: err.Error(), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
+			NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
 		if total, terr := ledger.Spent(accounting.RDP{}, s.Delta); terr == nil && !math.IsInf(total.Epsilon, 1) {
 			e := total.Epsilon
 			rep.Epsilon, rel.Epsilon = &e, &e

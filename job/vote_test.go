@@ -134,4 +134,8 @@ func TestRunVoteCancelledAfterTheVoteKeepsItsLedger(t *testing.T) {
 	if len(rel.Ledger.Entries) != 2 || !strings.Contains(rel.Ledger.Entries[0].Label, "2 of 2") {
 		t.Fatalf("ledger %+v", rel.Ledger)
 	}
+	rep, ok := rel.Report.(*VoteFailedReport)
+	if !ok || rep.Survivors != 2 || rep.Epsilon == nil || *rep.Epsilon > 20*(1+1e-6) || len(rep.Ledger.Entries) != 2 {
+		t.Fatalf("failed report %+v", rel.Report)
+	}
 }
