@@ -182,7 +182,9 @@ func TestCheckSum(t *testing.T) {
 	if err := u.CheckSum(sum, u.Clients); err != nil {
 		t.Fatalf("honest sum: %v", err)
 	}
-	sum[7] += uint64(int64(u.SumBound(u.Clients)) + 1)
+	// The honest sum's norm is below the bound (just checked), so moving one
+	// coordinate by twice the bound leaves a norm above it.
+	sum[7] += uint64(int64(2 * u.SumBound(u.Clients)))
 	if err := u.CheckSum(sum, u.Clients); err == nil {
 		t.Fatal("a sum beyond the bound passed")
 	}
