@@ -26,7 +26,9 @@ type Client struct {
 	// keeps its own share of it (data.SplitClients with the job's public
 	// split seed: a simulation of clients that each own their data).
 	Load func(Job) (*data.Dataset, error)
-	// Progress, if set, is told what the client is doing.
+	// Progress, if set, is told what the client is doing, including when
+	// it abstains or sends a zero update after a local failure (which only
+	// the client's own log shows).
 	Progress func(stage string, done, total int)
 	// Seed, if set, makes the client's noise and DP-SGD reproducible (tests
 	// and simulations); nil draws them from crypto/rand.
@@ -117,9 +119,12 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	// vote (an abstention if the client cannot score) and its noise share.
 	total := job.Space.Size()
 	out, err := c.secureSum(ctx, conn, job, id, 0, total, func() ([]uint64, error) {
-		votes, err := job.localVote(ctx, train, held, func(done int) { c.progress("candidates", done, total) })
+		votes, failed, err := job.localVote(ctx, train, held, func(done int) { c.progress("candidates", done, total) })
 		if err != nil {
 			return nil, err
+		}
+		if failed {
+			c.progress("abstaining from the vote (local scoring failed)", 0, total)
 		}
 		return job.Mechanism.NoisyShare(votes, c.rng("vote noise"))
 	})
@@ -140,8 +145,12 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	upd := job.Updates(net.NumParams())
 	for r := 0; r < job.Final.Rounds; r++ {
 		global := slices.Clone(net.Params)
-		if err := job.localRound(ctx, net, mine, cand, r, c.Seed); err != nil {
+		failed, err := job.localRound(ctx, net, mine, cand, r, c.Seed)
+		if err != nil {
 			return rep, fmt.Errorf("vote: FedAvg round %d: %w", r+1, err)
+		}
+		if failed {
+			c.progress("sending a zero update (local training failed)", r+1, job.Final.Rounds)
 		}
 		var values []float32
 		if job.Final.Mode == FinalDPFedAvg {

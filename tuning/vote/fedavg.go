@@ -81,7 +81,7 @@ func (j Job) FedAvg(ctx context.Context, shares []*data.Dataset, c int, seed *ui
 				v := *seed + uint64(i)<<40
 				s = &v
 			}
-			if err := j.localRound(ctx, net, d, cand, r, s); err != nil {
+			if _, err := j.localRound(ctx, net, d, cand, r, s); err != nil {
 				return nil, fmt.Errorf("vote: FedAvg round %d, client %d: %w", r+1, i, err)
 			}
 			if j.Final.Mode != FinalDPFedAvg {

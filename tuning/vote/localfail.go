@@ -55,40 +55,41 @@ func safely(f func() error) (err error) {
 // localVote is a client's vote vector: TopVotes of its local scores, or the
 // all-zero abstention if it cannot score (no held-out split: train is nil)
 // or its local training fails or outlasts LocalTimeout. It returns an
-// error only when ctx ends.
-func (j Job) localVote(ctx context.Context, train, held *data.Dataset, progress func(done int)) ([]int64, error) {
+// error only when ctx ends; failed reports whether it abstained.
+func (j Job) localVote(ctx context.Context, train, held *data.Dataset, progress func(done int)) (votes []int64, failed bool, err error) {
 	abstain := make([]int64, j.Space.Size())
 	if train == nil || held == nil {
-		return abstain, nil
+		return abstain, true, nil
 	}
 	var scores []float64
 	lctx, cancel := j.local(ctx)
 	defer cancel()
-	err := safely(func() (err error) {
+	err = safely(func() (err error) {
 		scores, err = j.LocalScores(lctx, train, held, progress)
 		return err
 	})
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 	if err != nil || len(scores) != len(abstain) {
-		return abstain, nil
+		return abstain, true, nil
 	}
-	return TopVotes(scores, j.Mechanism.VotesPerClient), nil
+	return TopVotes(scores, j.Mechanism.VotesPerClient), false, nil
 }
 
 // localRound is FedAvg round r's local training of candidate c on mine
 // from net's parameters (the global model): on return net holds the
 // client's new model, or the global model again (a zero update) if the
-// training failed, outlasted LocalTimeout or left a non-finite parameter. A client without data
-// sends the zero update, or with FinalDPSGD runs the round's steps on empty
-// batches. It returns an error only when ctx ends.
-func (j Job) localRound(ctx context.Context, net *model.Net, mine *data.Dataset, c tuning.Candidate, r int, seed *uint64) error {
+// training failed, outlasted LocalTimeout or left a non-finite parameter
+// (failed is then true). A client without data sends the zero update, or
+// with FinalDPSGD runs the round's steps on empty batches. It returns an
+// error only when ctx ends.
+func (j Job) localRound(ctx context.Context, net *model.Net, mine *data.Dataset, c tuning.Candidate, r int, seed *uint64) (failed bool, err error) {
 	global := slices.Clone(net.Params)
 	cfg := j.finalConfig(c, r, seed)
 	lctx, cancel := j.local(ctx)
 	defer cancel()
-	err := safely(func() error {
+	err = safely(func() error {
 		if mine == nil || mine.N == 0 {
 			if j.Final.Mode == FinalDPSGD {
 				return noiseOnly(lctx, net, cfg)
@@ -99,12 +100,13 @@ func (j Job) localRound(ctx context.Context, net *model.Net, mine *data.Dataset,
 		return err
 	})
 	if ctx.Err() != nil {
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if err != nil || !finite(net.Params) {
 		copy(net.Params, global)
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // noiseOnly is dpsgd.Train of cfg on a dataset with no examples: every

@@ -149,7 +149,7 @@ func TestEmptyShareRunsNoiseOnlySteps(t *testing.T) {
 			t.Fatal(err)
 		}
 		global := slices.Clone(net.Params)
-		if err := job.localRound(context.Background(), net, &data.Dataset{}, cand, 0, &seed); err != nil {
+		if failed, err := job.localRound(context.Background(), net, &data.Dataset{}, cand, 0, &seed); err != nil || failed {
 			t.Fatal(err)
 		}
 		for i, p := range net.Params {
