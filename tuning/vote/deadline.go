@@ -9,9 +9,10 @@ import (
 // Default round deadlines of the command-line server (Server.TrainingTimeout
 // and Server.MessageTimeout). Rounds in which the clients train locally
 // take minutes — ten MNIST clients on one 2-core machine score the 24
-// candidates in under two, CIFAR-10's larger network takes many times that — and a client
-// that runs out of time abstains (Job.LocalTimeout), so the deadline is
-// generous; the other rounds are protocol messages that take milliseconds.
+// candidates in under two, and CIFAR-10's larger network takes many times
+// that — and a client that runs out of time abstains (Job.LocalTimeout),
+// so the deadline is generous; the other rounds are protocol messages that
+// take milliseconds.
 const (
 	DefaultTrainingTimeout = time.Hour
 	DefaultMessageTimeout  = time.Minute
