@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -46,6 +47,14 @@ type VoteSpec struct {
 	// FinalDPFedAvg the L2 bound of a client's update (parameter units).
 	ClipNorm float64
 	Seed     uint64 // public: the split and the initial parameters
+	// TrainingTimeout and MessageTimeout are the deadlines of the rounds
+	// with local training and of the other rounds (vote.Server's); a client
+	// silent past one is a dropout. Zero means vote.DefaultTrainingTimeout
+	// and vote.DefaultMessageTimeout.
+	TrainingTimeout, MessageTimeout time.Duration
+	// Test, if set, is Data's test set, already loaded (by a caller that
+	// checked the data before starting the clients); else RunVote loads it.
+	Test *data.Dataset
 	// Progress, if set, receives the server's events (curator-side).
 	Progress func(vote.Event)
 }
@@ -68,6 +77,23 @@ type VoteReport struct {
 	Ledger        accounting.Ledger  `json:"ledger"`
 }
 
+// VoteFailedReport is failed-report.json of a vote that ended without a
+// model after its vote was summed: what may have reached the clients (the
+// winner, FedAvg rounds) and its ledger; Epsilon is the ledger's, null if
+// unbounded.
+type VoteFailedReport struct {
+	Tuner         string            `json:"tuner"`
+	Error         string            `json:"error"`
+	Epsilon       *float64          `json:"epsilon"`
+	Delta         float64           `json:"delta"`
+	VoteEpsilon   float64           `json:"vote_client_epsilon"`
+	Clients       int               `json:"clients"`
+	Survivors     int               `json:"survivors"`
+	NoiseStddev   float64           `json:"vote_noise_stddev"`
+	FinalTraining string            `json:"final_training"`
+	Ledger        accounting.Ledger `json:"ledger"`
+}
+
 // Traffic is what the clients sent the server, counted as gRPC payload
 // bytes on the wire (one connection per client). It depends only on public
 // sizes: the masked vectors are uniform words whatever the votes.
@@ -76,9 +102,22 @@ type Traffic struct {
 	TotalSent int64 `json:"total"`
 }
 
+// timeouts are s's round deadlines, defaults filled in.
+func (s VoteSpec) timeouts() (training, message time.Duration) {
+	training, message = s.TrainingTimeout, s.MessageTimeout
+	if training == 0 {
+		training = vote.DefaultTrainingTimeout
+	}
+	if message == 0 {
+		message = vote.DefaultMessageTimeout
+	}
+	return training, message
+}
+
 // PlanVote checks s and returns the job every client will be sent: the
 // vote's noise calibrated to VoteEpsilon, the training's to the rest of
-// Epsilon. Errors wrap ErrInvalid.
+// Epsilon, and the clients' LocalTimeout four fifths of the training
+// rounds' deadline. Errors wrap ErrInvalid.
 func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 	if s.Space.Name == "" {
 		s.Space = vote.MNISTSpace
@@ -91,6 +130,9 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 	}
 	if !(s.VoteEpsilon > 0) || !(s.Epsilon > s.VoteEpsilon) || math.IsInf(s.Epsilon, 1) {
 		return vote.Job{}, invalidf("the vote's ε = %v must be positive and below the total ε = %v", s.VoteEpsilon, s.Epsilon)
+	}
+	if s.TrainingTimeout < 0 || s.MessageTimeout < 0 {
+		return vote.Job{}, invalidf("round deadlines %v and %v must not be negative", s.TrainingTimeout, s.MessageTimeout)
 	}
 	if s.BatchSize < 1 || s.Rounds < 1 || s.LocalEpochs < 1 || !(s.ClipNorm > 0) {
 		return vote.Job{}, invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, s.Rounds, s.LocalEpochs, s.ClipNorm)
@@ -108,10 +150,12 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 		return vote.Job{}, invalidf("--dropout %g of %d clients leaves ⌈(1−f)n⌉ = %d survivors, fewer than the threshold t = %d that 2t > n + c needs with --colluding %d: lower --dropout or --colluding, or add clients",
 			s.Dropout, s.Clients, m.MinSurvivors(), t, s.Colluding)
 	}
+	training, _ := s.timeouts()
 	j := vote.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,
 		SplitSeed: s.Seed, NominalN: s.Data.NominalN, HeldOut: 0.2, LocalEpochs: s.LocalEpochs, LocalBatchSize: s.BatchSize,
 		InitSeed: s.Seed, Mechanism: m, Threshold: t, Colluding: s.Colluding,
-		Final: vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
+		LocalTimeout: training * 4 / 5,
+		Final:        vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
 	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
 	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
 	voteEvent := m.Event(m.MinSurvivors())
@@ -143,16 +187,34 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 // and returns the release: the winner, the model, and the ledger — the vote
 // (client-level, replace-one-client) composed with one client's training
 // (example-level) or, with vote.FinalDPFedAvg, with every round's noisy
-// update sum (client-level, so the whole ledger is). Only the winner of the noisy sum is released, never the
-// counts.
+// update sum (client-level, so the whole ledger is). Only the winner of the
+// noisy sum is released, never the counts.
+//
+// The ledger accounts the vote and each DP-FedAvg round at its realised
+// number of survivors, which is released (in the labels and the report).
+// That is sound only if whether a client drops out is independent of the
+// clients' data: a client whose local work fails on its data stays in with
+// a valid contribution (vote.Client), so dropouts are process and network
+// failures — and clients silent past a round's deadline — only.
+//
+// A round that ends without its release (too few clients left) aborts the
+// run with an error wrapping vote.ErrAborted; if the vote had already been
+// summed, the error comes with a failed Release (Failed set, no model)
+// whose ledger holds what may have reached the clients: the vote and the
+// DP-FedAvg rounds begun, or one client's whole training. A
+// final model with a non-finite parameter is an error, not a release.
+// RunVote returns within seconds of the protocol's end or ctx's, whatever
+// the connections to lis do.
 func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error) {
 	j, err := PlanVote(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	_, test, err := s.Data.Load()
-	if err != nil {
-		return nil, err
+	test := s.Test
+	if test == nil {
+		if _, test, err = s.Data.Load(); err != nil {
+			return nil, err
+		}
 	}
 	srv, err := vote.NewServer(j)
 	if err != nil {
@@ -164,33 +226,50 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	srv.RequireClientCert = mtls
+	srv.TrainingTimeout, srv.MessageTimeout = s.timeouts()
 	var meter trafficMeter
 	g := grpc.NewServer(creds, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)
-	go g.Serve(lis)
-	defer stopGracefully(g, 5*time.Second)
+	tl := trackListener(lis)
+	go g.Serve(tl)
+	defer stopVoteServer(g, tl, 5*time.Second)
 	out, err := srv.Wait(ctx)
+	if err != nil {
+		if len(out.Survivors) == 0 {
+			return nil, err
+		}
+		ledger, lerr := voteLedger(j, out)
+		if lerr != nil {
+			return nil, errors.Join(err, lerr)
+		}
+		rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger, Failed: true}
+		rep := &VoteFailedReport{Tuner: Vote, Error: err.Error(), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
+			NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
+		if total, terr := ledger.Spent(accounting.RDP{}, s.Delta); terr == nil && !math.IsInf(total.Epsilon, 1) {
+			e := total.Epsilon
+			rep.Epsilon, rel.Epsilon = &e, &e
+		}
+		if v, verr := (accounting.RDP{}).Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta); verr == nil {
+			rep.VoteEpsilon = v.Epsilon
+		}
+		rel.Report = rep
+		return rel, err
+	}
+	for i, p := range out.Params {
+		if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
+			return nil, fmt.Errorf("vote: the final model's parameter %d is %v: nothing released", i, p)
+		}
+	}
+	ledger, err := voteLedger(j, out)
 	if err != nil {
 		return nil, err
 	}
-	var ledger accounting.Ledger
-	ledger.Add(fmt.Sprintf("DP-Hype vote: distributed discrete Gaussian over the secure sum of %d of %d clients' noisy votes (client-level, replace-one-client)", len(out.Survivors), j.Clients), j.Mechanism.Event(len(out.Survivors)))
 	level := "example"
 	if j.Final.Mode == vote.FinalNonPrivate {
 		level = ""
 	}
 	if j.Final.Mode == vote.FinalDPFedAvg {
 		level = "client"
-		upd := j.Updates(len(out.Params))
-		for r, m := range out.RoundSurvivors {
-			ledger.Add(fmt.Sprintf("DP-FedAvg round %d of the winner: distributed discrete Gaussian over the secure sum of %d of %d clients' clipped updates (client-level, replace-one-client)", r+1, m, j.Clients), upd.Event(m))
-		}
-	} else {
-		ev, err := j.TrainingEvent()
-		if err != nil {
-			return nil, err
-		}
-		ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", ev)
 	}
 	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger}
 	voteEps, err := accounting.RDP{}.Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta)
@@ -223,12 +302,43 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	return rel, nil
 }
 
+// voteLedger is the ledger of out: the vote at its survivors, then, with
+// vote.FinalDPFedAvg, each round's sum at its survivors, else the final
+// training's event (one client's training over every round, whether or
+// not the rounds all ran). Every label and event depends on the survivor
+// counts alone.
+func voteLedger(j vote.Job, out vote.Outcome) (accounting.Ledger, error) {
+	var ledger accounting.Ledger
+	ledger.Add(fmt.Sprintf("DP-Hype vote: distributed discrete Gaussian over the secure sum of %d of %d clients' noisy votes (client-level, replace-one-client)", len(out.Survivors), j.Clients), j.Mechanism.Event(len(out.Survivors)))
+	if j.Final.Mode == vote.FinalDPFedAvg {
+		d, err := j.NumParams()
+		if err != nil {
+			return ledger, err
+		}
+		upd := j.Updates(d)
+		for r, m := range out.RoundSurvivors {
+			ledger.Add(fmt.Sprintf("DP-FedAvg round %d of the winner: distributed discrete Gaussian over the secure sum of %d of %d clients' clipped updates (client-level, replace-one-client)", r+1, m, j.Clients), upd.Event(m))
+		}
+		return ledger, nil
+	}
+	ev, err := j.TrainingEvent()
+	if err != nil {
+		return ledger, err
+	}
+	ledger.Add("FedAvg of the winner: one client's local training over every round (example-level)", ev)
+	return ledger, nil
+}
+
 // VoteClient joins the DP-Hype server at addr over tr as one client holding
 // src's training data (its share is dealt by the job's public split: share
 // part of parts if part > 0, else over TLS the one its certificate binds,
 // else the next free one; see vote.Client), and takes part until the end.
 // Over TLS its certificate's key signs its secure-sum messages (the
 // actively secure variant). progress, if set, is told what it is doing.
+//
+// The transport and the data are checked before joining: an unreadable
+// source is refused (an error wrapping ErrInvalid) without a session,
+// rather than joining and leaving.
 func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, progress func(stage string, done, total int)) (vote.ClientReport, error) {
 	if err := tr.CheckClient(addr, part); err != nil {
 		return vote.ClientReport{}, err
@@ -240,6 +350,10 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 	if part == 0 && id >= 0 {
 		part = id + 1
 	}
+	train, _, err := src.Load()
+	if err != nil {
+		return vote.ClientReport{}, invalid(err)
+	}
 	conn, err := grpc.NewClient(addr, creds, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
 		return vote.ClientReport{}, err
@@ -249,23 +363,7 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}
-		train, _, err := src.Load()
-		return train, err
+		return train, nil
 	}}
 	return c.Run(ctx, pb.NewVoteClient(conn))
-}
-
-// stopGracefully lets g finish the replies in flight (the last round's
-// outcome, on its way to the clients) for up to wait, then stops it.
-func stopGracefully(g *grpc.Server, wait time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		g.GracefulStop()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(wait):
-		g.Stop()
-	}
 }

@@ -3,51 +3,140 @@ package job
 import (
 	"context"
 	"errors"
-	"fmt"
+	"net"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/tuning"
 	"github.com/dptune/dptune/tuning/vote"
 )
 
-// TestVoteThresholdRule: PlanVote's secure-sum threshold is the least t
-// with 2t > n + c (at least 2), and settings where ⌈(1−f)n⌉ < t are
-// refused with ErrInvalid. The n = 4, f = ½ row is the split-U3 attack's
-// setting, which used to run at t = 2.
-func TestVoteThresholdRule(t *testing.T) {
-	src := Source{Name: "mnist", Arch: model.MNIST, NominalN: 6000}
-	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.01, 0.1}}}}
-	for _, c := range []struct {
-		n    int
-		f    float64
-		c, t int // t = 0: refused
-	}{
-		{2, 0, 0, 2}, {2, 0, 1, 2}, {3, 0, 0, 2}, {3, 0.3, 0, 2}, {4, 0, 0, 3}, {4, 0.25, 0, 3}, {4, 0.5, 0, 0},
-		{4, 0, 1, 3}, {4, 0, 2, 4}, {4, 0.25, 2, 0}, {10, 0.3, 0, 6}, {10, 0.3, 3, 7}, {10, 0.3, 4, 0},
-		{255, 0.1, 10, 133}, {5, 0, 5, 0}, {5, 0, -1, 0},
-	} {
-		name := fmt.Sprintf("n = %d, f = %v, c = %d", c.n, c.f, c.c)
-		s := VoteSpec{Data: src, Space: space, Epsilon: 8, Delta: 1e-5, VoteEpsilon: 2, Clients: c.n, VotesPerClient: 1, Dropout: c.f,
-			Colluding: c.c, LocalEpochs: 1, BatchSize: 64, FinalTraining: vote.FinalNonPrivate, Rounds: 1, ClipNorm: 1}
-		j, err := PlanVote(context.Background(), s)
-		if c.t == 0 {
-			if !errors.Is(err, ErrInvalid) {
-				t.Errorf("%s: threshold %d, %v; want refused", name, j.Threshold, err)
-			}
-			continue
+// toyVote is a vote of 2 clients over two learning rates of a linear model
+// on 400 noise images of 4×4 pixels, trained in one FedAvg round.
+func toyVote(t *testing.T) VoteSpec {
+	t.Helper()
+	spec, err := model.ParseSpec(strings.NewReader(`{"name": "lin", "layers": [{"type": "flatten"}, {"type": "linear", "out": 10}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := model.NewArch(spec, 1, 4, 4, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, test := noiseImages(400, 1), noiseImages(50, 2)
+	src := Source{Name: "noise", Arch: arch, NominalN: 400, Load: func() (*data.Dataset, *data.Dataset, error) { return train, test, nil }}
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.1}}}}
+	return VoteSpec{Data: src, Space: space, Epsilon: 20, Delta: 1e-5, VoteEpsilon: 5, Clients: 2, VotesPerClient: 1,
+		LocalEpochs: 1, BatchSize: 32, FinalTraining: vote.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
+		Transport: VoteTransport{Insecure: true}}
+}
+
+// runToyVote runs s on loopback with an idle TCP connection (one that never
+// speaks gRPC) opened before the clients, which run in this process; stop,
+// if set, is called with each server event and may cancel the run (which
+// also cancels the clients, so no later round can close). It
+// returns RunVote's result and how long RunVote took after the last event.
+func runToyVote(t *testing.T, s VoteSpec, stop func(vote.Event, context.CancelFunc)) (*Release, error, time.Duration) {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	idle, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cctx, ccancel := context.WithCancel(context.Background())
+	defer ccancel()
+	var mu sync.Mutex
+	var last time.Time
+	s.Progress = func(e vote.Event) {
+		mu.Lock()
+		last = time.Now()
+		mu.Unlock()
+		if stop != nil {
+			stop(e, func() { ccancel(); cancel() })
 		}
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
+	}
+	var wg sync.WaitGroup
+	for range s.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			VoteClient(cctx, lis.Addr().String(), s.Transport, s.Data, 0, 0, nil)
+		}()
+	}
+	type result struct {
+		rel *Release
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rel, err := RunVote(ctx, s, lis)
+		done <- result{rel, err}
+	}()
+	select {
+	case r := <-done:
+		mu.Lock()
+		after := time.Since(last)
+		mu.Unlock()
+		ccancel()
+		wg.Wait()
+		return r.rel, r.err, after
+	case <-time.After(40 * time.Second):
+		t.Fatal("RunVote had not returned after 40 s")
+	}
+	return nil, nil, 0
+}
+
+// H5: an idle TCP connection to the server does not hold RunVote past the
+// protocol's end (before, gRPC's stop waited for its two-minute handshake
+// timeout), nor past a cancellation.
+func TestRunVoteIgnoresIdleConnection(t *testing.T) {
+	rel, err, after := runToyVote(t, toyVote(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after > 5*time.Second {
+		t.Errorf("RunVote returned %v after the last round", after)
+	}
+	if rel.Model == nil || rel.Failed {
+		t.Errorf("no model released")
+	}
+	_, err, after = runToyVote(t, toyVote(t), func(e vote.Event, cancel context.CancelFunc) {
+		if e.Stage == "joined" {
+			cancel()
 		}
-		if j.Threshold != c.t || 2*j.Threshold <= c.n+c.c || (j.Threshold > 2 && 2*(j.Threshold-1) > c.n+c.c) {
-			t.Errorf("%s: threshold %d, want %d", name, j.Threshold, c.t)
+	})
+	if !errors.Is(err, context.Canceled) || after > 5*time.Second {
+		t.Errorf("cancelled: error %v, returned %v after the cancellation", err, after)
+	}
+}
+
+// A run cancelled once the winner is announced has released the vote to
+// the clients: RunVote returns a failed release (no model) whose ledger
+// holds the vote at its survivors and the final training, with the error.
+func TestRunVoteCancelledAfterTheVoteKeepsItsLedger(t *testing.T) {
+	rel, err, _ := runToyVote(t, toyVote(t), func(e vote.Event, cancel context.CancelFunc) {
+		if e.Stage == "winner" {
+			cancel()
 		}
-		// A job below the rule is refused by every client (Job.Check).
-		j.Threshold--
-		if j.Check() == nil {
-			t.Errorf("%s: a job with t = %d passes Check", name, j.Threshold)
-		}
+	})
+	if !errors.Is(err, context.Canceled) || rel == nil || !rel.Failed || rel.Model != nil {
+		t.Fatalf("release %+v, error %v; want a failed release and the cancellation", rel, err)
+	}
+	if len(rel.Ledger.Entries) != 2 || !strings.Contains(rel.Ledger.Entries[0].Label, "2 of 2") {
+		t.Fatalf("ledger %+v", rel.Ledger)
+	}
+	rep, ok := rel.Report.(*VoteFailedReport)
+	if !ok || rep.Survivors != 2 || rep.Epsilon == nil || *rep.Epsilon > 20*(1+1e-6) || len(rep.Ledger.Entries) != 2 {
+		t.Fatalf("failed report %+v", rel.Report)
 	}
 }

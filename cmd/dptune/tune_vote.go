@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +26,7 @@ type voteFlags struct {
 	finalTraining                       string
 	colluding                           int
 	transport                           job.VoteTransport // vote serve and vote client only
+	roundTimeout, messageTimeout        time.Duration
 }
 
 func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
@@ -38,6 +40,19 @@ func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
 	fl.IntVar(&v.rounds, "fedavg-rounds", 5, "vote: FedAvg rounds of the winner, one local epoch each")
 	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update")
 	fl.IntVar(&v.colluding, "colluding", 0, "vote: c, the clients that may collude with the server; the secure sum's threshold is t = max(⌊(n+c)/2⌋+1, 2), and ⌈(1−f)n⌉ must reach it")
+	fl.DurationVar(&v.roundTimeout, "round-timeout", vote.DefaultTrainingTimeout, "vote: deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout")
+	fl.DurationVar(&v.messageTimeout, "message-timeout", vote.DefaultMessageTimeout, "vote: deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout")
+}
+
+// check refuses timeouts that are not positive.
+func (v voteFlags) check() error {
+	if v.roundTimeout <= 0 {
+		return usagef("--round-timeout %v must be positive", v.roundTimeout)
+	}
+	if v.messageTimeout <= 0 {
+		return usagef("--message-timeout %v must be positive", v.messageTimeout)
+	}
+	return nil
 }
 
 // addTransportFlags adds the TLS flags of vote serve and vote client.
@@ -49,7 +64,8 @@ func addTransportFlags(fl *pflag.FlagSet, t *job.VoteTransport, side string) {
 }
 
 // voteOnly are the flags --tuner vote takes besides the data flags.
-var voteOnly = []string{"clients", "votes-per-client", "vote-epsilon", "dropout", "split-alpha", "local-epochs", "final-training", "fedavg-rounds", "clip-norm", "colluding"}
+var voteOnly = []string{"clients", "votes-per-client", "vote-epsilon", "dropout", "split-alpha", "local-epochs", "final-training", "fedavg-rounds", "clip-norm",
+	"colluding", "round-timeout", "message-timeout"}
 
 // runVoteTune runs DP-Hype: this process is the server, and it starts
 // --clients client processes (dptune vote client) on loopback, over mutual
@@ -73,11 +89,16 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
 }
 
 // serveVote plans the vote of f, serves it on listen and, if spawn, starts
-// the clients on this machine; then saves and prints the release.
+// the clients on this machine; then saves and prints the release. Every
+// flag and the data are checked before the listener opens or any client
+// starts.
 func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error {
 	start := time.Now()
 	if f.data.budget != "" {
 		return usagef("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
+	}
+	if err := f.vote.check(); err != nil {
+		return err
 	}
 	src, err := f.data.source(cmd)
 	if err != nil {
@@ -86,7 +107,8 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	v := f.vote
 	spec := job.VoteSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, VoteEpsilon: v.voteEpsilon, Clients: v.clients,
 		VotesPerClient: v.votes, Dropout: v.dropout, SplitAlpha: v.alpha, LocalEpochs: v.localEpochs, BatchSize: f.batchSize,
-		FinalTraining: v.finalTraining, Rounds: v.rounds, ClipNorm: v.clip, Seed: f.seed, Colluding: v.colluding, Transport: v.transport}
+		FinalTraining: v.finalTraining, Rounds: v.rounds, ClipNorm: v.clip, Seed: f.seed, Colluding: v.colluding, Transport: v.transport,
+		TrainingTimeout: v.roundTimeout, MessageTimeout: v.messageTimeout}
 	if f.space != "" {
 		if spec.Space, err = tuning.LoadSpace(f.space); err != nil {
 			return usageError{err}
@@ -103,6 +125,12 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	}
 	if err := job.CheckOut(f.out); err != nil {
 		return err
+	}
+	// The server evaluates on the test set; reading the data now also
+	// refuses a missing or unreadable --data-dir before the clients start
+	// (they read the same files).
+	if _, spec.Test, err = src.Load(); err != nil {
+		return usagef("--dataset %s --data-dir %q: %v", src.Name, f.data.dataDir, err)
 	}
 	if spawn {
 		if spec.Transport, err = throwawayCA(f.out, plan.Clients); err != nil {
@@ -163,6 +191,12 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 		if werr := p.Wait(); werr != nil && err == nil {
 			fmt.Fprintf(w, "a client exited with %v (see %s)\n", werr, logs)
 		}
+	}
+	if rel != nil && rel.Failed {
+		if serr := rel.Save(f.out); serr != nil {
+			return errors.Join(err, serr)
+		}
+		return fmt.Errorf("%w (nothing more released; the ledger of what reached the clients is in %s)", err, filepath.Join(f.out, "failed-report.json"))
 	}
 	if err != nil {
 		return err
@@ -244,7 +278,11 @@ func newVoteServeCmd() *cobra.Command {
 		Short: "Serve one DP-Hype vote and FedAvg of the winner to --clients clients",
 		Long: `serve plans the vote (the same flags as dptune tune --tuner vote), listens on
 --listen, and waits for --clients processes of dptune vote client to join; it
-saves the release in --out when the last FedAvg round is done. The transport
+saves the release in --out when the last FedAvg round is done. A client
+silent past a round's deadline (--round-timeout for rounds with local
+training, --message-timeout for the others) is a dropout; if fewer than
+⌈(1−f)n⌉ remain, nothing more is released and the ledger of what reached
+the clients goes to failed-report.json. The transport
 is mutual TLS: --tls-cert and --tls-key are the server's, --ca the curator's
 CA, and every client must present a certificate from that CA, which binds
 its client ID and signs its secure-sum messages (dptune vote certs writes

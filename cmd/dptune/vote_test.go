@@ -246,3 +246,30 @@ func TestTuneVoteDPFedAvgProcesses(t *testing.T) {
 		}
 	}
 }
+
+// L1: a missing --data-dir (and a bad round deadline) is refused with exit
+// status 2 before the listener opens or any client starts: no client logs
+// are written and it takes no time. Before, the clients were started first
+// and the server failed with status 1 after them.
+func TestTuneVoteChecksBeforeClients(t *testing.T) {
+	for _, bad := range [][]string{
+		{"--dataset", "cifar10", "--data-dir", filepath.Join(t.TempDir(), "nonexist")},
+		{"--round-timeout", "0s"},
+		{"--message-timeout", "-1s"},
+	} {
+		out := filepath.Join(t.TempDir(), "out")
+		args := append([]string{"tune", "--tuner", "vote", "--clients", "2", "--out", out}, bad...)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		p := exec.CommandContext(ctx, os.Args[0], args...)
+		p.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
+		b, err := p.CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || strings.Count(strings.TrimSpace(string(b)), "\n") != 0 {
+			t.Errorf("%v: %v, output %q; want exit status 2 and one line", bad, err, b)
+		}
+		if _, err := os.Stat(filepath.Join(out, "clients")); err == nil {
+			t.Errorf("%v: clients were started", bad)
+		}
+	}
+}

@@ -29,7 +29,9 @@ type Client struct {
 	// keeps its own share of it (data.SplitClients with the job's public
 	// split seed: a simulation of clients that each own their data).
 	Load func(Job) (*data.Dataset, error)
-	// Progress, if set, is told what the client is doing.
+	// Progress, if set, is told what the client is doing, including when
+	// it abstains or sends a zero update after a local failure (which only
+	// the client's own log shows).
 	Progress func(stage string, done, total int)
 	// Seed, if set, makes the client's noise and DP-SGD reproducible (tests
 	// and simulations); nil draws them from crypto/rand.
@@ -66,7 +68,11 @@ func (c *Client) progress(stage string, done, total int) {
 
 // Run joins the server behind conn and takes part until the last FedAvg
 // round. Cancelling ctx leaves the session; the server then counts the
-// client as dropped.
+// client as dropped. A failure of the local work on the client's data
+// (divergence, a share too small to hold examples out of, a panic) does
+// not: the client sends an abstention or a zero update with its full noise
+// share instead (localVote, localRound), so whether it drops never depends
+// on its data. Errors: loading the data, the network, ctx.
 func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -102,31 +108,41 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	rep := ClientReport{ID: id}
 
 	// The client's data: its share of the split, then its own held-out part.
+	// A share too small to split, or to hold examples out of, is a local
+	// failure, not a reason to leave (see localVote and localRound).
 	all, err := c.Load(job)
 	if err != nil {
 		return rep, err
 	}
-	shares, err := job.Shares(all)
-	if err != nil {
-		return rep, err
+	var mine, train, held *data.Dataset
+	if err := safely(func() (err error) {
+		shares, err := job.Shares(all)
+		if err != nil {
+			return err
+		}
+		mine = shares[id]
+		train, held, err = job.HoldOut(mine, c.rng("held-out"))
+		return err
+	}); err != nil {
+		train, held = nil, nil // the client abstains
 	}
-	mine := shares[id]
-	rep.Examples = mine.N
-	train, held, err := job.HoldOut(mine, c.rng("held-out"))
-	if err != nil {
-		return rep, fmt.Errorf("vote: client %d: %w", id, err)
+	if mine != nil {
+		rep.Examples = mine.N
 	}
 
 	// The vote: rounds 0 and 1 of the secure sum before the long local
 	// training, so a dead client is known early; then the local scores, the
-	// vote and its noise share.
+	// vote (an abstention if the client cannot score) and its noise share.
 	total := job.Space.Size()
 	out, err := c.secureSum(ctx, conn, job, id, 0, total, func() ([]uint64, error) {
-		scores, err := job.LocalScores(ctx, train, held, func(done int) { c.progress("candidates", done, total) })
+		votes, failed, err := job.localVote(ctx, train, held, func(done int) { c.progress("candidates", done, total) })
 		if err != nil {
 			return nil, err
 		}
-		return job.Mechanism.NoisyShare(TopVotes(scores, job.Mechanism.VotesPerClient), c.rng("vote noise"))
+		if failed {
+			c.progress("abstaining from the vote (local scoring failed)", 0, total)
+		}
+		return job.Mechanism.NoisyShare(votes, c.rng("vote noise"))
 	})
 	if err != nil {
 		return rep, err
@@ -145,9 +161,12 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	upd := job.Updates(net.NumParams())
 	for r := 0; r < job.Final.Rounds; r++ {
 		global := slices.Clone(net.Params)
-		cfg := job.finalConfig(cand, r, c.Seed)
-		if _, err := dpsgd.Train(ctx, net, mine, cfg, nil, nil); err != nil {
+		failed, err := job.localRound(ctx, net, mine, cand, r, c.Seed)
+		if err != nil {
 			return rep, fmt.Errorf("vote: FedAvg round %d: %w", r+1, err)
+		}
+		if failed {
+			c.progress("sending a zero update (local training failed)", r+1, job.Final.Rounds)
 		}
 		var values []float32
 		if job.Final.Mode == FinalDPFedAvg {

@@ -23,6 +23,28 @@
 // the ⌈(1−f)n⌉ or more clients it needs has at least the full variance
 // (the paper's dropout appendix); fewer and nothing is released.
 //
+// Dropouts. The number of survivors of each sum is released (in the
+// ledger's labels and the report), and the accounting uses it; that is
+// sound only if whether a client drops out does not depend on the data. So
+// a client whose local work fails on its data — local SGD diverges, its
+// share is too small to hold examples out, its training panics — does not
+// leave: it abstains from the vote (the all-zero vote vector, within the
+// same sensitivity as any ℓ-vote) or sends a zero FedAvg update, with its
+// full noise share (Client.Run). Only process and network failures drop a
+// client — or silence past a round's deadline (Server.TrainingTimeout for
+// the rounds with local training, Server.MessageTimeout for the others) —
+// and the guarantee at the realised survivor count assumes those are
+// independent of the clients' data. A client bounds its own local training
+// by Job.LocalTimeout, below the server's deadline, and abstains when it
+// runs out, so that slow data (a larger share) does not show as a dropout
+// either.
+//
+// Hostile updates. In a plain FedAvg round the server counts a client's
+// non-finite parameters as a zero update and clips every update to
+// MaxModelUpdate before averaging; a DP-FedAvg round whose decoded sum is
+// larger than clipped updates and their noise allow (UpdateSum.CheckSum)
+// aborts. No release holds a non-finite parameter.
+//
 // Only the winner is released, not the noisy counts: the argmax is all the
 // paper's analysis needs, and the counts would tell every client how far
 // its own vote was from the rest. (Releasing them would cost nothing more —

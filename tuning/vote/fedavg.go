@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
@@ -19,7 +18,9 @@ func (j Job) Shares(all *data.Dataset) ([]*data.Dataset, error) {
 }
 
 // HoldOut splits a client's data into the part it trains the candidates on
-// and the HeldOut fraction (at least one example) it scores them on.
+// and the HeldOut fraction (at least one example) it scores them on. It
+// fails for fewer than two examples; the client then abstains from the
+// vote rather than leave (Client.Run).
 func (j Job) HoldOut(mine *data.Dataset, rng *rand.Rand) (train, held *data.Dataset, err error) {
 	nHeld := max(1, int(j.HeldOut*float64(mine.N)))
 	if mine.N < nHeld+1 {
@@ -55,11 +56,14 @@ func average(updates [][]float32) ([]float32, error) {
 // in which each client of shares trains from the current average (Final's
 // local DP-SGD or SGD), then the plain average — or, with FinalDPFedAvg,
 // the global model plus the decoded sum of every client's UpdateSum
-// encoding (the sum the secure summation would reveal). A client without
-// data sends the average back unchanged (a zero update). Simulations use it (bench vote); seed, if set,
-// makes it reproducible. Errors: dpsgd.ErrDiverged when a client's local
-// training diverges, as the gRPC client would fail.
+// encoding (the sum the secure summation would reveal). A client whose
+// local training fails (divergence, a panic) sends the zero update, and
+// one without data the zero update or, with FinalDPSGD, noise-only steps,
+// as the gRPC client does (localRound); the plain average clips every
+// update to MaxModelUpdate, as the server does. Simulations use it (bench
+// vote); seed, if set, makes it reproducible. Errors: ctx's.
 func (j Job) FedAvg(ctx context.Context, shares []*data.Dataset, c int, seed *uint64) (*model.Net, error) {
+	j.LocalTimeout = 0 // one process plays every client: no server deadline to keep
 	net, err := model.New(j.Arch, randsrc.New(&j.InitSeed, "init"))
 	if err != nil {
 		return nil, err
@@ -77,13 +81,11 @@ func (j Job) FedAvg(ctx context.Context, shares []*data.Dataset, c int, seed *ui
 				v := *seed + uint64(i)<<40
 				s = &v
 			}
-			if d.N > 0 {
-				if _, err := dpsgd.Train(ctx, net, d, j.finalConfig(cand, r, s), nil, nil); err != nil {
-					return nil, fmt.Errorf("vote: FedAvg round %d, client %d: %w", r+1, i, err)
-				}
+			if _, err := j.localRound(ctx, net, d, cand, r, s); err != nil {
+				return nil, fmt.Errorf("vote: FedAvg round %d, client %d: %w", r+1, i, err)
 			}
 			if j.Final.Mode != FinalDPFedAvg {
-				updates[i] = slices.Clone(net.Params)
+				updates[i] = clipModel(net.Params, global, MaxModelUpdate)
 				continue
 			}
 			x, err := upd.Encode(delta(net.Params, global), randsrc.New(s, fmt.Sprintf("update %d", r+1)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/dptune/dptune/internal/randsrc"
 
@@ -85,6 +86,13 @@ type Job struct {
 	LocalEpochs    int    `json:"local_epochs"`
 	LocalBatchSize int    `json:"local_batch_size"`
 	InitSeed       uint64 `json:"init_seed"` // public seed of every model's initial parameters
+	// LocalTimeout, if positive, bounds each stretch of a client's local
+	// training (the candidates' scores; one FedAvg round's training): a
+	// client still training then abstains or sends the zero update, as
+	// after any local failure, rather than be dropped by the server's
+	// deadline — so that slow data (a larger share) does not show as a
+	// dropout. Set it below the server's TrainingTimeout.
+	LocalTimeout time.Duration `json:"local_timeout,omitempty"`
 
 	Mechanism Mechanism `json:"mechanism"`
 	Threshold int       `json:"threshold"` // secure summation's t: Threshold(Clients, Colluding) or more
@@ -179,6 +187,8 @@ func (j Job) Check() error {
 		return fmt.Errorf("vote: Dirichlet concentration %v", j.SplitAlpha)
 	case !(j.HeldOut > 0 && j.HeldOut < 1):
 		return fmt.Errorf("vote: held-out fraction %v: need 0 < h < 1", j.HeldOut)
+	case j.LocalTimeout < 0:
+		return fmt.Errorf("vote: local timeout %v is negative", j.LocalTimeout)
 	case j.LocalEpochs < 1 || j.LocalBatchSize < 1 || j.NominalN < j.Clients:
 		return fmt.Errorf("vote: local training of %d epochs, batch %d, %d examples for %d clients", j.LocalEpochs, j.LocalBatchSize, j.NominalN, j.Clients)
 	case j.Final.Mode != FinalDPSGD && j.Final.Mode != FinalDPFedAvg && j.Final.Mode != FinalNonPrivate:

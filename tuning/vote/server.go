@@ -33,13 +33,26 @@ var ErrAborted = errors.New("vote: round aborted, nothing released")
 //
 // A round closes when every live client has sent its message; a client is
 // live while its Join stream is open, so a client process that dies is
-// dropped at once.
+// dropped at once, and a client that stays silent past a round's deadline
+// (TrainingTimeout, MessageTimeout) is dropped then. A client whose local
+// work fails (divergence, too little data) does not drop: it sends a valid
+// zero contribution (Client.Run), so dropouts are process and network
+// failures only.
 type Server struct {
 	pb.UnimplementedVoteServer
 	job Job
 	// JoinTimeout, if positive, closes admissions that long after Wait
 	// starts: clients that have not joined by then count as dropped.
 	JoinTimeout time.Duration
+	// TrainingTimeout and MessageTimeout, if positive, are the deadlines of
+	// the rounds in which the clients train locally (loading the data and
+	// the secure sum's round 0 of the vote, its round 2 — the candidates'
+	// local training — and every FedAvg round's local training) and of the
+	// other rounds (protocol messages only), counted from the close of the
+	// round before (the first, from the last client's Join). A client that
+	// has not sent its message by then is dropped, as if its process had
+	// died; zero waits forever.
+	TrainingTimeout, MessageTimeout time.Duration
 	// Progress, if set, is called (under the server's lock; keep it short)
 	// as the protocol advances.
 	Progress func(Event)
@@ -58,9 +71,11 @@ type Server struct {
 	closed   bool           // admissions closed
 	live     map[int]bool
 	phases   map[string]*phase
-	done     chan struct{} // closed when Run returns; ends the Join streams
-	failed   chan struct{} // closed when a round fails; err says why
-	finished bool          // the last round has closed: leaving clients are not dropouts
+	done     chan struct{}         // closed when Run returns; ends the Join streams
+	admitted chan struct{}         // closed when every client has joined or admissions closed
+	kicked   map[int]chan struct{} // closed when a client is dropped for silence; ends its Join stream
+	failed   chan struct{}         // closed when a round fails; err says why
+	finished bool                  // the last round has closed: leaving clients are not dropouts
 	err      error
 	result   Outcome
 	global   []float32 // FedAvg's current model
@@ -118,7 +133,7 @@ func NewServer(job Job) (*Server, error) {
 	}
 	return &Server{job: job, sums: map[int]*sumState{}, dim: net.NumParams(), global: net.Params, taken: map[int]bool{},
 		live: map[int]bool{}, phases: map[string]*phase{}, done: make(chan struct{}), failed: make(chan struct{}), updates: map[int]map[int][]float32{},
-		session: session, tokens: map[int][]byte{}}, nil
+		session: session, tokens: map[int][]byte{}, admitted: make(chan struct{}), kicked: map[int]chan struct{}{}}, nil
 }
 
 // sumLocked returns secure sum k (0: the vote; r ≥ 1: FedAvg round r's
@@ -198,7 +213,14 @@ func (s *Server) Join(req *pb.JoinRequest, stream pb.Vote_JoinServer) error {
 	s.taken[id] = true
 	s.joined++
 	s.live[id] = true
+	kick := make(chan struct{})
+	if s.kicked != nil {
+		s.kicked[id] = kick
+	}
 	s.progress(Event{Stage: "joined", Client: id})
+	if s.joined == s.job.Clients {
+		s.admitLocked()
+	}
 	s.mu.Unlock()
 	defer s.drop(id)
 	b, err := json.Marshal(s.job)
@@ -211,14 +233,32 @@ func (s *Server) Join(req *pb.JoinRequest, stream pb.Vote_JoinServer) error {
 	select {
 	case <-stream.Context().Done():
 	case <-s.done:
+	case <-kick:
 	}
 	return nil
+}
+
+// admitLocked marks admissions complete: the first round's deadline starts.
+func (s *Server) admitLocked() {
+	if s.admitted == nil {
+		return
+	}
+	select {
+	case <-s.admitted:
+	default:
+		close(s.admitted)
+	}
 }
 
 // drop marks a client gone and closes any round that waited only for it.
 func (s *Server) drop(id int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropLocked(id)
+}
+
+// dropLocked is drop under the lock.
+func (s *Server) dropLocked(id int) {
 	if !s.live[id] {
 		return
 	}
@@ -415,8 +455,9 @@ func (s *Server) MaskedInput(ctx context.Context, m *pb.Masked) (*pb.Survivors, 
 
 // Unmask implements pb.VoteServer (round 4): when the signers of U3 have
 // answered, the server sums; for the vote it takes the argmax and announces
-// it, for a FedAvg round it adds the survivors' mean update to the global
-// model (UpdateSum.Decode) and returns the model.
+// it, for a FedAvg round it checks the sum is within what clipped updates
+// allow (UpdateSum.CheckSum; else the round aborts), adds the survivors'
+// mean update to the global model (UpdateSum.Decode) and returns the model.
 func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, error) {
 	if err := s.authorize(ctx, int(m.ClientId)); err != nil {
 		return nil, err
@@ -440,7 +481,11 @@ func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, e
 			s.progress(Event{Stage: "winner", Winner: s.result.Winner})
 			return nil
 		}
-		mean := s.job.Updates(s.dim).Decode(sum, len(st.u3))
+		upd := s.job.Updates(s.dim)
+		if err := upd.CheckSum(sum, len(st.u3)); err != nil {
+			return fmt.Errorf("%w: %v", ErrAborted, err)
+		}
+		mean := upd.Decode(sum, len(st.u3))
 		g := slices.Clone(s.global)
 		for i, v := range mean {
 			g[i] += float32(v)
@@ -462,7 +507,9 @@ func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, e
 }
 
 // Update implements pb.VoteServer: one FedAvg round. The new global model
-// is the plain average of the parameters the live clients sent.
+// is the plain average of the parameters the live clients sent, each
+// client's update clipped to MaxModelUpdate (a non-finite one counts as
+// zero).
 func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 	if err := s.authorize(ctx, int(m.ClientId)); err != nil {
 		return nil, err
@@ -482,7 +529,7 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 		if s.updates[r] == nil {
 			s.updates[r] = map[int][]float32{}
 		}
-		s.updates[r][id] = m.Values
+		s.updates[r][id] = clipModel(m.Values, s.global, MaxModelUpdate)
 		return nil
 	}, func() error {
 		var err error
@@ -504,6 +551,12 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 
 // Wait blocks until the last FedAvg round closed (or a round aborted, or
 // ctx ended) and returns the outcome; it then ends every client's session.
+// It keeps each round's deadline (TrainingTimeout, MessageTimeout). On an
+// error the outcome holds what had been decided so far (Survivors once the
+// vote's noisy vectors were in, RoundSurvivors of the FedAvg sums that
+// had started unmasking), without Params, so the curator can account for
+// what reached the clients; the error wraps ErrAborted when a round ended
+// without a release.
 func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 	defer close(s.done)
 	if s.JoinTimeout > 0 {
@@ -511,44 +564,83 @@ func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.closed = true
+			s.admitLocked()
 			for _, p := range s.phases {
 				s.tryClose(p)
 			}
 		})
 		defer t.Stop()
 	}
-	last := fmt.Sprintf("round-%d", s.job.Final.Rounds-1)
-	if s.job.Final.Mode == FinalDPFedAvg {
-		last = sumPhase("unmask", s.job.Final.Rounds)
-	}
-	for _, name := range []string{sumPhase("keys", 0), sumPhase("shares", 0), sumPhase("masked", 0), sumPhase("unmask", 0), last} {
+	admitted := s.admitted
+	for i, name := range s.job.phases() {
 		s.mu.Lock()
 		p := s.phaseLocked(name, nil)
 		s.mu.Unlock()
-		select {
-		case <-p.closed:
-			if p.err != nil {
-				return Outcome{}, p.err
+		// The round's deadline runs from the close of the round before; the
+		// first round's, from the last admission.
+		var timer *time.Timer
+		var deadline <-chan time.Time
+		start := func() {
+			if d := s.timeout(name); d > 0 {
+				timer = time.NewTimer(d)
+				deadline = timer.C
 			}
-		case <-s.failed:
-			return Outcome{}, s.err
-		case <-ctx.Done():
-			// A phase that closed as ctx ended has reached the clients:
-			// go on, so that what they were told is accounted for.
+		}
+		if i == 0 {
+			if admitted == nil {
+				start()
+			}
+		} else {
+			admitted = nil
+			start()
+		}
+		for wait := true; wait; {
 			select {
 			case <-p.closed:
 				if p.err != nil {
-					return Outcome{}, p.err
+					return s.partial(), p.err
 				}
-			default:
-				return Outcome{}, ctx.Err()
+				wait = false
+			case <-s.failed:
+				return s.partial(), s.err
+			case <-admitted:
+				admitted = nil
+				start()
+			case <-deadline:
+				deadline = nil
+				s.expire(p, name)
+			case <-ctx.Done():
+				// A phase that closed as ctx ended has reached the clients:
+				// go on, so that what they were told is accounted for.
+				select {
+				case <-p.closed:
+					if p.err != nil {
+						return s.partial(), p.err
+					}
+					wait = false
+				default:
+					return s.partial(), ctx.Err()
+				}
 			}
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.result.Params = s.global
 	return s.result, nil
+}
+
+// partial is the outcome decided so far, without a model.
+func (s *Server) partial() Outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.result
+	out.Survivors = slices.Clone(out.Survivors)
+	out.RoundSurvivors = slices.Clone(out.RoundSurvivors)
+	return out
 }
 
 func fromPB(m map[int32][]byte) map[int][]byte {
