@@ -140,15 +140,16 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 	if s.Colluding < 0 || s.Colluding >= s.Clients {
 		return vote.Job{}, invalidf("--colluding %d: need 0 ≤ c < %d clients", s.Colluding, s.Clients)
 	}
-	m, err := vote.Calibrate(ctx, vote.Mechanism{Clients: s.Clients, Candidates: s.Space.Size(), VotesPerClient: s.VotesPerClient,
-		Scale: vote.DefaultScale, Dropout: s.Dropout}, s.VoteEpsilon, s.Delta)
-	if err != nil {
-		return vote.Job{}, invalidf("%v", err)
-	}
+	m := vote.Mechanism{Clients: s.Clients, Candidates: s.Space.Size(), VotesPerClient: s.VotesPerClient,
+		Scale: vote.DefaultScale, Dropout: s.Dropout, Colluding: s.Colluding}
 	t := vote.Threshold(s.Clients, s.Colluding)
 	if m.MinSurvivors() < t {
 		return vote.Job{}, invalidf("--dropout %g of %d clients leaves ⌈(1−f)n⌉ = %d survivors, fewer than the threshold t = %d that 2t > n + c needs with --colluding %d: lower --dropout or --colluding, or add clients",
 			s.Dropout, s.Clients, m.MinSurvivors(), t, s.Colluding)
+	}
+	m, err := vote.Calibrate(ctx, m, s.VoteEpsilon, s.Delta)
+	if err != nil {
+		return vote.Job{}, invalidf("%v", err)
 	}
 	training, _ := s.timeouts()
 	j := vote.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,

@@ -19,9 +19,11 @@
 // Gaussian of Kairouz, Liu & Steinke 2021 (accounting.DistributedDiscreteGaussian),
 // whose RDP adds Theorem 1's τ term; with the default S = 1024 every share
 // has σ in the hundreds and τ underflows to 0, so the guarantee equals the
-// continuous reading's. Noise shares are N_ℤ(0, S²σ²/((1−f)n)), so the sum of
-// the ⌈(1−f)n⌉ or more clients it needs has at least the full variance
-// (the paper's dropout appendix); fewer and nothing is released.
+// continuous reading's. Noise shares are N_ℤ(0, S²σ²/((1−f)n − c)), so the
+// sum of the ⌈(1−f)n⌉ or more clients it needs has at least the full
+// variance even without the shares of c clients colluding with the server
+// (the paper's dropout appendix; c = 0 by default); fewer and nothing is
+// released.
 //
 // Dropouts. The number of survivors of each sum is released (in the
 // ledger's labels and the report), and the accounting uses it; that is
@@ -81,10 +83,11 @@
 //     smaller U3 (secagg.Params.MinSurvivors) — of which at least
 //     ⌈(1−f)n⌉ − c are honest; never one client's vector. Fewer than
 //     ⌈(1−f)n⌉ survivors abort the round and nothing is released.
-//     Colluding clients know their own noise shares: the ledger counts the
-//     noise of every survivor, so against c colluders the guarantee is that
-//     of the honest shares among the survivors (choose f so that the
-//     survivors minus c still reach ⌈(1−f)n⌉ if that matters).
+//     Colluding clients know their own noise shares, so only the others'
+//     count: every share is sized for ⌈(1−f)n⌉ − c honest survivors
+//     (Mechanism.LocalStddev, UpdateSum.LocalStddev), and the ledger's
+//     events count the survivors less c (Mechanism.Event), so the stated
+//     ε holds against the server and its c colluders together.
 //
 // The server never vouches for a key: it only relays. The transport
 // (job.VoteTransport) is mutual TLS by default: the server takes a

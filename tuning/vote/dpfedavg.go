@@ -27,9 +27,9 @@ import (
 //     2^64 to the secure sum.
 //
 // Under replace-one-client adjacency the sum moves by at most Δ₂ = 2B in L2
-// and Δ₁ = 2√d·B in L1 (‖x‖₁ ≤ √d·‖x‖₂). LocalStddev is z·Δ₂/√((1−f)n), so
-// a sum of ⌈(1−f)n⌉ or more shares has noise of standard deviation at least
-// z·Δ₂ per coordinate: z is the noise multiplier in McMahan et al.'s sense,
+// and Δ₁ = 2√d·B in L1 (‖x‖₁ ≤ √d·‖x‖₂). LocalStddev is z·Δ₂/√((1−f)n − c),
+// so the honest shares of a sum of ⌈(1−f)n⌉ or more have noise of standard
+// deviation at least z·Δ₂ per coordinate, c colluders' shares aside: z is the noise multiplier in McMahan et al.'s sense,
 // relative to the sensitivity. The server divides the sum by S times the
 // number of updates in it (public: it is the survivors' count) and adds the
 // mean to the global model.
@@ -40,6 +40,7 @@ type UpdateSum struct {
 	NoiseMultiplier float64 // z
 	Scale           float64 // S, a power of two (DefaultUpdateScale)
 	Dropout         float64 // f, as the vote's
+	Colluding       int     // c, as the vote's: the shares are sized for ⌈(1−f)n⌉ − c honest survivors
 }
 
 // DefaultUpdateScale is the S that makes rounding cost at most 1% of the
@@ -56,9 +57,10 @@ func (u UpdateSum) MinSurvivors() int {
 	return int(math.Ceil((1 - u.Dropout) * float64(u.Clients) * (1 - 1e-12)))
 }
 
-// LocalStddev is each client's noise share, integer units: z·2B/√((1−f)n).
+// LocalStddev is each client's noise share, integer units:
+// z·2B/√((1−f)n − c).
 func (u UpdateSum) LocalStddev() float64 {
-	return u.NoiseMultiplier * 2 * u.Bound() / math.Sqrt((1-u.Dropout)*float64(u.Clients))
+	return u.NoiseMultiplier * 2 * u.Bound() / math.Sqrt(honestShares(u.Dropout, u.Clients, u.Colluding))
 }
 
 // Check returns an error if u cannot run: bad sizes, a share's σ outside
@@ -78,6 +80,8 @@ func (u UpdateSum) Check() error {
 		return fmt.Errorf("dp-fedavg: scale %v: need a power of two ≥ 1", u.Scale)
 	case !(u.Dropout >= 0 && u.Dropout < 1) || u.MinSurvivors() < 2:
 		return fmt.Errorf("dp-fedavg: dropout fraction %v with %d clients: need 0 ≤ f < 1 and two survivors", u.Dropout, u.Clients)
+	case u.Colluding < 0 || !(honestShares(u.Dropout, u.Clients, u.Colluding) > 0):
+		return fmt.Errorf("dp-fedavg: %d colluding clients with %d of %d surviving: need 0 ≤ c < (1−f)n", u.Colluding, u.MinSurvivors(), u.Clients)
 	}
 	if s := u.LocalStddev(); s < 0.5 || s > noise.MaxDiscreteSigma {
 		return fmt.Errorf("dp-fedavg: each client's noise σ = %v (z·2B/√((1−f)n)) is outside [0.5, %g]; change the clipping norm or the noise", s, noise.MaxDiscreteSigma)
@@ -90,11 +94,12 @@ func (u UpdateSum) Check() error {
 }
 
 // Event is the privacy event of one round's sum of the given number of
-// noisy updates (survivors ≥ MinSurvivors): client-level, replace-one-client.
+// noisy updates (survivors ≥ MinSurvivors): client-level, replace-one-client,
+// with the noise of the survivors' shares less the c colluders'.
 func (u UpdateSum) Event(survivors int) accounting.DistributedDiscreteGaussian {
 	b := u.Bound()
 	return accounting.DistributedDiscreteGaussian{
-		LocalStddev: u.LocalStddev(), Summands: survivors, Dimension: u.Dimension,
+		LocalStddev: u.LocalStddev(), Summands: survivors - u.Colluding, Dimension: u.Dimension,
 		L2Sensitivity: 2 * b, L1Sensitivity: 2 * math.Sqrt(float64(u.Dimension)) * b, Adjacency: "replace-one-client",
 	}
 }

@@ -132,7 +132,7 @@ type Final struct {
 // parameters.
 func (j Job) Updates(d int) UpdateSum {
 	return UpdateSum{Clients: j.Clients, Dimension: d, ClipNorm: j.Final.ClipNorm, NoiseMultiplier: j.Final.NoiseMultiplier,
-		Scale: j.Final.Scale, Dropout: j.Mechanism.Dropout}
+		Scale: j.Final.Scale, Dropout: j.Mechanism.Dropout, Colluding: j.Colluding}
 }
 
 // NumParams is the number of parameters of the job's network.
@@ -181,6 +181,8 @@ func (j Job) Check() error {
 		return fmt.Errorf("vote: the mechanism is for %d clients and %d candidates, the job has %d and %d", j.Mechanism.Clients, j.Mechanism.Candidates, j.Clients, j.Space.Size())
 	case j.Colluding < 0 || j.Colluding >= j.Clients:
 		return fmt.Errorf("vote: %d clients colluding with the server: need 0 ≤ c < n = %d", j.Colluding, j.Clients)
+	case j.Mechanism.Colluding != j.Colluding:
+		return fmt.Errorf("vote: the vote's noise is sized for %d colluding clients, the job names %d", j.Mechanism.Colluding, j.Colluding)
 	case j.Threshold < Threshold(j.Clients, j.Colluding) || j.Threshold > j.Mechanism.MinSurvivors():
 		return fmt.Errorf("vote: threshold %d: need 2t > n + c with n = %d, c = %d (t ≥ %d) and t ≤ ⌈(1−f)n⌉ = %d", j.Threshold, j.Clients, j.Colluding, Threshold(j.Clients, j.Colluding), j.Mechanism.MinSurvivors())
 	case !(j.SplitAlpha >= 0) || math.IsInf(j.SplitAlpha, 1):

@@ -24,6 +24,10 @@ type Mechanism struct {
 	NoiseStddev    float64 // σ: the released sum's noise standard deviation per candidate, in votes
 	Scale          int64   // S: votes are scaled to S·v so the integer noise can be fine-grained
 	Dropout        float64 // f ∈ [0, 1): the fraction of clients that may drop with the guarantee intact
+	// Colluding is c, the clients that may collude with the server. They
+	// know their own noise shares, so only the others' count as noise: the
+	// shares are sized for ⌈(1−f)n⌉ − c honest survivors.
+	Colluding int
 }
 
 // DefaultScale is the default S. With it every client's noise share has a
@@ -39,11 +43,17 @@ func (m Mechanism) MinSurvivors() int {
 }
 
 // LocalStddev is the standard deviation of each client's discrete Gaussian
-// share, in scaled units: S·σ/√((1−f)n), so that the sum of ⌈(1−f)n⌉ or more
-// shares has variance at least (Sσ)² (DP-Hype's dropout appendix).
+// share, in scaled units: S·σ/√((1−f)n − c), so that the honest shares
+// among ⌈(1−f)n⌉ or more survivors, at least ⌈(1−f)n⌉ − c of them, have
+// variance at least (Sσ)² together (DP-Hype's dropout appendix, with the
+// colluders' shares left out).
 func (m Mechanism) LocalStddev() float64 {
-	return float64(m.Scale) * m.NoiseStddev / math.Sqrt((1-m.Dropout)*float64(m.Clients))
+	return float64(m.Scale) * m.NoiseStddev / math.Sqrt(honestShares(m.Dropout, m.Clients, m.Colluding))
 }
+
+// honestShares is (1−f)n − c: the least number, before rounding up, of
+// survivors' noise shares that the server and its c colluders do not know.
+func honestShares(f float64, n, c int) float64 { return (1-f)*float64(n) - float64(c) }
 
 // Check returns an error if m cannot run: bad sizes, σ not positive, a
 // share whose σ is below ½ (Theorem 1's condition) or above the sampler's
@@ -64,9 +74,11 @@ func (m Mechanism) Check() error {
 		return fmt.Errorf("vote: dropout fraction %v: need 0 ≤ f < 1", m.Dropout)
 	case m.MinSurvivors() < 2:
 		return fmt.Errorf("vote: with f = %v only %d of %d clients need survive: a sum needs two", m.Dropout, m.MinSurvivors(), m.Clients)
+	case m.Colluding < 0 || !(honestShares(m.Dropout, m.Clients, m.Colluding) > 0):
+		return fmt.Errorf("vote: %d colluding clients with %d of %d surviving: need 0 ≤ c < (1−f)n", m.Colluding, m.MinSurvivors(), m.Clients)
 	}
 	if s := m.LocalStddev(); s < 0.5 || s > noise.MaxDiscreteSigma {
-		return fmt.Errorf("vote: each client's noise σ = %v (S·σ/√((1−f)n)) is outside [0.5, %g]; change the scale", s, noise.MaxDiscreteSigma)
+		return fmt.Errorf("vote: each client's noise σ = %v (S·σ/√((1−f)n − c)) is outside [0.5, %g]; change the scale", s, noise.MaxDiscreteSigma)
 	}
 	// No wrap: |S·Σv| ≤ S·n and the noise of n shares exceeds k·s·√n with
 	// probability at most 2·exp(−k²/2) per coordinate (the discrete
@@ -87,12 +99,13 @@ const MaxWrapProbability = 0x1p-40
 // Event is the privacy event of a sum of the given number of noisy vote
 // vectors (survivors ≥ MinSurvivors): the distributed discrete Gaussian
 // with, under replace-one-client adjacency, L2 sensitivity S·√(2ℓ) and L1
-// sensitivity 2ℓ·S (a client's vote moves from ℓ candidates to ℓ others).
+// sensitivity 2ℓ·S (a client's vote moves from ℓ candidates to ℓ others),
+// whose noise is the survivors' shares less the c colluders'.
 func (m Mechanism) Event(survivors int) accounting.DistributedDiscreteGaussian {
 	l := float64(m.VotesPerClient)
 	s := float64(m.Scale)
 	return accounting.DistributedDiscreteGaussian{
-		LocalStddev: m.LocalStddev(), Summands: survivors, Dimension: m.Candidates,
+		LocalStddev: m.LocalStddev(), Summands: survivors - m.Colluding, Dimension: m.Candidates,
 		L2Sensitivity: s * math.Sqrt(2*l), L1Sensitivity: 2 * l * s, Adjacency: "replace-one-client",
 	}
 }
