@@ -3,6 +3,7 @@ package scatter
 import (
 	"fmt"
 	"math"
+	"math/cmplx"
 	"sync"
 
 	"gonum.org/v1/gonum/dsp/fourier"
@@ -42,15 +43,17 @@ type Scattering struct {
 
 // workspace holds what one Transform call writes: FFT plans (gonum's plans
 // keep internal buffers, so they are not shared) and the intermediate
-// spectra.
+// spectra. Real signals are transformed two at a time, as the real and
+// imaginary parts of one complex signal.
 type workspace struct {
 	rowFFT []*fourier.CmplxFFT // per resolution r: length np/2^r
 	colFFT []*fourier.CmplxFFT // per resolution r: length mp/2^r
 	col    []complex128        // one column, length mp
 	x0     []complex128        // spectrum of the padded image, mp×np
-	u1     []complex128        // first-order spectrum at resolution j1
-	u2     []complex128        // second-order spectrum at resolution j2
-	s      []complex128        // low-passed output at resolution J
+	u1     [2][]complex128     // first-order signals and spectra at resolution j1
+	u2     [2][]complex128     // second-order signals and spectra at resolution j2
+	s      [2][]complex128     // low-passed spectra at resolution J
+	z      []complex128        // the pair of outputs as one signal, resolution J
 }
 
 // NumChannels returns 1 + J·L + L²·J(J−1)/2, the number of scattering
@@ -59,10 +62,10 @@ func NumChannels(J, L int) int {
 	return 1 + J*L + L*L*J*(J-1)/2
 }
 
-// PaddedSize returns kymatio's compute_padding(M, N, J): each side is
+// paddedSize returns kymatio's compute_padding(M, N, J): each side is
 // padded to (⌊(side + 2^J)/2^J⌋ + 1)·2^J, a multiple of 2^J at least 2^J
 // larger than the side.
-func PaddedSize(h, w, J int) (int, int) {
+func paddedSize(h, w, J int) (int, int) {
 	f := 1 << J
 	return ((h+f)/f + 1) * f, ((w+f)/f + 1) * f
 }
@@ -87,7 +90,7 @@ func New(h, w, J, L int) (*Scattering, error) {
 	if h > MaxPixels || w > MaxPixels {
 		return nil, fmt.Errorf("scatter: image %d×%d too large (at most %d padded pixels)", h, w, MaxPixels)
 	}
-	mp, np := PaddedSize(h, w, J)
+	mp, np := paddedSize(h, w, J)
 	if mp*np > MaxPixels {
 		return nil, fmt.Errorf("scatter: image %d×%d too large: padded to %d×%d, more than %d pixels", h, w, mp, np, MaxPixels)
 	}
@@ -116,14 +119,19 @@ func (s *Scattering) InShape() (h, w int) { return s.h, s.w }
 func (s *Scattering) Params() (J, L int) { return s.j, s.l }
 
 func (s *Scattering) newWorkspace() *workspace {
+	full := s.mp * s.np
+	out := (s.mp >> s.j) * (s.np >> s.j)
 	ws := &workspace{
 		rowFFT: make([]*fourier.CmplxFFT, s.j+1),
 		colFFT: make([]*fourier.CmplxFFT, s.j+1),
 		col:    make([]complex128, s.mp),
-		x0:     make([]complex128, s.mp*s.np),
-		u1:     make([]complex128, s.mp*s.np),
-		u2:     make([]complex128, s.mp*s.np),
-		s:      make([]complex128, (s.mp>>s.j)*(s.np>>s.j)),
+		x0:     make([]complex128, full),
+		z:      make([]complex128, out),
+	}
+	for i := range 2 {
+		ws.u1[i] = make([]complex128, full)
+		ws.u2[i] = make([]complex128, full/4)
+		ws.s[i] = make([]complex128, out)
 	}
 	for r := 0; r <= s.j; r++ {
 		ws.rowFFT[r] = fourier.NewCmplxFFT(s.np >> r)
@@ -141,12 +149,13 @@ func (s *Scattering) newWorkspace() *workspace {
 // concurrent use.
 //
 // The computation is kymatio's scattering2d (kymatio/scattering2d/core):
-// reflection padding to PaddedSize; the 2-D FFT; products with the filters
+// reflection padding to paddedSize; the 2-D FFT; products with the filters
 // in the Fourier domain; subsampling in the Fourier domain by periodisation;
 // inverse FFT and modulus for each wavelet; the low-pass φ applied at the
 // resolution of the last wavelet (2^j1 for S1, 2^j2 for S2) followed by
-// subsampling to 2^J; and removal of one output row and column on each side.
-// It is computed in float64 and rounded to float32 at the end.
+// subsampling to 2^J; the real part of the inverse FFT; and removal of one
+// output row and column on each side. It is computed in float64 and
+// rounded to float32 at the end.
 func (s *Scattering) Transform(dst, img []float32) error {
 	if len(img) != s.h*s.w {
 		return fmt.Errorf("scatter: image has %d values, want %d×%d = %d", len(img), s.h, s.w, s.h*s.w)
@@ -164,6 +173,7 @@ func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 	J, L := s.j, s.l
 	mp, np := s.mp, s.np
 	plane := s.oh * s.ow
+	out := func(ch int) []float32 { return dst[ch*plane : (ch+1)*plane] }
 
 	// Reflection padding (numpy's "reflect": the edge is not repeated).
 	for r := 0; r < mp; r++ {
@@ -177,57 +187,136 @@ func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 	s.fft2(ws, ws.x0, 0, false)
 
 	// S0 = x ⋆ φ, subsampled by 2^J.
-	ch := 0
-	mulSub(ws.s, ws.x0, s.fb.phi[0], mp, np, 1<<J)
-	s.emit(ws, dst[ch*plane:(ch+1)*plane])
-	ch++
+	mulSub(ws.s[0], ws.x0, s.fb.phi[0], mp, np, 1<<J)
+	s.emit(ws, 1, out(0), nil)
 
-	s2 := 1 + J*L
-	for n1 := 0; n1 < J*L; n1++ {
+	s2 := 1 + J*L // channel of the next S2 coefficient
+	for n1 := 0; n1 < J*L; {
 		j1 := n1 / L
-		m1, n1c := mp>>j1, np>>j1
-		u1 := ws.u1[:m1*n1c]
-		// U1 = |x ⋆ ψ_{j1,θ1}|, at resolution 2^j1, then its spectrum.
-		mulSub(u1, ws.x0, s.fb.psi[n1][0], mp, np, 1<<j1)
-		s.fft2(ws, u1, j1, true)
-		modulus(u1)
-		s.fft2(ws, u1, j1, false)
-
+		m1, c1 := mp>>j1, np>>j1
+		// Two first-order paths at a time when they share j1.
+		cnt := 1
+		if n1+1 < J*L && (n1+1)/L == j1 {
+			cnt = 2
+		}
+		for i := range cnt {
+			// U1 = |x ⋆ ψ_{j1,θ1}|, at resolution 2^j1.
+			u := ws.u1[i][:m1*c1]
+			mulSub(u, ws.x0, s.fb.psi[n1+i][0], mp, np, 1<<j1)
+			s.fft2(ws, u, j1, true)
+			modulus(u)
+		}
+		s.fwdReal(ws, ws.u1[0][:m1*c1], ws.u1[1][:m1*c1], cnt, j1)
 		// S1 = U1 ⋆ φ, subsampled to 2^J.
-		mulSub(ws.s, u1, s.fb.phi[j1], m1, n1c, 1<<(J-j1))
-		s.emit(ws, dst[ch*plane:(ch+1)*plane])
-		ch++
+		for i := range cnt {
+			mulSub(ws.s[i], ws.u1[i][:m1*c1], s.fb.phi[j1], m1, c1, 1<<(J-j1))
+		}
+		if cnt == 2 {
+			s.emit(ws, 2, out(1+n1), out(2+n1))
+		} else {
+			s.emit(ws, 1, out(1+n1), nil)
+		}
 
-		for n2 := 0; n2 < J*L; n2++ {
-			j2 := n2 / L
-			if j2 <= j1 {
+		for i := range cnt {
+			u1 := ws.u1[i][:m1*c1]
+			for n2 := (j1 + 1) * L; n2 < J*L; {
+				j2 := n2 / L
+				m2, c2 := mp>>j2, np>>j2
+				cnt2 := 1
+				if n2+1 < J*L && (n2+1)/L == j2 {
+					cnt2 = 2
+				}
+				for i2 := range cnt2 {
+					// U2 = |U1 ⋆ ψ_{j2,θ2}|, at resolution 2^j2.
+					u := ws.u2[i2][:m2*c2]
+					mulSub(u, u1, s.fb.psi[n2+i2][j1], m1, c1, 1<<(j2-j1))
+					s.fft2(ws, u, j2, true)
+					modulus(u)
+				}
+				s.fwdReal(ws, ws.u2[0][:m2*c2], ws.u2[1][:m2*c2], cnt2, j2)
+				// S2 = U2 ⋆ φ, subsampled to 2^J.
+				for i2 := range cnt2 {
+					mulSub(ws.s[i2], ws.u2[i2][:m2*c2], s.fb.phi[j2], m2, c2, 1<<(J-j2))
+				}
+				if cnt2 == 2 {
+					s.emit(ws, 2, out(s2), out(s2+1))
+				} else {
+					s.emit(ws, 1, out(s2), nil)
+				}
+				s2 += cnt2
+				n2 += cnt2
+			}
+		}
+		n1 += cnt
+	}
+}
+
+// fwdReal replaces the real signal a (imaginary parts zero), and b when
+// cnt is 2, at resolution 2^res by its spectrum. Two real signals are
+// transformed with one complex FFT of z = a + ib, whose spectrum Z gives
+// A[k] = (Z[k] + conj Z[−k])/2 and B[k] = (Z[k] − conj Z[−k])/(2i).
+func (s *Scattering) fwdReal(ws *workspace, a, b []complex128, cnt, res int) {
+	if cnt == 1 {
+		s.fft2(ws, a, res, false)
+		return
+	}
+	for i := range a {
+		a[i] = complex(real(a[i]), real(b[i]))
+	}
+	s.fft2(ws, a, res, false)
+	m, n := s.mp>>res, s.np>>res
+	for r := 0; r < m; r++ {
+		nr := (m - r) % m
+		for c := 0; c < n; c++ {
+			nc := (n - c) % n
+			k, nk := r*n+c, nr*n+nc
+			if nk < k {
 				continue
 			}
-			m2, n2c := mp>>j2, np>>j2
-			u2 := ws.u2[:m2*n2c]
-			// U2 = |U1 ⋆ ψ_{j2,θ2}|, at resolution 2^j2, then its spectrum.
-			mulSub(u2, u1, s.fb.psi[n2][j1], m1, n1c, 1<<(j2-j1))
-			s.fft2(ws, u2, j2, true)
-			modulus(u2)
-			s.fft2(ws, u2, j2, false)
-			// S2 = U2 ⋆ φ, subsampled to 2^J.
-			mulSub(ws.s, u2, s.fb.phi[j2], m2, n2c, 1<<(J-j2))
-			s.emit(ws, dst[s2*plane:(s2+1)*plane])
-			s2++
+			zk, zn := a[k], cmplx.Conj(a[nk])
+			ak := (zk + zn) / 2
+			bk := (zk - zn) * complex(0, -0.5)
+			a[k], a[nk] = ak, cmplx.Conj(ak)
+			b[k], b[nk] = bk, cmplx.Conj(bk)
 		}
 	}
 }
 
-// emit inverts the spectrum ws.s at resolution 2^J and writes its real
-// part, less one row and one column on each side, to out.
-func (s *Scattering) emit(ws *workspace, out []float32) {
-	s.fft2(ws, ws.s, s.j, true)
-	nc := s.np >> s.j
+// emit inverts the spectra ws.s[0] (and ws.s[1] when cnt is 2) at
+// resolution 2^J and writes their real parts, less one row and one column
+// on each side, to outA (and outB). The real parts of two inverse DFTs are
+// the real and imaginary parts of the inverse DFT of H0 + iH1, where
+// H[k] = (S[k] + conj S[−k])/2 is the Hermitian part of S.
+func (s *Scattering) emit(ws *workspace, cnt int, outA, outB []float32) {
+	m, n := s.mp>>s.j, s.np>>s.j
+	z := ws.z
+	if cnt == 1 {
+		copy(z, ws.s[0])
+	} else {
+		sa, sb := ws.s[0], ws.s[1]
+		for r := 0; r < m; r++ {
+			nr := (m - r) % m
+			for c := 0; c < n; c++ {
+				nk := nr*n + (n-c)%n
+				k := r*n + c
+				ha := (sa[k] + cmplx.Conj(sa[nk])) / 2
+				hb := (sb[k] + cmplx.Conj(sb[nk])) / 2
+				z[k] = ha + complex(0, 1)*hb
+			}
+		}
+	}
+	s.fft2(ws, z, s.j, true)
 	for r := 0; r < s.oh; r++ {
-		src := ws.s[(r+1)*nc+1:]
-		o := out[r*s.ow : (r+1)*s.ow]
-		for c := range o {
-			o[c] = float32(real(src[c]))
+		src := z[(r+1)*n+1:]
+		oa := outA[r*s.ow : (r+1)*s.ow]
+		for c := range oa {
+			oa[c] = float32(real(src[c]))
+		}
+		if cnt == 2 {
+			ob := outB[r*s.ow : (r+1)*s.ow]
+			for c := range ob {
+				ob[c] = float32(imag(src[c]))
+			}
 		}
 	}
 }
