@@ -18,6 +18,10 @@ const (
 	MaxL = 32
 	// MaxPixels is the largest padded image (rows × columns).
 	MaxPixels = 1 << 22
+	// MaxFilterValues bounds J·L·(padded pixels), the size of the
+	// wavelets at full resolution (the whole bank is less than 4/3 of it
+	// plus the low-pass filter), 256 MiB of float64.
+	MaxFilterValues = 1 << 25
 )
 
 // Scattering is the 2-D scattering transform of kymatio's Scattering2D
@@ -74,8 +78,9 @@ func paddedSize(h, w, J int) (int, int) {
 // orientations. Its output per input channel is NumChannels(J, L) channels
 // of ⌊h/2^J⌋×⌊w/2^J⌋ (7×7 for MNIST's 28×28, 8×8 for 32×32), as kymatio
 // gives. New refuses, with an error, J outside 1…MaxJ, L outside 1…MaxL,
-// sides smaller than 2^J (kymatio's own condition) and images whose padded
-// size exceeds MaxPixels.
+// sides smaller than 2^J (kymatio's own condition), images whose padded
+// size exceeds MaxPixels and settings whose filter bank exceeds
+// MaxFilterValues.
 func New(h, w, J, L int) (*Scattering, error) {
 	if J < 1 || J > MaxJ {
 		return nil, fmt.Errorf("scatter: J = %d out of range 1…%d", J, MaxJ)
@@ -93,6 +98,9 @@ func New(h, w, J, L int) (*Scattering, error) {
 	mp, np := paddedSize(h, w, J)
 	if mp*np > MaxPixels {
 		return nil, fmt.Errorf("scatter: image %d×%d too large: padded to %d×%d, more than %d pixels", h, w, mp, np, MaxPixels)
+	}
+	if J*L*mp*np > MaxFilterValues {
+		return nil, fmt.Errorf("scatter: J = %d, L = %d on a %d×%d image need %d filter values, more than %d", J, L, h, w, J*L*mp*np, MaxFilterValues)
 	}
 	s := &Scattering{
 		h: h, w: w, j: J, l: L,

@@ -37,6 +37,7 @@ func TestNewRefuses(t *testing.T) {
 		{28, 28, 2, 0}, {28, 28, 2, -8}, {28, 28, 2, MaxL + 1},
 		{3, 28, 2, 8}, {28, 3, 2, 8}, {0, 0, 2, 8}, {-28, 28, 2, 8},
 		{4096, 4096, 2, 8}, {1 << 40, 1 << 40, 2, 8}, {math.MaxInt, 28, 2, 8},
+		{1024, 1024, 8, 32}, // 2·10⁸ filter values
 	} {
 		if s, err := New(c.h, c.w, c.J, c.L); err == nil {
 			k, oh, ow := s.OutShape()
