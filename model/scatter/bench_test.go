@@ -34,3 +34,27 @@ func BenchmarkTransformMNIST(b *testing.B) { benchmarkTransform(b, 28, 28) }
 // BenchmarkTransformCIFAR times one 32×32 channel (J = 2, L = 8) on one
 // goroutine; a CIFAR-10 image is three of them.
 func BenchmarkTransformCIFAR(b *testing.B) { benchmarkTransform(b, 32, 32) }
+
+// BenchmarkTransformMNISTParallel times 28×28 images transformed by
+// GOMAXPROCS goroutines sharing one Scattering; images/s is the throughput
+// of all of them together.
+func BenchmarkTransformMNISTParallel(b *testing.B) {
+	s, err := New(28, 28, 2, 8)
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, oh, ow := s.OutShape()
+	img := testImage(28, 28, 4, 24, 3)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		dst := make([]float32, k*oh*ow)
+		for pb.Next() {
+			if err := s.Transform(dst, img); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "images/s")
+}

@@ -177,6 +177,31 @@ func (s *Scattering) Transform(dst, img []float32) error {
 	return nil
 }
 
+// TransformChannels transforms a c-channel image, c·h·w values laid out
+// [channel][row][column], channel by channel, and writes the results one
+// after another to dst, c·k·oh·ow values: input channel i gives output
+// channels i·k … i·k + k − 1 (kymatio's (c, k, oh, ow) output read as
+// (c·k, oh, ow); 243×8×8 for a CIFAR-10 image). It returns an error, and
+// writes nothing, when c < 1 or the lengths do not match.
+func (s *Scattering) TransformChannels(dst, img []float32, c int) error {
+	in, out := s.h*s.w, s.k*s.oh*s.ow
+	if c < 1 || c > len(img) {
+		return fmt.Errorf("scatter: %d channels", c)
+	}
+	if len(img) != c*in {
+		return fmt.Errorf("scatter: image has %d values, want %d×%d×%d = %d", len(img), c, s.h, s.w, c*in)
+	}
+	if len(dst) != c*out {
+		return fmt.Errorf("scatter: output has room for %d values, want %d×%d×%d×%d = %d", len(dst), c, s.k, s.oh, s.ow, c*out)
+	}
+	ws := s.pool.Get().(*workspace)
+	for i := 0; i < c; i++ {
+		s.transform(ws, dst[i*out:(i+1)*out], img[i*in:(i+1)*in])
+	}
+	s.pool.Put(ws)
+	return nil
+}
+
 func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 	J, L := s.j, s.l
 	mp, np := s.mp, s.np

@@ -524,3 +524,41 @@ func TestTransformDoesNotAllocate(t *testing.T) {
 		t.Errorf("Transform made %v allocations per call after warm-up", n)
 	}
 }
+
+// TestTransformChannels: a 3-channel image gives the three channels'
+// transforms one after another.
+func TestTransformChannels(t *testing.T) {
+	s, err := New(32, 32, 2, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, oh, ow := s.OutShape()
+	plane := k * oh * ow
+	img := make([]float32, 0, 3*32*32)
+	for c := range 3 {
+		img = append(img, testImage(32, 32, 2, 30, uint64(10+c))...)
+	}
+	dst := make([]float32, 3*plane)
+	if err := s.TransformChannels(dst, img, 3); err != nil {
+		t.Fatal(err)
+	}
+	one := make([]float32, plane)
+	for c := range 3 {
+		if err := s.Transform(one, img[c*32*32:(c+1)*32*32]); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range one {
+			if dst[c*plane+i] != v {
+				t.Fatalf("channel %d value %d: %g, Transform gives %g", c, i, dst[c*plane+i], v)
+			}
+		}
+	}
+	for _, bad := range []int{0, -1, 2, 4} {
+		if err := s.TransformChannels(dst, img, bad); err == nil {
+			t.Errorf("TransformChannels accepted c = %d for a 3-channel image", bad)
+		}
+	}
+	if err := s.TransformChannels(dst[:len(dst)-1], img, 3); err == nil {
+		t.Error("TransformChannels accepted a short output")
+	}
+}
