@@ -237,7 +237,7 @@ func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 			u := ws.u1[i][:m1*c1]
 			mulSub(u, ws.x0, s.fb.psi[n1+i][0], mp, np, 1<<j1)
 			s.fft2(ws, u, j1, true)
-			modulus(u)
+			modulus(u, 1/float64(m1*c1))
 		}
 		s.fwdReal(ws, ws.u1[0][:m1*c1], ws.u1[1][:m1*c1], cnt, j1)
 		// S1 = U1 ⋆ φ, subsampled to 2^J.
@@ -264,7 +264,7 @@ func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 					u := ws.u2[i2][:m2*c2]
 					mulSub(u, u1, s.fb.psi[n2+i2][j1], m1, c1, 1<<(j2-j1))
 					s.fft2(ws, u, j2, true)
-					modulus(u)
+					modulus(u, 1/float64(m2*c2))
 				}
 				s.fwdReal(ws, ws.u2[0][:m2*c2], ws.u2[1][:m2*c2], cnt2, j2)
 				// S2 = U2 ⋆ φ, subsampled to 2^J.
@@ -339,24 +339,26 @@ func (s *Scattering) emit(ws *workspace, cnt int, outA, outB []float32) {
 		}
 	}
 	s.fft2(ws, z, s.j, true)
+	scale := 1 / float64(m*n)
 	for r := 0; r < s.oh; r++ {
 		src := z[(r+1)*n+1:]
 		oa := outA[r*s.ow : (r+1)*s.ow]
 		for c := range oa {
-			oa[c] = float32(real(src[c]))
+			oa[c] = float32(real(src[c]) * scale)
 		}
 		if cnt == 2 {
 			ob := outB[r*s.ow : (r+1)*s.ow]
 			for c := range ob {
-				ob[c] = float32(imag(src[c]))
+				ob[c] = float32(imag(src[c]) * scale)
 			}
 		}
 	}
 }
 
 // fft2 transforms the (mp/2^res)×(np/2^res) row-major buf in place: the
-// unnormalised forward DFT, or for inverse the DFT with exp(+2πi…) divided
-// by the number of points (numpy's fft2 and ifft2).
+// unnormalised forward DFT X[k] = Σ x[u] exp(−2πi k·u/size) (numpy's fft2),
+// or for inverse the unnormalised DFT with exp(+2πi…), which is numpy's
+// ifft2 times the number of points; callers divide by it.
 func (s *Scattering) fft2(ws *workspace, buf []complex128, res int, inverse bool) {
 	fft2(buf, s.mp>>res, s.np>>res, ws.rowFFT[res], ws.colFFT[res], ws.col, inverse)
 }
@@ -384,12 +386,6 @@ func fft2(buf []complex128, m, n int, rowFFT, colFFT *fourier.CmplxFFT, col []co
 			buf[r*n+c] = v
 		}
 	}
-	if inverse {
-		scale := complex(1/float64(m*n), 0)
-		for i := range buf[:m*n] {
-			buf[i] *= scale
-		}
-	}
 }
 
 // mulSub writes to dst the product of the m×n spectrum src with the real
@@ -398,8 +394,8 @@ func fft2(buf []complex128, m, n int, rowFFT, colFFT *fourier.CmplxFFT, col []co
 // Its inverse DFT is the inverse DFT of src·f sampled every k points.
 func mulSub(dst, src []complex128, f []float64, m, n, k int) {
 	if k == 1 {
-		for i := range dst[:m*n] {
-			dst[i] = src[i] * complex(f[i], 0)
+		for i, v := range src[:m*n] {
+			dst[i] = complex(real(v)*f[i], imag(v)*f[i])
 		}
 		return
 	}
@@ -410,22 +406,25 @@ func mulSub(dst, src []complex128, f []float64, m, n, k int) {
 	}
 	for r := 0; r < m; r++ {
 		drow := d[(r%dm)*dn : (r%dm+1)*dn]
-		srow := src[r*n : (r+1)*n]
-		frow := f[r*n : (r+1)*n]
-		for c := 0; c < n; c++ {
-			drow[c%dn] += srow[c] * complex(frow[c], 0)
+		for c0 := 0; c0 < n; c0 += dn {
+			srow := src[r*n+c0 : r*n+c0+dn]
+			frow := f[r*n+c0 : r*n+c0+dn]
+			for c, v := range srow {
+				drow[c] += complex(real(v)*frow[c], imag(v)*frow[c])
+			}
 		}
 	}
-	scale := complex(1/float64(k*k), 0)
-	for i := range d {
-		d[i] *= scale
+	scale := 1 / float64(k*k)
+	for i, v := range d {
+		d[i] = complex(real(v)*scale, imag(v)*scale)
 	}
 }
 
-// modulus replaces each value by its absolute value.
-func modulus(buf []complex128) {
+// modulus replaces each value v by |v|·scale.
+func modulus(buf []complex128, scale float64) {
 	for i, v := range buf {
-		buf[i] = complex(math.Hypot(real(v), imag(v)), 0)
+		re, im := real(v), imag(v)
+		buf[i] = complex(math.Sqrt(re*re+im*im)*scale, 0)
 	}
 }
 

@@ -435,9 +435,9 @@ func TestFirstLayerEnergy(t *testing.T) {
 	lp := make([]float64, M*N)
 	for _, f := range filters {
 		mulSub(y, spec, f, M, N, 1)
-		s.fft2(ws, y, 0, true)
+		s.fft2(ws, y, 0, true) // numpy's ifft2 times M·N
 		for _, v := range y {
-			energy += real(v)*real(v) + imag(v)*imag(v)
+			energy += (real(v)*real(v) + imag(v)*imag(v)) / float64(M*N*M*N)
 		}
 		for i, v := range spec {
 			parseval += (real(v)*real(v) + imag(v)*imag(v)) * f[i] * f[i] / float64(M*N)
