@@ -45,6 +45,9 @@ def main():
     add("uniform-32x32-J3-L6", rng.rand(32, 32), 3, 6)
     add("uniform-16x16-J1-L5", rng.rand(16, 16), 1, 5)
     add("uniform-20x24-J4-L3", rng.rand(20, 24), 4, 3)
+    # Padding wider than the image: reflection repeats.
+    add("uniform-4x4", rng.rand(4, 4), 2, 8)
+    add("uniform-5x7-L2", rng.rand(5, 7), 2, 2)
     with gzip.open("kymatio_ref.json.gz", "wt") as f:
         json.dump({"kymatio_commit": "11552ed5533d566e6c60d77eecccb37dfb229dec",
                    "cases": cases}, f)
