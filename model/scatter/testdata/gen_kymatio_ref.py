@@ -1,11 +1,11 @@
 """Writes kymatio_ref.json.gz: inputs and outputs of kymatio's Scattering2D
 (numpy frontend, float32 input) that scatter's tests compare against.
 
-Run with kymatio's source on PYTHONPATH (kymatio 0.4.0.dev0, commit
-11552ed5533d566e6c60d77eecccb37dfb229dec; its 2-D filter bank and core are
-unchanged since the 0.3.0 release), numpy and scipy:
+Run with kymatio installed (`pip install kymatio==0.3.0`; the 2-D filter
+bank and core used here are the same in 0.3.0 and in the 0.4.0.dev0 source
+the reference was made with), numpy and scipy:
 
-    PYTHONPATH=/path/to/kymatio python3 gen_kymatio_ref.py MNIST_T10K_IMAGES_GZ
+    python3 gen_kymatio_ref.py MNIST_T10K_IMAGES_GZ
 """
 import gzip
 import json
