@@ -151,4 +151,9 @@ func TestEtaMessageNamesEta(t *testing.T) {
 			t.Errorf("%v: exit %d, %q; want exit 2 and a message that starts with --eta", args, code, text)
 		}
 	}
+	// With a Poisson number of runs (random-stop's default) --eta has no
+	// meaning: refused rather than silently ignored.
+	if code, text := run(t, "tune", "--tuner", "randomstop", "--eta", "1e300", "--out", t.TempDir()); code != 2 || !strings.HasPrefix(text, "dptune: --eta is the shape of --runs-dist tnb") {
+		t.Errorf("tune --eta with Poisson runs: exit %d, %q; want exit 2 naming --eta", code, text)
+	}
 }

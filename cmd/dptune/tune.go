@@ -270,6 +270,9 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 			return spec, err
 		}
 	case accounting.Poisson:
+		if ch("eta") {
+			return spec, usagef("--eta is the shape of --runs-dist tnb; a Poisson number of runs has none")
+		}
 		spec.Repetitions = accounting.PoissonRepetitions(f.meanRuns)
 		if err := spec.Repetitions.Check(); err != nil {
 			return spec, usagef("--mean-runs %v: a Poisson number of runs needs a mean of at least 1", f.meanRuns)
