@@ -42,7 +42,7 @@ fuzz:
 	$(GO) test ./model -run '^$$' -fuzz '^FuzzParseSpec$$' -fuzztime $(FUZZTIME)
 
 bench:
-	$(GO) test ./dpsgd/... -run '^$$' -bench . -benchmem
+	$(GO) test ./dpsgd/... ./privacy/... -run '^$$' -bench . -benchmem
 
 # Debian's PyTorch, for the side-by-side reference below (needs root).
 # The benchmark report's HTML in a real headless browser, with its

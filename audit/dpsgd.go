@@ -8,9 +8,9 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // diracEngine is an AUDIT-ONLY engine hook: it makes the example at index

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // The standing check for DP-SGD: with every example in every step (τ = 1)

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // counting wraps a Protocol, counting its trials and cancelling cancel

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // gaussianAudit plays the Gaussian-mechanism game — ReducedTuning with one

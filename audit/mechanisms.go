@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/dptune/dptune/dpsgd/noise"
+	"github.com/dptune/dptune/privacy/noise"
 	"github.com/dptune/dptune/tuning"
 )
 

@@ -6,7 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 	"gonum.org/v1/gonum/stat/distuv"
 )

@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/privacy/accounting"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 

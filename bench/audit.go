@@ -15,8 +15,8 @@ import (
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // AuditFigureConfig says what AuditFigures measures.

@@ -7,10 +7,10 @@ import (
 	"math"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/noise"
 )
 
 // ErrDiverged is wrapped by Train's error when the parameters stop being

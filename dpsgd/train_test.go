@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // fakeEngine adds add(idx) to every coordinate of the sum and records batch sizes.

@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // AccountSpec asks one question about DP-SGD with Poisson sampling rate

@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/dptune/dptune/audit"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )

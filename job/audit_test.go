@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/audit"
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/accounting/budget"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/budget"
 	"github.com/dptune/dptune/runner"
 )
 

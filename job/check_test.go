@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 )
 

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 )
 

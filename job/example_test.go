@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 )
 

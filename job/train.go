@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // Default learning rates and momenta, chosen by the sweep in README.md:

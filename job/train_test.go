@@ -11,10 +11,10 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/accounting/budget"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/budget"
 )
 
 // smallMNIST is a Source of n random 28×28 training examples and 20 test

@@ -12,8 +12,8 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 	"github.com/dptune/dptune/tuning/vote"
 	pb "github.com/dptune/dptune/tuning/vote/votepb"

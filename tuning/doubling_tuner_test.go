@@ -7,9 +7,9 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 func tinyMNIST(n int, seed uint64) *data.Dataset {

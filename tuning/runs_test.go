@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // DrawRuns' frequencies match the pmf (a χ² statistic over the first 30

@@ -8,10 +8,10 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/noise"
 	"github.com/dptune/dptune/runner"
 )
 

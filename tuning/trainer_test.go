@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // A private score is an integer noisy count over the nominal validation

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // landscape is a synthetic Trainer: a smooth score surface over a 6×6 grid

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 var accountBase = []string{"account", "--noise-multiplier", "1.1", "--sampling-rate", "0.0042667", "--steps", "14063"}

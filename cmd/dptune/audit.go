@@ -14,8 +14,8 @@ import (
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/accounting/budget"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/budget"
 )
 
 func newBudgetCmd() *cobra.Command {
@@ -34,7 +34,7 @@ worst case.
 The file composes the runs' RDP curves at fixed orders and is an RDP privacy
 filter (Feldman & Zrnic 2021), valid even when each run's parameters were
 chosen after seeing earlier results. See the documentation of package
-dpsgd/accounting/budget for the rule and its proof.
+privacy/budget for the rule and its proof.
 
   dptune budget init mnist.budget --epsilon 3 --delta 1e-5 --dataset mnist
   dptune budget show mnist.budget`,

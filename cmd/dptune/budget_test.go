@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/accounting/budget"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/budget"
 )
 
 // runBudgetCLI executes `dptune budget args…` in-process through

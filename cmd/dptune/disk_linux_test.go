@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting/budget"
+	"github.com/dptune/dptune/privacy/budget"
 )
 
 // A training run whose release cannot be written (the disk fills during

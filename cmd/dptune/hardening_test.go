@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // writeMNISTDir writes an MNIST-format directory (uncompressed IDX files)

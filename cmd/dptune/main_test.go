@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // run executes dptune with args in-process and returns its exit status and output.

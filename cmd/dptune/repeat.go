@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // repeatFlags are the flags of the distribution of the number of runs K of

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // An empty search space is refused before any training.

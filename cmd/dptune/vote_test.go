@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 	"github.com/dptune/dptune/tuning/vote"
 	"github.com/dptune/dptune/tuning/vote/pki"

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // With c colluding clients the server knows c of the survivors' noise

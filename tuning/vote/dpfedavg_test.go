@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // TestRoundedUpdateBound: whatever the update and the rounding's coins, the

@@ -8,8 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
-	"github.com/dptune/dptune/dpsgd/noise"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/noise"
 	"github.com/dptune/dptune/tuning/vote/secagg"
 )
 

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 	pb "github.com/dptune/dptune/tuning/vote/votepb"
 )

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // Reservation is a release charged to a budget file at its worst case by

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // theOrders is the order list the issue specifies, written out

@@ -3,8 +3,8 @@ package noise_test
 import (
 	"fmt"
 
-	"github.com/dptune/dptune/dpsgd/noise"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/privacy/noise"
 )
 
 // ExampleNoisyCount releases a count of correct predictions with discrete

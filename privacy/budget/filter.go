@@ -3,7 +3,7 @@ package budget
 import (
 	"math"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // DefaultOrders are the RDP orders Init writes into a new budget file. An

@@ -10,8 +10,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // Version is the budget file format this package reads and writes.

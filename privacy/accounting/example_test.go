@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/dptune/dptune/dpsgd/accounting"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // The noise multiplier σ for a target ε: DP-SGD on MNIST with expected
