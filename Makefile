@@ -78,7 +78,7 @@ proto:
 	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO)
 	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC)
 	PATH=$(CURDIR)/bin:$$PATH protoc --go_out=. --go_opt=paths=source_relative \
-		--go-grpc_out=. --go-grpc_opt=paths=source_relative tuning/vote/votepb/vote.proto
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative federated/votepb/vote.proto
 
 # The Temporal CLI (dev server with SQLite) for --runner temporal, pinned;
 # a cold build downloads about 2 GB of modules and takes about 4 minutes.

@@ -12,18 +12,17 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
 )
 
 // VoteRealConfig is the real-data part of dptune bench vote: DP-Hype's
 // Figures 5 and 6 (Opt, RandGuess and DP-Hype against ε, IID with n clients
 // and Dirichlet(α) splits) on a public subset of a dataset.
 type VoteRealConfig struct {
-	Source job.Source   // the dataset and network
-	Space  tuning.Space // default vote.MNISTSpace
+	Source job.Source      // the dataset and network
+	Space  federated.Space // default federated.MNISTSpace
 	// Subset is the number of training examples used (a fixed public
 	// subset, drawn with Seed), to fit the machine; 0 keeps them all.
 	Subset int
@@ -92,7 +91,7 @@ type voteCache struct {
 // votes.
 func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteSplit, error) {
 	if cfg.Space.Name == "" {
-		cfg.Space = vote.MNISTSpace
+		cfg.Space = federated.MNISTSpace
 	}
 	train, test, err := cfg.Source.Load()
 	if err != nil {
@@ -120,7 +119,7 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 	var splits []VoteSplit
 	for _, st := range settings {
 		spec := job.VoteSpec{Data: src, Space: cfg.Space, Delta: cfg.Delta, Clients: st.n, VotesPerClient: cfg.VotesPerClient,
-			SplitAlpha: st.alpha, LocalEpochs: cfg.LocalEpochs, BatchSize: cfg.BatchSize, FinalTraining: vote.FinalNonPrivate,
+			SplitAlpha: st.alpha, LocalEpochs: cfg.LocalEpochs, BatchSize: cfg.BatchSize, FinalTraining: federated.FinalNonPrivate,
 			Rounds: cfg.Rounds, ClipNorm: cfg.ClipNorm, Seed: cfg.Seed}
 		c, shares, err := voteSetting(ctx, cfg, spec, test)
 		if err != nil {
@@ -129,7 +128,7 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 		splits = append(splits, VoteSplit{Clients: st.n, Alpha: st.alpha, Counts: data.LabelCounts(shares)})
 		for _, e := range cfg.Epsilons {
 			spec.VoteEpsilon, spec.Epsilon = e, 2*e
-			p, err := voteRepeat(ctx, cfg, spec, c.Scores, c.FedAcc[vote.FinalNonPrivate])
+			p, err := voteRepeat(ctx, cfg, spec, c.Scores, c.FedAcc[federated.FinalNonPrivate])
 			if err != nil {
 				return nil, nil, err
 			}
@@ -140,7 +139,7 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 			continue
 		}
 		for _, e := range cfg.DPSGDEpsilons {
-			spec.FinalTraining, spec.Epsilon, spec.VoteEpsilon = vote.FinalDPSGD, e, e/2
+			spec.FinalTraining, spec.Epsilon, spec.VoteEpsilon = federated.FinalDPSGD, e, e/2
 			label := "dp-sgd eps=" + strconv.FormatFloat(e, 'g', -1, 64)
 			acc, err := federatedAccuracies(ctx, cfg, spec, test, shares, c, label)
 			if err != nil {
@@ -205,7 +204,7 @@ func voteSetting(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, tes
 		}
 		progress(cfg, fmt.Sprintf("local scores (n = %d, α = %g)", plan.Clients, plan.SplitAlpha), i+1, len(shares))
 	}
-	if _, err := federatedAccuracies(ctx, cfg, spec, test, shares, c, vote.FinalNonPrivate); err != nil {
+	if _, err := federatedAccuracies(ctx, cfg, spec, test, shares, c, federated.FinalNonPrivate); err != nil {
 		return nil, nil, err
 	}
 	return c, shares, nil
@@ -256,7 +255,7 @@ func voteRepeat(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, scor
 	m := plan.Mechanism
 	votes := make([][]int64, len(scores))
 	for i, s := range scores {
-		votes[i] = vote.TopVotes(s, m.VotesPerClient)
+		votes[i] = federated.TopVotes(s, m.VotesPerClient)
 	}
 	rng := randsrc.Seeded(cfg.Seed, fmt.Sprintf("bench vote n=%d alpha=%g eps=%g %s", plan.Clients, plan.SplitAlpha, spec.VoteEpsilon, spec.FinalTraining))
 	won := make([]float64, cfg.Reps)
@@ -275,7 +274,7 @@ func voteRepeat(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, scor
 				sum[j] += w
 			}
 		}
-		won[r] = acc[vote.Winner(sum)]
+		won[r] = acc[federated.Winner(sum)]
 	}
 	mean, sd := meanSD(won)
 	best, avg := math.Inf(-1), 0.0

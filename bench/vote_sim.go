@@ -14,8 +14,8 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/internal/randsrc"
-	"github.com/dptune/dptune/tuning/vote"
 )
 
 // VoteSimConfig is the setup of DP-Hype's Figure 2 simulation (Section
@@ -66,7 +66,7 @@ type VoteSimPoint struct {
 }
 
 // VoteFigure2 runs the simulation and writes figure2a.png, figure2b.png
-// and vote_sim.csv into dir. Each point's noise σ is vote.Calibrate's for
+// and vote_sim.csv into dir. Each point's noise σ is federated.Calibrate's for
 // (ε, δ) at client level, so the noise is the mechanism's own; it is drawn
 // as the continuous N(0, σ²) the theorem assumes (the discrete shares at
 // scale S = 1024 sum to the same within 1/S of a vote).
@@ -107,7 +107,7 @@ func voteSimPanel(ctx context.Context, cfg VoteSimConfig, fig string, s float64,
 	sigma := map[[2]float64]float64{}
 	for _, l := range votes {
 		for _, e := range eps {
-			m, err := vote.Calibrate(ctx, vote.Mechanism{Clients: n, Candidates: h, VotesPerClient: l, Scale: vote.DefaultScale}, e, cfg.Delta)
+			m, err := federated.Calibrate(ctx, federated.Mechanism{Clients: n, Candidates: h, VotesPerClient: l, Scale: federated.DefaultScale}, e, cfg.Delta)
 			if err != nil {
 				return nil, fmt.Errorf("bench vote: ℓ = %d, ε = %v: %w", l, e, err)
 			}
@@ -167,7 +167,7 @@ func voteSimPanel(ctx context.Context, cfg VoteSimConfig, fig string, s float64,
 					if good[arg] {
 						a.wins++
 					}
-					a.bound += vote.GoodSelectionBound(counts[l], good, sg)
+					a.bound += federated.GoodSelectionBound(counts[l], good, sg)
 				}
 			}
 		}

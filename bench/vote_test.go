@@ -9,10 +9,9 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
-	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
 )
 
 // Figure 2's simulation on a small setup: every point's success rate is at
@@ -85,7 +84,7 @@ func toySource(t *testing.T, n int) job.Source {
 // the split histogram counts every example once, and a rerun on the cache
 // trains nothing and gives the same points.
 func TestVoteReal(t *testing.T) {
-	space := tuning.Space{Name: "toy", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-4, 0.01, 0.3}}, {Name: vote.Momentum, Values: []float64{0, 0.9}}}}
+	space := federated.Space{Name: "toy", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-4, 0.01, 0.3}}, {Name: federated.Momentum, Values: []float64{0, 0.9}}}}
 	trained := 0
 	cfg := VoteRealConfig{Source: toySource(t, 600), Space: space, IIDClients: []int{4}, Alphas: []float64{0.5}, AlphaClients: 4,
 		Epsilons: []float64{0.5, 8}, Delta: 1e-5, VotesPerClient: 1, LocalEpochs: 1, BatchSize: 16, Rounds: 2, ClipNorm: 1,

@@ -12,11 +12,11 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/federated"
+	pb "github.com/dptune/dptune/federated/votepb"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
-	pb "github.com/dptune/dptune/tuning/vote/votepb"
 )
 
 // Vote is the tuner name of DP-Hype.
@@ -26,7 +26,7 @@ const Vote = "vote"
 // then FedAvg of the winner.
 type VoteSpec struct {
 	Data  Source
-	Space tuning.Space // vote.CheckSpace; default vote.MNISTSpace
+	Space federated.Space // federated.CheckSpace; default federated.MNISTSpace (LoadVoteSpace)
 	// Epsilon and Delta are the total example-level budget of vote and
 	// final training; VoteEpsilon (< Epsilon) is the vote's client-level ε
 	// at Delta.
@@ -41,22 +41,22 @@ type VoteSpec struct {
 	Transport              VoteTransport
 	SplitAlpha             float64 // 0: IID; else Dirichlet(α)
 	LocalEpochs, BatchSize int
-	FinalTraining          string // vote.FinalDPSGD, vote.FinalDPFedAvg or vote.FinalNonPrivate
+	FinalTraining          string // federated.FinalDPSGD, federated.FinalDPFedAvg or federated.FinalNonPrivate
 	Rounds                 int    // FedAvg rounds, one local epoch each
 	// ClipNorm is the per-example clipping norm of DP-SGD, or with
 	// FinalDPFedAvg the L2 bound of a client's update (parameter units).
 	ClipNorm float64
 	Seed     uint64 // public: the split and the initial parameters
 	// TrainingTimeout and MessageTimeout are the deadlines of the rounds
-	// with local training and of the other rounds (vote.Server's); a client
-	// silent past one is a dropout. Zero means vote.DefaultTrainingTimeout
-	// and vote.DefaultMessageTimeout.
+	// with local training and of the other rounds (federated.Server's); a
+	// client silent past one is a dropout. Zero means
+	// federated.DefaultTrainingTimeout and federated.DefaultMessageTimeout.
 	TrainingTimeout, MessageTimeout time.Duration
 	// Test, if set, is Data's test set, already loaded (by a caller that
 	// checked the data before starting the clients); else RunVote loads it.
 	Test *data.Dataset
 	// Progress, if set, receives the server's events (curator-side).
-	Progress func(vote.Event)
+	Progress func(federated.Event)
 }
 
 // VoteReport is report.json of a vote.
@@ -106,73 +106,92 @@ type Traffic struct {
 func (s VoteSpec) timeouts() (training, message time.Duration) {
 	training, message = s.TrainingTimeout, s.MessageTimeout
 	if training == 0 {
-		training = vote.DefaultTrainingTimeout
+		training = federated.DefaultTrainingTimeout
 	}
 	if message == 0 {
-		message = vote.DefaultMessageTimeout
+		message = federated.DefaultMessageTimeout
 	}
 	return training, message
+}
+
+// LoadVoteSpace returns the space of a vote: federated.MNISTSpace for "",
+// else the builtin space or JSON file nameOrFile as tuning.LoadSpace reads
+// it, with its errors. It does not check the space against the vote
+// (federated.CheckSpace; PlanVote does).
+func LoadVoteSpace(nameOrFile string) (federated.Space, error) {
+	if nameOrFile == "" {
+		return federated.MNISTSpace, nil
+	}
+	s, err := tuning.LoadSpace(nameOrFile)
+	if err != nil {
+		return federated.Space{}, err
+	}
+	v := federated.Space{Name: s.Name, Dims: make([]federated.Dim, len(s.Dims))}
+	for i, d := range s.Dims {
+		v.Dims[i] = federated.Dim(d)
+	}
+	return v, nil
 }
 
 // PlanVote checks s and returns the job every client will be sent: the
 // vote's noise calibrated to VoteEpsilon, the training's to the rest of
 // Epsilon, and the clients' LocalTimeout four fifths of the training
 // rounds' deadline. Errors wrap ErrInvalid.
-func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
+func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
 	if s.Space.Name == "" {
-		s.Space = vote.MNISTSpace
+		s.Space = federated.MNISTSpace
 	}
-	if err := vote.CheckSpace(s.Space); err != nil {
-		return vote.Job{}, invalidError{err: err, msg: err.Error()}
+	if err := federated.CheckSpace(s.Space); err != nil {
+		return federated.Job{}, invalidError{err: err, msg: err.Error()}
 	}
 	if err := accounting.CheckDelta(s.Delta); err != nil {
-		return vote.Job{}, invalidf("%v", err)
+		return federated.Job{}, invalidf("%v", err)
 	}
 	if !(s.VoteEpsilon > 0) || !(s.Epsilon > s.VoteEpsilon) || math.IsInf(s.Epsilon, 1) {
-		return vote.Job{}, invalidf("the vote's ε = %v must be positive and below the total ε = %v", s.VoteEpsilon, s.Epsilon)
+		return federated.Job{}, invalidf("the vote's ε = %v must be positive and below the total ε = %v", s.VoteEpsilon, s.Epsilon)
 	}
 	if s.TrainingTimeout < 0 || s.MessageTimeout < 0 {
-		return vote.Job{}, invalidf("round deadlines %v and %v must not be negative", s.TrainingTimeout, s.MessageTimeout)
+		return federated.Job{}, invalidf("round deadlines %v and %v must not be negative", s.TrainingTimeout, s.MessageTimeout)
 	}
 	if s.BatchSize < 1 || s.Rounds < 1 || s.LocalEpochs < 1 || !(s.ClipNorm > 0) {
-		return vote.Job{}, invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, s.Rounds, s.LocalEpochs, s.ClipNorm)
+		return federated.Job{}, invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, s.Rounds, s.LocalEpochs, s.ClipNorm)
 	}
 	if s.Colluding < 0 || s.Colluding >= s.Clients {
-		return vote.Job{}, invalidf("--colluding %d: need 0 ≤ c < %d clients", s.Colluding, s.Clients)
+		return federated.Job{}, invalidf("--colluding %d: need 0 ≤ c < %d clients", s.Colluding, s.Clients)
 	}
-	m := vote.Mechanism{Clients: s.Clients, Candidates: s.Space.Size(), VotesPerClient: s.VotesPerClient,
-		Scale: vote.DefaultScale, Dropout: s.Dropout, Colluding: s.Colluding}
-	t := vote.Threshold(s.Clients, s.Colluding)
+	m := federated.Mechanism{Clients: s.Clients, Candidates: s.Space.Size(), VotesPerClient: s.VotesPerClient,
+		Scale: federated.DefaultScale, Dropout: s.Dropout, Colluding: s.Colluding}
+	t := federated.Threshold(s.Clients, s.Colluding)
 	if m.MinSurvivors() < t {
-		return vote.Job{}, invalidf("--dropout %g of %d clients leaves ⌈(1−f)n⌉ = %d survivors, fewer than the threshold t = %d that 2t > n + c needs with --colluding %d: lower --dropout or --colluding, or add clients",
+		return federated.Job{}, invalidf("--dropout %g of %d clients leaves ⌈(1−f)n⌉ = %d survivors, fewer than the threshold t = %d that 2t > n + c needs with --colluding %d: lower --dropout or --colluding, or add clients",
 			s.Dropout, s.Clients, m.MinSurvivors(), t, s.Colluding)
 	}
-	m, err := vote.Calibrate(ctx, m, s.VoteEpsilon, s.Delta)
+	m, err := federated.Calibrate(ctx, m, s.VoteEpsilon, s.Delta)
 	if err != nil {
-		return vote.Job{}, invalidf("%v", err)
+		return federated.Job{}, invalidf("%v", err)
 	}
 	training, _ := s.timeouts()
-	j := vote.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,
+	j := federated.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,
 		SplitSeed: s.Seed, NominalN: s.Data.NominalN, HeldOut: 0.2, LocalEpochs: s.LocalEpochs, LocalBatchSize: s.BatchSize,
 		InitSeed: s.Seed, Mechanism: m, Threshold: t, Colluding: s.Colluding,
 		LocalTimeout: training * 4 / 5,
-		Final:        vote.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
+		Final:        federated.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
 	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
 	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
 	voteEvent := m.Event(m.MinSurvivors())
 	switch s.FinalTraining {
-	case vote.FinalDPSGD:
+	case federated.FinalDPSGD:
 		j.Final.NoiseMultiplier, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(sigma float64) accounting.Event {
 			return accounting.Composed{Events: []accounting.Event{voteEvent,
 				accounting.DPSGD(sigma, j.Final.SamplingRate, j.Final.Rounds*j.Final.StepsPerRound)}}
 		}, s.Epsilon, s.Delta)
-	case vote.FinalDPFedAvg:
+	case federated.FinalDPFedAvg:
 		var d int
 		if d, err = j.NumParams(); err != nil {
 			return j, invalidf("%v", err)
 		}
-		j.Final.Scale = vote.DefaultUpdateScale(d, s.ClipNorm)
-		j.Final.NoiseMultiplier, err = vote.CalibrateUpdates(ctx, j.Updates(d), voteEvent, j.Final.Rounds, s.Epsilon, s.Delta)
+		j.Final.Scale = federated.DefaultUpdateScale(d, s.ClipNorm)
+		j.Final.NoiseMultiplier, err = federated.CalibrateUpdates(ctx, j.Updates(d), voteEvent, j.Final.Rounds, s.Epsilon, s.Delta)
 	}
 	if err != nil {
 		return j, invalidf("calibrating the final training: %v", err)
@@ -187,7 +206,7 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 // the last FedAvg round, evaluates the final model on the public test set
 // and returns the release: the winner, the model, and the ledger — the vote
 // (client-level, replace-one-client) composed with one client's training
-// (example-level) or, with vote.FinalDPFedAvg, with every round's noisy
+// (example-level) or, with federated.FinalDPFedAvg, with every round's noisy
 // update sum (client-level, so the whole ledger is). Only the winner of the
 // noisy sum is released, never the counts.
 //
@@ -195,11 +214,11 @@ func PlanVote(ctx context.Context, s VoteSpec) (vote.Job, error) {
 // number of survivors, which is released (in the labels and the report).
 // That is sound only if whether a client drops out is independent of the
 // clients' data: a client whose local work fails on its data stays in with
-// a valid contribution (vote.Client), so dropouts are process and network
+// a valid contribution (federated.Client), so dropouts are process and network
 // failures — and clients silent past a round's deadline — only.
 //
 // A round that ends without its release (too few clients left) aborts the
-// run with an error wrapping vote.ErrAborted; if the vote had already been
+// run with an error wrapping federated.ErrAborted; if the vote had already been
 // summed, the error comes with a failed Release (Failed set, no model)
 // whose ledger holds what may have reached the clients: the vote and the
 // DP-FedAvg rounds begun, or one client's whole training. A
@@ -217,7 +236,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 			return nil, err
 		}
 	}
-	srv, err := vote.NewServer(j)
+	srv, err := federated.NewServer(j)
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +285,10 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	level := "example"
-	if j.Final.Mode == vote.FinalNonPrivate {
+	if j.Final.Mode == federated.FinalNonPrivate {
 		level = ""
 	}
-	if j.Final.Mode == vote.FinalDPFedAvg {
+	if j.Final.Mode == federated.FinalDPFedAvg {
 		level = "client"
 	}
 	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger}
@@ -291,27 +310,27 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	cand := j.Space.At(out.Winner)
-	rep := &VoteReport{Tuner: Vote, Selected: cand.Values, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
-		EpsilonLevel: level, ModelPrivate: j.Final.Mode != vote.FinalNonPrivate, Clients: j.Clients, Survivors: len(out.Survivors),
+	rep := &VoteReport{Tuner: Vote, Selected: cand, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
+		EpsilonLevel: level, ModelPrivate: j.Final.Mode != federated.FinalNonPrivate, Clients: j.Clients, Survivors: len(out.Survivors),
 		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Traffic: meter.traffic(), Ledger: ledger}
 	if rep.ModelPrivate && !math.IsInf(total.Epsilon, 1) {
 		e := total.Epsilon
 		rep.Epsilon, rel.Epsilon = &e, &e
 	}
-	rel.Model, rel.Selected, rel.Report = net, cand.Values, rep
-	rel.hyper = map[string]any{"tuner": Vote, "selected": cand.Values, "final_training": j.Final}
+	rel.Model, rel.Selected, rel.Report = net, cand, rep
+	rel.hyper = map[string]any{"tuner": Vote, "selected": cand, "final_training": j.Final}
 	return rel, nil
 }
 
 // voteLedger is the ledger of out: the vote at its survivors, then, with
-// vote.FinalDPFedAvg, each round's sum at its survivors, else the final
+// federated.FinalDPFedAvg, each round's sum at its survivors, else the final
 // training's event (one client's training over every round, whether or
 // not the rounds all ran). Every label and event depends on the survivor
 // counts alone.
-func voteLedger(j vote.Job, out vote.Outcome) (accounting.Ledger, error) {
+func voteLedger(j federated.Job, out federated.Outcome) (accounting.Ledger, error) {
 	var ledger accounting.Ledger
 	ledger.Add(fmt.Sprintf("DP-Hype vote: distributed discrete Gaussian over the secure sum of %d of %d clients' noisy votes (client-level, replace-one-client)", len(out.Survivors), j.Clients), j.Mechanism.Event(len(out.Survivors)))
-	if j.Final.Mode == vote.FinalDPFedAvg {
+	if j.Final.Mode == federated.FinalDPFedAvg {
 		d, err := j.NumParams()
 		if err != nil {
 			return ledger, err
@@ -333,34 +352,34 @@ func voteLedger(j vote.Job, out vote.Outcome) (accounting.Ledger, error) {
 // VoteClient joins the DP-Hype server at addr over tr as one client holding
 // src's training data (its share is dealt by the job's public split: share
 // part of parts if part > 0, else over TLS the one its certificate binds,
-// else the next free one; see vote.Client), and takes part until the end.
+// else the next free one; see federated.Client), and takes part until the end.
 // Over TLS its certificate's key signs its secure-sum messages (the
 // actively secure variant). progress, if set, is told what it is doing.
 //
 // The transport and the data are checked before joining: an unreadable
 // source is refused (an error wrapping ErrInvalid) without a session,
 // rather than joining and leaving.
-func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, progress func(stage string, done, total int)) (vote.ClientReport, error) {
+func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, progress func(stage string, done, total int)) (federated.ClientReport, error) {
 	if err := tr.CheckClient(addr, part); err != nil {
-		return vote.ClientReport{}, err
+		return federated.ClientReport{}, err
 	}
 	creds, auth, id, err := tr.clientOption(addr)
 	if err != nil {
-		return vote.ClientReport{}, err
+		return federated.ClientReport{}, err
 	}
 	if part == 0 && id >= 0 {
 		part = id + 1
 	}
 	train, _, err := src.Load()
 	if err != nil {
-		return vote.ClientReport{}, invalid(err)
+		return federated.ClientReport{}, invalid(err)
 	}
 	conn, err := grpc.NewClient(addr, creds, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
-		return vote.ClientReport{}, err
+		return federated.ClientReport{}, err
 	}
 	defer conn.Close()
-	c := &vote.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Load: func(j vote.Job) (*data.Dataset, error) {
+	c := &federated.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Load: func(j federated.Job) (*data.Dataset, error) {
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}

@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/model"
-	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
 )
 
 // toyVote is a vote of 2 clients over two learning rates of a linear model
@@ -29,9 +28,9 @@ func toyVote(t *testing.T) VoteSpec {
 	}
 	train, test := noiseImages(400, 1), noiseImages(50, 2)
 	src := Source{Name: "noise", Arch: arch, NominalN: 400, Load: func() (*data.Dataset, *data.Dataset, error) { return train, test, nil }}
-	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.1}}}}
+	space := federated.Space{Name: "two", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-3, 0.1}}}}
 	return VoteSpec{Data: src, Space: space, Epsilon: 20, Delta: 1e-5, VoteEpsilon: 5, Clients: 2, VotesPerClient: 1,
-		LocalEpochs: 1, BatchSize: 32, FinalTraining: vote.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
+		LocalEpochs: 1, BatchSize: 32, FinalTraining: federated.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
 		Transport: VoteTransport{Insecure: true}}
 }
 
@@ -40,7 +39,7 @@ func toyVote(t *testing.T) VoteSpec {
 // if set, is called with each server event and may cancel the run (which
 // also cancels the clients, so no later round can close). It
 // returns RunVote's result and how long RunVote took after the last event.
-func runToyVote(t *testing.T, s VoteSpec, stop func(vote.Event, context.CancelFunc)) (*Release, error, time.Duration) {
+func runToyVote(t *testing.T, s VoteSpec, stop func(federated.Event, context.CancelFunc)) (*Release, error, time.Duration) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,7 +56,7 @@ func runToyVote(t *testing.T, s VoteSpec, stop func(vote.Event, context.CancelFu
 	defer ccancel()
 	var mu sync.Mutex
 	var last time.Time
-	s.Progress = func(e vote.Event) {
+	s.Progress = func(e federated.Event) {
 		mu.Lock()
 		last = time.Now()
 		mu.Unlock()
@@ -110,7 +109,7 @@ func TestRunVoteIgnoresIdleConnection(t *testing.T) {
 	if rel.Model == nil || rel.Failed {
 		t.Errorf("no model released")
 	}
-	_, err, after = runToyVote(t, toyVote(t), func(e vote.Event, cancel context.CancelFunc) {
+	_, err, after = runToyVote(t, toyVote(t), func(e federated.Event, cancel context.CancelFunc) {
 		if e.Stage == "joined" {
 			cancel()
 		}
@@ -124,7 +123,7 @@ func TestRunVoteIgnoresIdleConnection(t *testing.T) {
 // the clients: RunVote returns a failed release (no model) whose ledger
 // holds the vote at its survivors and the final training, with the error.
 func TestRunVoteCancelledAfterTheVoteKeepsItsLedger(t *testing.T) {
-	rel, err, _ := runToyVote(t, toyVote(t), func(e vote.Event, cancel context.CancelFunc) {
+	rel, err, _ := runToyVote(t, toyVote(t), func(e federated.Event, cancel context.CancelFunc) {
 		if e.Stage == "winner" {
 			cancel()
 		}

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/model"
-	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
 )
 
 // TestVoteThresholdRule: PlanVote's secure-sum threshold is the least t
@@ -17,7 +16,7 @@ import (
 // setting, which used to run at t = 2.
 func TestVoteThresholdRule(t *testing.T) {
 	src := Source{Name: "mnist", Arch: model.MNIST, NominalN: 6000}
-	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.01, 0.1}}}}
+	space := federated.Space{Name: "two", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{0.01, 0.1}}}}
 	for _, c := range []struct {
 		n    int
 		f    float64
@@ -29,7 +28,7 @@ func TestVoteThresholdRule(t *testing.T) {
 	} {
 		name := fmt.Sprintf("n = %d, f = %v, c = %d", c.n, c.f, c.c)
 		s := VoteSpec{Data: src, Space: space, Epsilon: 8, Delta: 1e-5, VoteEpsilon: 2, Clients: c.n, VotesPerClient: 1, Dropout: c.f,
-			Colluding: c.c, LocalEpochs: 1, BatchSize: 64, FinalTraining: vote.FinalNonPrivate, Rounds: 1, ClipNorm: 1}
+			Colluding: c.c, LocalEpochs: 1, BatchSize: 64, FinalTraining: federated.FinalNonPrivate, Rounds: 1, ClipNorm: 1}
 		j, err := PlanVote(context.Background(), s)
 		if c.t == 0 {
 			if !errors.Is(err, ErrInvalid) {

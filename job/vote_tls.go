@@ -7,8 +7,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/dptune/dptune/tuning/vote/pki"
-	"github.com/dptune/dptune/tuning/vote/secagg"
+	"github.com/dptune/dptune/federated/pki"
+	"github.com/dptune/dptune/federated/secagg"
 )
 
 // VoteTransport secures the vote's gRPC connections. By default it is
@@ -16,7 +16,7 @@ import (
 // and CA the curator's CA certificate (PEM; `dptune vote certs` writes all
 // three). The server requires a client certificate from the CA and takes
 // the client's ID from it; a client's certificate binds its ID (URI SAN
-// urn:dptune:vote:client:<id>, package tuning/vote/pki) and its key also
+// urn:dptune:vote:client:<id>, package federated/pki) and its key also
 // signs the secure sums' keys and survivor sets. Insecure is plaintext
 // gRPC, allowed on loopback addresses only: client IDs are then bound by
 // the Join token alone and the secure sums are unauthenticated, which

@@ -8,10 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/accounting"
-	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
 )
 
 type benchVoteFlags struct {
@@ -118,13 +117,11 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 		if err != nil {
 			return err
 		}
-		space := vote.MNISTSpace
-		if f.space != "" {
-			if space, err = tuning.LoadSpace(f.space); err != nil {
-				return usageError{err}
-			}
+		space, err := job.LoadVoteSpace(f.space)
+		if err != nil {
+			return usageError{err}
 		}
-		if err := vote.CheckSpace(space); err != nil {
+		if err := federated.CheckSpace(space); err != nil {
 			return usageError{err}
 		}
 		if f.votes > space.Size() {

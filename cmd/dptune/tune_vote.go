@@ -14,9 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
 )
 
 // voteFlags are the flags of --tuner vote.
@@ -36,12 +35,12 @@ func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
 	fl.Float64Var(&v.dropout, "dropout", 0, "vote: fraction f of clients that may drop with the guarantee intact")
 	fl.Float64Var(&v.alpha, "split-alpha", 0, "vote: 0 for an IID split, else the Dirichlet concentration α of a non-IID split")
 	fl.IntVar(&v.localEpochs, "local-epochs", 1, "vote: epochs of each client's local (non-private) training of each candidate")
-	fl.StringVar(&v.finalTraining, "final-training", vote.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)")
+	fl.StringVar(&v.finalTraining, "final-training", federated.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)")
 	fl.IntVar(&v.rounds, "fedavg-rounds", 5, "vote: FedAvg rounds of the winner, one local epoch each")
 	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update")
 	fl.IntVar(&v.colluding, "colluding", 0, "vote: c, the clients that may collude with the server; the secure sum's threshold is t = max(⌊(n+c)/2⌋+1, 2), and ⌈(1−f)n⌉ must reach it")
-	fl.DurationVar(&v.roundTimeout, "round-timeout", vote.DefaultTrainingTimeout, "vote: deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout")
-	fl.DurationVar(&v.messageTimeout, "message-timeout", vote.DefaultMessageTimeout, "vote: deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout")
+	fl.DurationVar(&v.roundTimeout, "round-timeout", federated.DefaultTrainingTimeout, "vote: deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout")
+	fl.DurationVar(&v.messageTimeout, "message-timeout", federated.DefaultMessageTimeout, "vote: deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout")
 }
 
 // check refuses timeouts that are not positive.
@@ -109,10 +108,8 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 		VotesPerClient: v.votes, Dropout: v.dropout, SplitAlpha: v.alpha, LocalEpochs: v.localEpochs, BatchSize: f.batchSize,
 		FinalTraining: v.finalTraining, Rounds: v.rounds, ClipNorm: v.clip, Seed: f.seed, Colluding: v.colluding, Transport: v.transport,
 		TrainingTimeout: v.roundTimeout, MessageTimeout: v.messageTimeout}
-	if f.space != "" {
-		if spec.Space, err = tuning.LoadSpace(f.space); err != nil {
-			return usageError{err}
-		}
+	if spec.Space, err = job.LoadVoteSpace(f.space); err != nil {
+		return usageError{err}
 	}
 	plan, err := job.PlanVote(cmd.Context(), spec)
 	if err != nil {
@@ -164,7 +161,7 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 		}
 		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name, how)
 	}
-	spec.Progress = func(e vote.Event) {
+	spec.Progress = func(e federated.Event) {
 		switch e.Stage {
 		case "joined":
 			fmt.Fprintf(w, "client %d joined\n", e.Client)

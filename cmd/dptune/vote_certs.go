@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/federated/pki"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/tuning/vote/pki"
 )
 
 // voteTLSDir is where dptune tune --tuner vote keeps its throwaway CA,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dptune/dptune/tuning/vote/pki"
+	"github.com/dptune/dptune/federated/pki"
 )
 
 // TestVoteCertsLoadAndVerify: dptune vote certs writes a CA whose server

@@ -16,11 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dptune/dptune/federated"
+	"github.com/dptune/dptune/federated/pki"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/accounting"
-	"github.com/dptune/dptune/tuning"
-	"github.com/dptune/dptune/tuning/vote"
-	"github.com/dptune/dptune/tuning/vote/pki"
 )
 
 // TestMain lets a test start this binary as dptune itself: with
@@ -83,7 +82,7 @@ func killedClientVote(t *testing.T, clients int, dropout float64, insecure bool)
 		t.Fatal(err)
 	}
 	src = src.WithNominalSize(480)
-	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.1}}}}
+	space := federated.Space{Name: "two", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-3, 0.1}}}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -115,9 +114,9 @@ func killedClientVote(t *testing.T, clients int, dropout float64, insecure bool)
 	var once sync.Once
 	killed := make(chan error, 1)
 	spec := job.VoteSpec{Data: src, Space: space, Epsilon: 20, Delta: 1e-5, VoteEpsilon: 5, Clients: clients, VotesPerClient: 1,
-		Dropout: dropout, LocalEpochs: 1, BatchSize: 64, FinalTraining: vote.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
+		Dropout: dropout, LocalEpochs: 1, BatchSize: 64, FinalTraining: federated.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
 		Transport: tr,
-		Progress: func(e vote.Event) {
+		Progress: func(e federated.Event) {
 			if e.Stage == "shares" {
 				once.Do(func() {
 					err := procs[0].Process.Kill()
@@ -188,7 +187,7 @@ func TestVoteAbortsOnKilledClientProcess(t *testing.T) {
 		t.Skip("starts client processes")
 	}
 	rel, err := killedClientVote(t, 3, 0, true)
-	if !errors.Is(err, vote.ErrAborted) || rel != nil {
+	if !errors.Is(err, federated.ErrAborted) || rel != nil {
 		t.Fatalf("release %v, error %v; want ErrAborted and nothing", rel, err)
 	}
 }
@@ -224,7 +223,7 @@ func TestTuneVoteDPFedAvgProcesses(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.FinalTraining != vote.FinalDPFedAvg || rep.EpsilonLevel != "client" || !rep.ModelPrivate || rep.Survivors != 3 {
+	if rep.FinalTraining != federated.FinalDPFedAvg || rep.EpsilonLevel != "client" || !rep.ModelPrivate || rep.Survivors != 3 {
 		t.Fatalf("report %s", b)
 	}
 	if rep.Epsilon == nil || *rep.Epsilon > 8*(1+1e-6) || *rep.Epsilon < 7 {
