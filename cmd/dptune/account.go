@@ -61,7 +61,7 @@ numbers or central-limit step), labelled as such, never a default:
 	fl.IntVar(&f.epochs, "epochs", 0, "number of epochs: steps = epochs·⌈1/q⌉ (instead of --steps)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ in (0, 1)")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "target ε in nats: calibrate σ (given steps) or the steps (given σ)")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "rdp, pld (tightest), gdp (central-limit approximation), or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", job.AccountantHelp(true)+", or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
 	f.repeat.add(fl)
 	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "xiang: calibrate σ so that one DP-SGD run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
 	fl.Float64Var(&f.gdpMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", accounting.MaxGaussianSelectMu))
@@ -257,7 +257,7 @@ func printAccount(w io.Writer, r job.AccountResult) {
 	if r.Mu > 0 {
 		fmt.Fprintf(w, "reduced game μ      %.6g\n", r.Mu)
 	}
-	fmt.Fprintf(w, "%-19s %s at δ = %g  (%s)%s\n", what, fmtEpsilon(r.Epsilon), r.Delta, describeAccountant(r.Accountant, r.Order), mark("epsilon"))
+	fmt.Fprintf(w, "%-19s %s at δ = %g  (%s)%s\n", what, fmtEpsilon(r.Epsilon), r.Delta, job.DescribeAccountant(r.Accountant, r.Order), mark("epsilon"))
 	if r.GenericEpsilon != nil {
 		fmt.Fprintf(w, "Papernot–Steinke   ε = %s (the generic bound, for comparison)\n", fmtEpsilon(r.GenericEpsilon))
 	}

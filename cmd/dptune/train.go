@@ -67,7 +67,7 @@ may have followed it.`,
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: rdp or pld (tighter, slower)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: "+job.AccountantHelp(false))
 	return cmd
 }
 
@@ -221,7 +221,7 @@ func printSummary(w io.Writer, r *job.TrainReport, d *job.NotPrivateDiagnostics)
 	}
 	if r.Private {
 		if r.Epsilon != nil {
-			fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, describeAccountant(r.Accountant, r.RDPOrder))
+			fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, job.DescribeAccountant(r.Accountant, r.RDPOrder))
 		} else {
 			fmt.Fprintf(w, "privacy        ε %s\n", r.EpsilonNote)
 		}
