@@ -50,8 +50,8 @@ and per layer, allocations per step and the peak resident memory.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchPerSample(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
-	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default for mnist: the GoMNIST module)")
+	fl.StringVar(&f.dataset, "dataset", "mnist", job.DatasetHelp())
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default "+job.DefaultDirHelp()+")")
 	addModelFlag(fl, &f.model)
 	fl.IntSliceVar(&f.batchSizes, "batch-size", []int{256}, "expected batch sizes, e.g. 64,128,256,512")
 	fl.IntVar(&f.steps, "steps", 50, "measured steps per batch size and mode")

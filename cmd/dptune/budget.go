@@ -67,8 +67,8 @@ func newBudgetInitCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "the cap ε in nats: every run on the dataset together stays within it")
-	fl.Float64Var(&f.delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size (1/60000 for mnist, 1/50000 for cifar10)")
-	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: mnist or cifar10")
+	fl.Float64Var(&f.delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size ("+job.NominalSizeHelp()+")")
+	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: "+job.DatasetHelp())
 	return cmd
 }
 
@@ -85,8 +85,8 @@ func runBudgetInit(cmd *cobra.Command, path string, f budgetInitFlags) error {
 	if err := accounting.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
-	if !slices.Contains(job.Datasets, f.dataset) {
-		return usagef("unknown dataset %q (want one of %s)", f.dataset, strings.Join(job.Datasets, ", "))
+	if names := job.DatasetNames(); !slices.Contains(names, f.dataset) {
+		return usagef("unknown dataset %q (want one of %s)", f.dataset, strings.Join(names, ", "))
 	}
 	// δ ≥ 1/N allows releasing a random example of the N outright.
 	if n, _ := job.NominalSize(f.dataset); !(f.delta < 1/float64(n)) {

@@ -53,7 +53,7 @@ not all finite is refused (exit 1).`,
 		},
 	}
 	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train")
-	cmd.Flags().StringVar(&dataset, "dataset", "mnist", "dataset: mnist or cifar10")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the Go module cache)")
+	cmd.Flags().StringVar(&dataset, "dataset", "mnist", "dataset: "+job.DatasetHelp())
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the dataset's files (default "+job.DefaultDirHelp()+")")
 	return cmd
 }

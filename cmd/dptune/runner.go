@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -182,7 +183,7 @@ named). Run it where the data is; stop it with Ctrl-C.`,
 	fl := cmd.Flags()
 	addTemporalFlags(fl, &f.runnerFlags)
 	fl.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once (a DP-SGD run already uses every core)")
-	fl.StringVar(&f.dataDir, "data-dir", "", "CIFAR-10's directory on this machine, instead of the curator's")
+	fl.StringVar(&f.dataDir, "data-dir", "", "the directory on this machine of the datasets that have no default one ("+strings.Join(job.DatasetsWithoutDefaultDir(), ", ")+"), instead of the curator's")
 	return cmd
 }
 
@@ -194,7 +195,7 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 		if st, err := os.Stat(f.dataDir); err != nil || !st.IsDir() {
 			return usagef("--data-dir %s is not a directory", f.dataDir)
 		}
-		job.WorkerDataDir("cifar10", f.dataDir)
+		job.WorkerDataDirs(f.dataDir)
 	}
 	c, _, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
 	if err != nil {
