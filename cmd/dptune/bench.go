@@ -13,9 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 )
 
@@ -212,12 +210,12 @@ func newBenchAuditCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
-			case c.Trials < 4 || c.Trials > audit.MaxTrials:
-				return usagef("--trials %d is outside [4, %d]", c.Trials, audit.MaxTrials)
-			case c.DPSGDTrials < 4 || c.DPSGDTrials > audit.MaxTrials:
-				return usagef("--dpsgd-trials %d is outside [4, %d]", c.DPSGDTrials, audit.MaxTrials)
-			case c.DPSGDSteps < 1 || c.DPSGDSteps > dpsgd.MaxSteps:
-				return usagef("--dpsgd-steps %d is outside [1, %d]", c.DPSGDSteps, dpsgd.MaxSteps)
+			case c.Trials < 4 || c.Trials > job.MaxAuditTrials:
+				return usagef("--trials %d is outside [4, %d]", c.Trials, job.MaxAuditTrials)
+			case c.DPSGDTrials < 4 || c.DPSGDTrials > job.MaxAuditTrials:
+				return usagef("--dpsgd-trials %d is outside [4, %d]", c.DPSGDTrials, job.MaxAuditTrials)
+			case c.DPSGDSteps < 1 || c.DPSGDSteps > job.MaxSteps:
+				return usagef("--dpsgd-steps %d is outside [1, %d]", c.DPSGDSteps, job.MaxSteps)
 			}
 			if err := c.Check(cmd.Context()); err != nil {
 				if errors.Is(err, context.Canceled) {

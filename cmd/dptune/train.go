@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -100,7 +99,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	schedule, err := dpsgd.ParseSchedule(f.schedule)
+	schedule, err := job.ParseSchedule(f.schedule)
 	if err != nil {
 		return usagef("--lr-schedule: %v", err)
 	}
@@ -121,7 +120,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	}
 	w := cmd.ErrOrStderr()
 	spec.Progress = epochProgress(w, f.nonPrivate)
-	spec.Started = func(c dpsgd.Config) {
+	spec.Started = func(c job.TrainConfig) {
 		if f.nonPrivate {
 			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.epochs, f.batchSize, f.lr)
 		} else {
