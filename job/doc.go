@@ -36,7 +36,7 @@
 // with the help texts and errors a command shows.
 //
 // Keep one honest budget across runs: create a budget file
-// (budget.Init, or `dptune budget init`) and name it in every spec's Budget;
+// (InitBudget, or `dptune budget init`) and name it in every spec's Budget;
 // each job reserves its worst case before it reads the data and is refused
 // (ErrInvalid) if the file's RDP filter would exceed the cap.
 //
