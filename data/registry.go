@@ -1,9 +1,6 @@
 package data
 
-import (
-	"sort"
-	"sync"
-)
+import "github.com/dptune/dptune/internal/registry"
 
 // Named is a dataset people choose by name (`--dataset`): each dataset's
 // file registers it with Register, with everything a job needs before
@@ -36,48 +33,20 @@ type Named struct {
 	Rank int
 }
 
-var registry = struct {
-	sync.RWMutex
-	m map[string]Named
-}{m: map[string]Named{}}
+var named = registry.New[Named]("data: dataset")
 
 // Register makes n known by its name. Datasets register themselves in
 // init; registering a name twice, an empty name or no loader panics (a
 // programming error, like http.Handle's).
 func Register(n Named) {
-	registry.Lock()
-	defer registry.Unlock()
-	if _, dup := registry.m[n.Name]; dup || n.Name == "" || n.Load == nil {
-		panic("data: dataset " + n.Name + " registered twice, unnamed or without a loader")
+	if n.Load == nil {
+		panic("data: dataset " + n.Name + " registered without a loader")
 	}
-	registry.m[n.Name] = n
+	named.Register(n.Name, n.Rank, n)
 }
 
 // Lookup returns the dataset registered as name.
-func Lookup(name string) (Named, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	n, ok := registry.m[name]
-	return n, ok
-}
+func Lookup(name string) (Named, bool) { return named.Lookup(name) }
 
 // Names lists the registered datasets by rank.
-func Names() []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	ns := make([]Named, 0, len(registry.m))
-	for _, n := range registry.m {
-		ns = append(ns, n)
-	}
-	sort.Slice(ns, func(i, j int) bool {
-		if ns[i].Rank != ns[j].Rank {
-			return ns[i].Rank < ns[j].Rank
-		}
-		return ns[i].Name < ns[j].Name
-	})
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = n.Name
-	}
-	return out
-}
+func Names() []string { return named.Names(nil) }

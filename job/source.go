@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/model"
-	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -35,7 +35,7 @@ func DatasetNames() []string { return data.Names() }
 
 // DatasetHelp lists the datasets Dataset knows for a flag's help: "mnist
 // or cifar10".
-func DatasetHelp() string { return accounting.Either(data.Names()) }
+func DatasetHelp() string { return registry.Either(data.Names()) }
 
 // NominalSize returns the published training-set size of the registered
 // dataset called name (60,000 for mnist, 50,000 for cifar10), and false for

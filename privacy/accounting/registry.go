@@ -2,9 +2,8 @@ package accounting
 
 import (
 	"fmt"
-	"sort"
-	"strings"
-	"sync"
+
+	"github.com/dptune/dptune/internal/registry"
 )
 
 // Named is an accountant people choose by name (`--accountant`): each
@@ -30,62 +29,21 @@ type Named struct {
 	Rank int
 }
 
-var registry = struct {
-	sync.RWMutex
-	m map[string]Named
-}{m: map[string]Named{}}
+var named = registry.New[Named]("accounting: accountant")
 
 // Register makes n known by its name. Accountants register themselves in
 // init; registering a name twice, or an empty name, panics (a programming
 // error, like http.Handle's).
-func Register(n Named) {
-	registry.Lock()
-	defer registry.Unlock()
-	if _, dup := registry.m[n.Name]; dup || n.Name == "" {
-		panic("accounting: accountant " + n.Name + " registered twice or unnamed")
-	}
-	registry.m[n.Name] = n
-}
+func Register(n Named) { named.Register(n.Name, n.Rank, n) }
 
 // Lookup returns the accountant registered as name.
-func Lookup(name string) (Named, bool) {
-	registry.RLock()
-	defer registry.RUnlock()
-	n, ok := registry.m[name]
-	return n, ok
-}
+func Lookup(name string) (Named, bool) { return named.Lookup(name) }
 
 // Names lists the registered accountants that New can make, by rank: those
 // with a proved upper bound only, or also the approximations when
 // approximate is true.
 func Names(approximate bool) []string {
-	registry.RLock()
-	defer registry.RUnlock()
-	var ns []Named
-	for _, n := range registry.m {
-		if n.New != nil && (approximate || n.Approximation == "") {
-			ns = append(ns, n)
-		}
-	}
-	sort.Slice(ns, func(i, j int) bool {
-		if ns[i].Rank != ns[j].Rank {
-			return ns[i].Rank < ns[j].Rank
-		}
-		return ns[i].Name < ns[j].Name
-	})
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = n.Name
-	}
-	return out
-}
-
-// Either joins names for people: "a", "a or b", "a, b or c".
-func Either(names []string) string {
-	if len(names) <= 1 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return named.Names(func(n Named) bool { return n.New != nil && (approximate || n.Approximation == "") })
 }
 
 // ByName returns the accountant called name ("" means "rdp"). Only when
@@ -99,9 +57,9 @@ func ByName(name string, approximate bool) (Accountant, error) {
 	n, ok := Lookup(name)
 	switch {
 	case !ok || n.New == nil:
-		return nil, fmt.Errorf("unknown accountant %q (want %s)", name, Either(Names(approximate)))
+		return nil, fmt.Errorf("unknown accountant %q (want %s)", name, registry.Either(Names(approximate)))
 	case n.Approximation != "" && !approximate:
-		return nil, fmt.Errorf("the %s accountant is %s, not an upper bound on ε; use %s here", name, n.Approximation, Either(Names(false)))
+		return nil, fmt.Errorf("the %s accountant is %s, not an upper bound on ε; use %s here", name, n.Approximation, registry.Either(Names(false)))
 	}
 	return n.New(), nil
 }
@@ -116,7 +74,7 @@ func Describe(name string, order float64) string {
 }
 
 // Help lists the registered accountants for a flag's help, by rank, each
-// with its help text: "rdp, pld (tightest) or gdp (…)". approximate says
+// with its help text: "rdp, pld (tightest, slower) or gdp (…)". approximate says
 // whether approximations are listed.
 func Help(approximate bool) string {
 	names := Names(approximate)
@@ -125,5 +83,5 @@ func Help(approximate bool) string {
 			names[i] += " (" + n.Help + ")"
 		}
 	}
-	return Either(names)
+	return registry.Either(names)
 }
