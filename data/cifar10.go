@@ -28,6 +28,16 @@ const (
 	cifarTrainBatches = 5
 )
 
+// CIFAR-10 (Krizhevsky 2009): 50,000 training and 10,000 test colour
+// images, 3×32×32, trained by default with Tramèr & Boneh's CNN
+// ("tb-cifar10") over DP-HyPO's CIFAR-10 grid ("cifar10-dphypo"); its files
+// have no default home.
+func init() {
+	Register(Named{Name: "cifar10", NominalN: 50000, C: 3, H: cifarSide, W: cifarSide, Classes: 10,
+		Model: "tb-cifar10", Space: "cifar10-dphypo", Load: LoadCIFAR10,
+		DirHelp: "the directory holding its binary files", Rank: 1})
+}
+
 // LoadCIFAR10 reads the CIFAR-10 binary distribution from dir:
 // data_batch_1.bin … data_batch_5.bin (50,000 training images) and
 // test_batch.bin (10,000 test images); each file may instead be gzipped as

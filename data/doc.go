@@ -11,6 +11,13 @@
 //     test_batch.bin, optionally gzipped) in a directory the user names
 //     (LoadCIFAR10).
 //
+// By name: each dataset's file registers it (Register, in init) with what
+// a job needs before reading it — its loader, published training-set size,
+// input shape, default network and default search space (by name) and
+// where its files are by default; Lookup and Names answer from that
+// registry, so a command's --dataset values, help text and errors come from
+// one place. Adding a dataset is one file and its Register call.
+//
 // Pixels are scaled to [0, 1] and then normalised with published per-channel
 // constants (never with statistics computed from the private training set,
 // which would be an unaccounted release).

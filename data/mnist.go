@@ -31,6 +31,16 @@ var mnistFiles = [...]struct{ images, labels string }{
 	{"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"},
 }
 
+// MNIST (LeCun et al. 1998): 60,000 training and 10,000 test digits, 28×28
+// grey, trained by default with Tramèr & Boneh's CNN ("tb-mnist") over
+// DP-HyPO's MNIST grid ("mnist-dphypo"); its files default to the GoMNIST
+// module's copy in the Go module cache.
+func init() {
+	Register(Named{Name: "mnist", NominalN: 60000, C: 1, H: 28, W: 28, Classes: 10,
+		Model: "tb-mnist", Space: "mnist-dphypo", Load: LoadMNIST,
+		DefaultDir: MNISTDir, DefaultDirHelp: "the GoMNIST module in the Go module cache", Rank: 0})
+}
+
 // MNISTDir returns the directory of the MNIST IDX files inside the Go module
 // cache: $GOMODCACHE/github.com/petar/!go!m!n!i!s!t@VERSION/data, with VERSION
 // the one this binary was built against. GOMODCACHE is taken from the

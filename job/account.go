@@ -258,3 +258,35 @@ func calibrateRun(ctx context.Context, eps, delta, q float64, steps int) (float6
 	}
 	return sigma, err
 }
+
+// Limits a command checks its flags against before any work, as the
+// packages that enforce them define them.
+const (
+	// MaxSteps is the most DP-SGD steps one run may take (dpsgd.MaxSteps).
+	MaxSteps = dpsgd.MaxSteps
+	// MaxGaussianSelectMu is the largest μ of Xiang et al.'s reduced game
+	// the xiang accountants compute (accounting.MaxGaussianSelectMu).
+	MaxGaussianSelectMu = accounting.MaxGaussianSelectMu
+)
+
+// Distributions of the number of runs K of random-stop tuning, as
+// Repetitions.Distribution names them (accounting.TNB, accounting.Poisson).
+const (
+	RepeatTNB     = accounting.TNB
+	RepeatPoisson = accounting.Poisson
+)
+
+// CheckEpochs returns an error unless epochs ≥ 1, q ∈ (0, 1] and
+// StepsForEpochs(epochs, q) is at most MaxSteps.
+func CheckEpochs(epochs int, q float64) error { return dpsgd.CheckEpochs(epochs, q) }
+
+// StepsForEpochs is the number of DP-SGD steps of epochs epochs at Poisson
+// sampling rate q: epochs·⌈1/q⌉ (as Opacus's Poisson data loader counts
+// them); meaningless unless CheckEpochs(epochs, q) passed.
+func StepsForEpochs(epochs int, q float64) int { return dpsgd.StepsForEpochs(epochs, q) }
+
+// CheckDelta returns an error unless 0 < delta < 1.
+func CheckDelta(delta float64) error { return accounting.CheckDelta(delta) }
+
+// CheckEpsilon returns an error unless 0 < eps < +∞ (nats).
+func CheckEpsilon(eps float64) error { return accounting.CheckEpsilon(eps) }

@@ -17,6 +17,25 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
+// Limits of an audit (package audit), checked before any work.
+const (
+	// MaxAuditTrials is the most games one audit plays (audit.MaxTrials).
+	MaxAuditTrials = audit.MaxTrials
+	// MaxCanarySize is the most examples of X besides the canary
+	// (audit.MaxCanarySize).
+	MaxCanarySize = audit.MaxCanarySize
+)
+
+// DefaultAuditGPOptions are the DP-HyPO settings the gp audit plays by
+// default: the paper's (Wang et al. 2023, Appendix E.1; C = 2, c = 0.75,
+// τ = 0.1, β = 1).
+func DefaultAuditGPOptions() tuning.GPOptions { return tuning.DefaultGPOptions() }
+
+// DefaultAuditMaxIterations is the above-threshold audit's default cap on
+// the doubling search's iterations for first threshold u0 and granularity
+// g: T_max = ⌈5·log₂((1 − u0)/g)⌉, at least 1 (tuning.DefaultMaxIterations).
+func DefaultAuditMaxIterations(u0, g float64) int { return tuning.DefaultMaxIterations(u0, g) }
+
 // The protocols Audit plays (Xiang et al., Algorithm 1).
 const (
 	AuditReduced        = "reduced"         // the reduced tuning game of their Fig. 5

@@ -97,24 +97,56 @@ func finiteEpsilon(g accounting.Guarantee, err error) (eps *float64, order float
 	return &g.Epsilon, g.Order, ""
 }
 
-// Accountant returns the accountant called name: "rdp" (also for ""), "pld",
-// or, only when approximate is true (for reporting, never for calibrating a
-// run: its central limit theorem is not an upper bound), "gdp". It returns
-// an error wrapping ErrInvalid otherwise.
+// Accountant returns the accountant called name ("" means "rdp"), as
+// registered in package accounting (accounting.Register): one with a proved
+// upper bound ("rdp", "pld"), or, only when approximate is true (for
+// reporting, never for calibrating a run), an approximation ("gdp", whose
+// central limit theorem is not an upper bound). It returns an error
+// wrapping ErrInvalid, naming the accepted names, otherwise.
 func Accountant(name string, approximate bool) (accounting.Accountant, error) {
-	switch name {
-	case "rdp", "":
-		return accounting.RDP{}, nil
-	case "pld":
-		return accounting.PLD{}, nil
-	case "gdp":
-		if approximate {
-			return accounting.GDP{}, nil
-		}
-		return nil, invalidf("the gdp accountant is a central-limit approximation, not an upper bound on ε; use rdp or pld here")
+	acc, err := accounting.ByName(name, approximate)
+	if err != nil {
+		return nil, invalid(err)
 	}
-	if approximate {
-		return nil, invalidf("unknown accountant %q (want rdp, pld or gdp)", name)
-	}
-	return nil, invalidf("unknown accountant %q (want rdp or pld)", name)
+	return acc, nil
 }
+
+// Accountants lists the accountants Accountant accepts, in the order help
+// texts list them: those with a proved upper bound, and also the
+// approximations when approximate is true.
+func Accountants(approximate bool) []string { return accounting.Names(approximate) }
+
+// AccountantHelp lists the accountants Accountant accepts for a flag's
+// help, each with a word on it: "rdp or pld (tightest, slower)".
+func AccountantHelp(approximate bool) string { return accounting.Help(approximate) }
+
+// DescribeAccountant names the accountant (or approximation) a report
+// names for people, with the RDP order where there is one: "rdp
+// accountant, order 12", "pld accountant, upper bound".
+func DescribeAccountant(name string, order float64) string {
+	return accounting.Describe(name, order)
+}
+
+// A curator's budget file (package budget): Budget is the file as loaded,
+// BudgetReport what `dptune budget show` prints.
+type (
+	Budget       = budget.Budget
+	BudgetReport = budget.Report
+)
+
+// BudgetReserved is the status of a release whose job has reserved its
+// worst case and not yet recorded what it spent.
+const BudgetReserved = budget.Reserved
+
+// BudgetPLDNote labels the PLD figure of a budget wherever it is shown.
+const BudgetPLDNote = budget.PLDNote
+
+// InitBudget creates the budget file at path with cap (epsilon, delta) for
+// dataset (budget.Init); it never overwrites a file (an error wrapping
+// fs.ErrExist).
+func InitBudget(path string, epsilon, delta float64, dataset string) error {
+	return budget.Init(path, epsilon, delta, dataset)
+}
+
+// LoadBudget reads the budget file at path (budget.Load).
+func LoadBudget(path string) (*Budget, error) { return budget.Load(path) }

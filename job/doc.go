@@ -29,8 +29,14 @@
 //	res, err := job.Account(ctx, job.AccountSpec{Solve: "epsilon", NoiseMultiplier: 1.1,
 //		SamplingRate: 256.0 / 60000, Steps: 14063, Delta: 1e-5, Accountant: "pld"})
 //
+// Datasets and accountants are chosen by name from one registry each
+// (data.Register, accounting.Register, in each one's own file): Dataset,
+// DatasetNames, NominalSize and LoadSpace (a dataset's default search
+// space), Accountant, Accountants and DescribeAccountant answer from them,
+// with the help texts and errors a command shows.
+//
 // Keep one honest budget across runs: create a budget file
-// (budget.Init, or `dptune budget init`) and name it in every spec's Budget;
+// (InitBudget, or `dptune budget init`) and name it in every spec's Budget;
 // each job reserves its worst case before it reads the data and is refused
 // (ErrInvalid) if the file's RDP filter would exceed the cap.
 //

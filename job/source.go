@@ -3,9 +3,12 @@ package job
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
 )
 
 // Source is a dataset as a job sees it before reading it: its name, the
@@ -26,53 +29,125 @@ type Source struct {
 	Load func() (train, test *data.Dataset, err error)
 }
 
-// Datasets are the names Dataset knows.
-var Datasets = []string{"mnist", "cifar10"}
+// DatasetNames lists the datasets Dataset knows (those registered with
+// data.Register), in the order help texts list them.
+func DatasetNames() []string { return data.Names() }
 
-// NominalSize returns the published training-set size of the built-in
+// DatasetHelp lists the datasets Dataset knows for a flag's help: "mnist
+// or cifar10".
+func DatasetHelp() string { return registry.Either(data.Names()) }
+
+// NominalSize returns the published training-set size of the registered
 // dataset called name (60,000 for mnist, 50,000 for cifar10), and false for
 // another name.
 func NominalSize(name string) (int, bool) {
-	n, ok := map[string]int{"mnist": 60000, "cifar10": 50000}[name]
-	return n, ok
+	k, ok := data.Lookup(name)
+	return k.NominalN, ok
 }
 
-// Default networks of the built-in datasets: Tramèr & Boneh's CNNs
-// (model.TBMNIST, model.TBCIFAR10). Source.WithModel chooses another.
-var (
-	MNISTArch   = model.Arch{Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10}
-	CIFAR10Arch = model.Arch{Spec: model.TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10}
-)
+// NominalSizeHelp lists the registered datasets' published sizes for a
+// flag's help: "60000 for mnist, 50000 for cifar10".
+func NominalSizeHelp() string {
+	return datasetList(func(k data.Named) string { return fmt.Sprintf("%d for %s", k.NominalN, k.Name) })
+}
 
-// Dataset returns the Source of a built-in dataset: "mnist" (dir "" means the
-// GoMNIST module's files in the Go module cache) or "cifar10" (dir
-// required), with the published nominal size (60,000 or 50,000) and the
-// default network (MNISTArch, CIFAR10Arch). It returns an error wrapping
-// ErrInvalid for an unknown name or a missing directory.
-func Dataset(name, dir string) (Source, error) {
-	switch name {
-	case "mnist":
-		n, _ := NominalSize(name)
-		return Source{Name: name, Dir: dir, Arch: MNISTArch, NominalN: n, Load: func() (*data.Dataset, *data.Dataset, error) {
-			d := dir
-			if d == "" {
-				var err error
-				if d, err = data.MNISTDir(); err != nil {
-					return nil, nil, err
-				}
-			}
-			return wrapLoad(name, d, data.LoadMNIST)
-		}}, nil
-	case "cifar10":
-		if dir == "" {
-			return Source{}, invalidf("a data directory is required for cifar10 (the directory holding its binary files)")
+// DefaultModelHelp lists the registered datasets' default networks for a
+// flag's help: "tb-mnist for mnist, tb-cifar10 for cifar10".
+func DefaultModelHelp() string {
+	return datasetList(func(k data.Named) string { return k.Model + " for " + k.Name })
+}
+
+// DefaultDirHelp lists where the registered datasets with a default
+// directory look for their files, for a flag's help: "for mnist: the
+// GoMNIST module in the Go module cache".
+func DefaultDirHelp() string {
+	return datasetList(func(k data.Named) string {
+		if k.DefaultDir == nil {
+			return ""
 		}
-		n, _ := NominalSize(name)
-		return Source{Name: name, Dir: dir, Arch: CIFAR10Arch, NominalN: n, Load: func() (*data.Dataset, *data.Dataset, error) {
-			return wrapLoad(name, dir, data.LoadCIFAR10)
-		}}, nil
+		return "for " + k.Name + ": " + k.DefaultDirHelp
+	})
+}
+
+// datasetList is f of each registered dataset, by rank, joined by ", ";
+// empty answers are left out.
+func datasetList(f func(data.Named) string) string {
+	var parts []string
+	for _, name := range data.Names() {
+		k, _ := data.Lookup(name)
+		if s := f(k); s != "" {
+			parts = append(parts, s)
+		}
 	}
-	return Source{}, invalidf("unknown dataset %q (want mnist or cifar10)", name)
+	return strings.Join(parts, ", ")
+}
+
+// Dataset returns the Source of a registered dataset (data.Register):
+// "mnist" (dir "" means the GoMNIST module's files in the Go module cache)
+// or "cifar10" (dir required), with its published nominal size (60,000 or
+// 50,000) and its default network (Tramèr & Boneh's CNNs, model.TBMNIST and
+// model.TBCIFAR10). It returns an error wrapping ErrInvalid for an unknown
+// name or a missing directory.
+func Dataset(name, dir string) (Source, error) {
+	k, ok := data.Lookup(name)
+	switch {
+	case !ok:
+		return Source{}, invalidf("unknown dataset %q (want %s)", name, DatasetHelp())
+	case dir == "" && k.DefaultDir == nil:
+		return Source{}, invalidf("a data directory is required for %s (%s)", name, k.DirHelp)
+	}
+	spec, err := model.SpecByName(k.Model)
+	if err != nil {
+		return Source{}, fmt.Errorf("dataset %s: default network: %w", name, err)
+	}
+	arch := model.Arch{Spec: spec, C: k.C, H: k.H, W: k.W, Classes: k.Classes}
+	return Source{Name: name, Dir: dir, Arch: arch, NominalN: k.NominalN, Load: func() (*data.Dataset, *data.Dataset, error) {
+		d := dir
+		if d == "" {
+			var err error
+			if d, err = k.DefaultDir(); err != nil {
+				return nil, nil, err
+			}
+		}
+		return wrapLoad(name, d, k.Load)
+	}}, nil
+}
+
+// DatasetsWithoutDefaultDir lists the registered datasets whose files
+// have no default directory (cifar10): Dataset needs one named.
+func DatasetsWithoutDefaultDir() []string {
+	var out []string
+	for _, name := range data.Names() {
+		if k, _ := data.Lookup(name); k.DefaultDir == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// WorkerDataDirs makes this process's jobs read every registered dataset
+// that has no default directory (DatasetsWithoutDefaultDir) from dir
+// instead of the directory the curator named (WorkerDataDir).
+func WorkerDataDirs(dir string) {
+	for _, name := range DatasetsWithoutDefaultDir() {
+		WorkerDataDir(name, dir)
+	}
+}
+
+// LoadSpace loads the search space called name (a built-in space or a JSON
+// file, tuning.LoadSpace); an empty name means the registered dataset's
+// default space (DP-HyPO's grid for mnist and cifar10). It returns an error
+// wrapping ErrInvalid for a space that cannot be loaded.
+func LoadSpace(name, dataset string) (tuning.Space, error) {
+	if name == "" {
+		k, _ := data.Lookup(dataset)
+		name = k.Space
+	}
+	s, err := tuning.LoadSpace(name)
+	if err != nil {
+		return s, invalid(err)
+	}
+	return s, nil
 }
 
 func wrapLoad(name, dir string, load func(string) (*data.Dataset, *data.Dataset, error)) (*data.Dataset, *data.Dataset, error) {

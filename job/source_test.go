@@ -3,11 +3,13 @@ package job
 import (
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
 )
 
 // noiseImages is n random 4×4 images with random labels.
@@ -79,7 +81,7 @@ func TestWithSubsetSameInJobs(t *testing.T) {
 	full, test := noiseImages(3000, 2), noiseImages(100, 3)
 	dir := t.TempDir()
 	cachePut(cacheKey(rawRef{"mnist", dir}), loaded{train: full, val: test})
-	src := Source{Name: "mnist", Dir: dir, Arch: MNISTArch, NominalN: 3000, Load: func() (*data.Dataset, *data.Dataset, error) { return full, test, nil }}
+	src := Source{Name: "mnist", Dir: dir, Arch: model.Arch{Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10}, NominalN: 3000, Load: func() (*data.Dataset, *data.Dataset, error) { return full, test, nil }}
 	sub, err := src.WithSubset(600, 9)
 	if err != nil {
 		t.Fatal(err)
@@ -107,5 +109,50 @@ func TestWithSubsetSameInJobs(t *testing.T) {
 	}
 	if _, err := sub.WithSubset(100, 9); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a subset of a subset: %v, want ErrInvalid", err)
+	}
+}
+
+// Every registered dataset gives a Source whose default network fits its
+// inputs and whose default search space loads; the built-in ones keep the
+// networks and sizes they were published with (Tramèr & Boneh's CNNs,
+// 60,000 and 50,000 training examples).
+func TestDatasetsFromRegistry(t *testing.T) {
+	want := map[string]model.Arch{
+		"mnist":   {Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10},
+		"cifar10": {Spec: model.TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10},
+	}
+	sizes := map[string]int{"mnist": 60000, "cifar10": 50000}
+	if got := DatasetNames(); !slices.Equal(got, []string{"mnist", "cifar10"}) {
+		t.Fatalf("DatasetNames() = %v", got)
+	}
+	for _, name := range DatasetNames() {
+		src, err := Dataset(name, t.TempDir())
+		if err != nil {
+			t.Fatalf("Dataset(%q): %v", name, err)
+		}
+		if _, err := src.WithModel(src.Arch.Spec); err != nil {
+			t.Errorf("%s: the default network does not fit its inputs: %v", name, err)
+		}
+		if _, err := LoadSpace("", name); err != nil {
+			t.Errorf("%s: default search space: %v", name, err)
+		}
+		if n, ok := NominalSize(name); !ok || n != src.NominalN || n != sizes[name] {
+			t.Errorf("%s: NominalSize = %d, %v; source %d; want %d", name, n, ok, src.NominalN, sizes[name])
+		}
+		w := want[name]
+		if !reflect.DeepEqual(src.Arch, w) {
+			t.Errorf("%s: arch %+v, want %+v", name, src.Arch, w)
+		}
+	}
+	for _, c := range []struct{ name, dir, want string }{
+		{"svhn", "", `unknown dataset "svhn" (want mnist or cifar10)`},
+		{"cifar10", "", "a data directory is required for cifar10 (the directory holding its binary files)"},
+	} {
+		if _, err := Dataset(c.name, c.dir); !errors.Is(err, ErrInvalid) || err.Error() != c.want {
+			t.Errorf("Dataset(%q, %q) = %v, want %q wrapping ErrInvalid", c.name, c.dir, err, c.want)
+		}
+	}
+	if got := DatasetsWithoutDefaultDir(); !slices.Equal(got, []string{"cifar10"}) {
+		t.Errorf("DatasetsWithoutDefaultDir() = %v, want [cifar10]", got)
 	}
 }

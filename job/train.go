@@ -291,3 +291,19 @@ func (s TrainSpec) progress(acc accounting.Accountant, cfg dpsgd.Config) func(dp
 			StepInEpoch: inEpoch, StepsPerEpoch: perEpoch, Loss: p.Loss, EpsilonBefore: before})
 	}
 }
+
+// TrainConfig is the DP-SGD run Train resolved (noise multiplier, sampling
+// rate, steps, …), as TrainSpec.Started receives it.
+type TrainConfig = dpsgd.Config
+
+// ParseSchedule returns the learning-rate schedule called name, for
+// TrainSpec.Schedule: "constant" or "cosine" (dpsgd.ParseSchedule).
+func ParseSchedule(name string) (dpsgd.Schedule, error) { return dpsgd.ParseSchedule(name) }
+
+// Evaluate returns net's accuracy and mean cross-entropy on the examples x
+// (shape [N, C, H, W], row-major) with labels y (dpsgd.Evaluate); a test
+// set is public, so its metrics are released without noise. It stops with
+// ctx's error when ctx is cancelled.
+func Evaluate(ctx context.Context, net *model.Net, x []float32, y []uint8) (model.Metrics, error) {
+	return dpsgd.Evaluate(ctx, net, x, y)
+}

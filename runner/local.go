@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 )
 
-// Local runs jobs in this process on a pool of goroutines: the default
+// Local runs tasks in this process on a pool of goroutines: the default
 // runner, with nothing to install.
 type Local struct {
-	// Workers is the number of jobs run at once; 0 means GOMAXPROCS.
+	// Workers is the number of tasks run at once; 0 means GOMAXPROCS.
 	Workers int
 }
 
@@ -22,7 +22,7 @@ func (l Local) Run(ctx context.Context, tasks []Task, done func(i int, output []
 		t := tasks[i]
 		out, err := Do(ctx, t.Kind, t.Input)
 		if err != nil {
-			return fmt.Errorf("runner: job %s: %w", t.ID, err)
+			return fmt.Errorf("runner: task %s: %w", t.ID, err)
 		}
 		mu.Lock()
 		defer mu.Unlock()

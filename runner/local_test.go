@@ -60,7 +60,7 @@ func TestLocalRunsEveryTaskOnce(t *testing.T) {
 // malformed input wraps ErrInvalidInput; a cancelled context stops Run.
 func TestLocalErrors(t *testing.T) {
 	noop := func(int, []byte) error { return nil }
-	if err := (Local{}).Run(context.Background(), tasks(1, -1, 2), noop); err == nil || err.Error() != "runner: job t1: negative" {
+	if err := (Local{}).Run(context.Background(), tasks(1, -1, 2), noop); err == nil || err.Error() != "runner: task t1: negative" {
 		t.Errorf("failing task: %v", err)
 	}
 	stop := errors.New("stop")

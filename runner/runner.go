@@ -1,14 +1,14 @@
-// Package runner runs dptune's independent jobs — the K runs of a
+// Package runner runs dptune's independent tasks — the K runs of a
 // random-stop tuning, the doubling tuner's partition runs, landscape points,
 // blocks of audit trials — either in this process (Local, the default) or on
 // workers elsewhere (package runner/temporalrunner).
 //
-// A job is data, not a closure: a registered kind and its JSON input, so
+// A task is data, not a closure: a registered kind and its JSON input, so
 // that any process holding the same binary and the data can run it. Each
-// input carries everything the job's randomness comes from (a per-job seed,
-// or a per-job secret 256-bit key derived from a Keyed runner's invocation
-// key, fixed by the caller before the job is scheduled), so running a job
-// twice gives the same output, and a retried job is the same job.
+// input carries everything the task's randomness comes from (a per-task seed,
+// or a per-task secret 256-bit key derived from a Keyed runner's invocation
+// key, fixed by the caller before the task is scheduled), so running a task
+// twice gives the same output, and a retried task is the same task.
 package runner
 
 import (
@@ -19,19 +19,19 @@ import (
 	"sync"
 )
 
-// Task is one job.
+// Task is one unit of independent work: a registered kind and its input.
 type Task struct {
-	// ID names the job within one invocation (e.g. "run 3"); a resumed
-	// invocation submits the same IDs and gets the finished jobs' outputs
+	// ID names the task within one invocation (e.g. "run 3"); a resumed
+	// invocation submits the same IDs and gets the finished tasks' outputs
 	// back without running them again.
 	ID string `json:"id"`
 	// Kind is a name passed to Register.
 	Kind string `json:"kind"`
-	// Input is the job's JSON input.
+	// Input is the task's JSON input.
 	Input []byte `json:"input"`
 }
 
-// Runner runs independent jobs.
+// Runner runs independent tasks.
 type Runner interface {
 	// Run runs every task and calls done(i, output) once for each task i
 	// that finished, one call at a time, in any order. It returns the first
@@ -44,7 +44,7 @@ type Runner interface {
 // derives all its randomness from Key (HMAC-SHA256 streams and subkeys,
 // internal/randsrc.Key), so that an invocation resumed by a new process
 // draws the same number of runs, the same candidates and the same noise as
-// the first, and no job is charged twice. Resumed is true only for an
+// the first, and no task is charged twice. Resumed is true only for an
 // invocation this curator started with these settings and has not closed.
 type Keyed interface {
 	Runner
@@ -55,12 +55,12 @@ type Keyed interface {
 	Resumed() bool
 }
 
-// Func runs one job of a kind: input in, output out. It reports progress
+// Func runs one task of a kind: input in, output out. It reports progress
 // with Progress(ctx, …). Errors wrapping ErrInvalidInput are not retried.
 type Func func(ctx context.Context, input []byte) ([]byte, error)
 
-// ErrInvalidInput marks a job whose input can never work (malformed, an
-// unknown kind, data the job refuses): a durable runner fails it at once
+// ErrInvalidInput marks a task whose input can never work (malformed, an
+// unknown kind, data the task refuses): a durable runner fails it at once
 // instead of retrying it.
 var ErrInvalidInput = errors.New("invalid job input")
 
@@ -93,14 +93,14 @@ func Kinds() []string {
 	return out
 }
 
-// Do runs one job in this process. It returns an error wrapping
+// Do runs one task in this process. It returns an error wrapping
 // ErrInvalidInput for an unregistered kind.
 func Do(ctx context.Context, kind string, input []byte) ([]byte, error) {
 	mu.RLock()
 	f := kinds[kind]
 	mu.RUnlock()
 	if f == nil {
-		return nil, fmt.Errorf("runner: unknown job kind %q (this binary knows %v): %w", kind, Kinds(), ErrInvalidInput)
+		return nil, fmt.Errorf("runner: unknown task kind %q (this binary knows %v): %w", kind, Kinds(), ErrInvalidInput)
 	}
 	return f(ctx, input)
 }
@@ -112,9 +112,9 @@ func WithProgress(ctx context.Context, f func(done, total int)) context.Context 
 	return context.WithValue(ctx, progressKey{}, f)
 }
 
-// Progress reports a running job's progress (e.g. DP-SGD steps done of
+// Progress reports a running task's progress (e.g. DP-SGD steps done of
 // total): counts only, never a score. A durable runner sends it in the
-// job's heartbeats; without a receiver it does nothing.
+// task's heartbeats; without a receiver it does nothing.
 func Progress(ctx context.Context, done, total int) {
 	if f, ok := ctx.Value(progressKey{}).(func(done, total int)); ok && f != nil {
 		f(done, total)

@@ -10,9 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/privacy/accounting"
 )
 
 type accountFlags struct {
@@ -61,10 +59,10 @@ numbers or central-limit step), labelled as such, never a default:
 	fl.IntVar(&f.epochs, "epochs", 0, "number of epochs: steps = epochs·⌈1/q⌉ (instead of --steps)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ in (0, 1)")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "target ε in nats: calibrate σ (given steps) or the steps (given σ)")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "rdp, pld (tightest), gdp (central-limit approximation), or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", job.AccountantHelp(true)+", or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
 	f.repeat.add(fl)
 	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "xiang: calibrate σ so that one DP-SGD run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.gdpMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", accounting.MaxGaussianSelectMu))
+	fl.Float64Var(&f.gdpMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", job.MaxGaussianSelectMu))
 	fl.StringVar(&f.adaptiveRatio, "adaptive-ratio", "", "DP-HyPO density bounds C/c, e.g. 2/0.75")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	return cmd
@@ -88,7 +86,7 @@ func (f *accountFlags) validate(cmd *cobra.Command) (job.AccountSpec, error) {
 	if !(f.samplingRate > 0 && f.samplingRate <= 1) {
 		return p, usagef("--sampling-rate %v is outside (0, 1]", f.samplingRate)
 	}
-	if err := accounting.CheckDelta(f.delta); err != nil {
+	if err := job.CheckDelta(f.delta); err != nil {
 		return p, usagef("--delta: %v", err)
 	}
 	if ch("noise-multiplier") && (!(f.noiseMultiplier > 0) || math.IsInf(f.noiseMultiplier, 1)) {
@@ -97,17 +95,17 @@ func (f *accountFlags) validate(cmd *cobra.Command) (job.AccountSpec, error) {
 	if ch("steps") && ch("epochs") {
 		return p, usagef("give --steps or --epochs, not both")
 	}
-	if ch("steps") && (f.steps < 0 || f.steps > dpsgd.MaxSteps) {
-		return p, usagef("--steps %d is outside [0, %d]", f.steps, dpsgd.MaxSteps)
+	if ch("steps") && (f.steps < 0 || f.steps > job.MaxSteps) {
+		return p, usagef("--steps %d is outside [0, %d]", f.steps, job.MaxSteps)
 	}
 	if ch("epochs") {
-		if err := dpsgd.CheckEpochs(f.epochs, f.samplingRate); err != nil {
+		if err := job.CheckEpochs(f.epochs, f.samplingRate); err != nil {
 			return p, usagef("--epochs %d: %v", f.epochs, err)
 		}
-		f.steps = dpsgd.StepsForEpochs(f.epochs, f.samplingRate)
+		f.steps = job.StepsForEpochs(f.epochs, f.samplingRate)
 	}
 	if ch("epsilon") {
-		if err := accounting.CheckEpsilon(f.epsilon); err != nil {
+		if err := job.CheckEpsilon(f.epsilon); err != nil {
 			return p, usagef("--epsilon: %v", err)
 		}
 	}
@@ -144,12 +142,12 @@ func (f *accountFlags) validateTuning(cmd *cobra.Command, p *job.AccountSpec) er
 	if f.accountant != "rdp" {
 		return usagef("tuning (--repeat) is counted by the rdp accountant only (Papernot & Steinke 2022), not %s", f.accountant)
 	}
-	if rep.Distribution != accounting.TNB && rep.Distribution != accounting.Poisson {
+	if rep.Distribution != job.RepeatTNB && rep.Distribution != job.RepeatPoisson {
 		return usagef("--repeat %s is counted only by --accountant xiang-o or xiang-g", rep.Distribution)
 	}
 	p.Repetitions = rep
 	if f.adaptiveRatio != "" {
-		if rep.Distribution != accounting.TNB {
+		if rep.Distribution != job.RepeatTNB {
 			return usagef("--adaptive-ratio (DP-HyPO) is proved for --repeat tnb only")
 		}
 		c1, c2, ok := strings.Cut(f.adaptiveRatio, "/")
@@ -179,7 +177,7 @@ func (f *accountFlags) validateXiang(cmd *cobra.Command, p job.AccountSpec) (job
 		return p, usagef("--accountant %s needs --repeat tnb|poisson|binary|fixed", f.accountant)
 	}
 	p.Repetitions = rep
-	if err := accounting.CheckDelta(f.delta); err != nil {
+	if err := job.CheckDelta(f.delta); err != nil {
 		return p, usagef("--delta: %v", err)
 	}
 	if ch("gdp-mu") {
@@ -198,10 +196,10 @@ func (f *accountFlags) validateXiang(cmd *cobra.Command, p job.AccountSpec) (job
 		return p, usagef("give --steps or --epochs, not both")
 	}
 	if ch("epochs") {
-		if err := dpsgd.CheckEpochs(f.epochs, f.samplingRate); err != nil {
+		if err := job.CheckEpochs(f.epochs, f.samplingRate); err != nil {
 			return p, usagef("--epochs %d: %v", f.epochs, err)
 		}
-		f.steps = dpsgd.StepsForEpochs(f.epochs, f.samplingRate)
+		f.steps = job.StepsForEpochs(f.epochs, f.samplingRate)
 	}
 	p.Steps, p.BaseEpsilon = f.steps, f.baseEpsilon
 	return p, nil
@@ -240,7 +238,7 @@ func printAccount(w io.Writer, r job.AccountResult) {
 	fmt.Fprintf(w, "sampling rate q     %.6g\n", r.SamplingRate)
 	capped := ""
 	if r.StepsCapped {
-		capped = fmt.Sprintf("  (the search stopped at its cap of %d steps: at least this many fit)", dpsgd.MaxSteps)
+		capped = fmt.Sprintf("  (the search stopped at its cap of %d steps: at least this many fit)", job.MaxSteps)
 	}
 	fmt.Fprintf(w, "steps               %d%s%s\n", r.Steps, mark("steps"), capped)
 	if t := r.Tuning; t != nil {
@@ -257,7 +255,7 @@ func printAccount(w io.Writer, r job.AccountResult) {
 	if r.Mu > 0 {
 		fmt.Fprintf(w, "reduced game μ      %.6g\n", r.Mu)
 	}
-	fmt.Fprintf(w, "%-19s %s at δ = %g  (%s)%s\n", what, fmtEpsilon(r.Epsilon), r.Delta, describeAccountant(r.Accountant, r.Order), mark("epsilon"))
+	fmt.Fprintf(w, "%-19s %s at δ = %g  (%s)%s\n", what, fmtEpsilon(r.Epsilon), r.Delta, job.DescribeAccountant(r.Accountant, r.Order), mark("epsilon"))
 	if r.GenericEpsilon != nil {
 		fmt.Fprintf(w, "Papernot–Steinke   ε = %s (the generic bound, for comparison)\n", fmtEpsilon(r.GenericEpsilon))
 	}

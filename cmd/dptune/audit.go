@@ -12,12 +12,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
-	"github.com/dptune/dptune/tuning"
 )
 
 type auditFlags struct {
@@ -76,22 +73,22 @@ rerun that differs in any of them is refused (exit 2), naming the field.`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runAudit(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.trials, "trials", 100000, fmt.Sprintf("games played, 4 to %d (fixed when the audit starts: a resume plays the same count)", audit.MaxTrials))
+	fl.IntVar(&f.trials, "trials", 100000, fmt.Sprintf("games played, 4 to %d (fixed when the audit starts: a resume plays the same count)", job.MaxAuditTrials))
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the trials (an audit is reproducible)")
 	fl.StringVar(&f.out, "out", "out/audit", "directory for audit.json, audit.png and trials.csv")
 	addRunnerFlags(fl, &f.run)
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ of the bounds")
 	fl.Float64Var(&f.confidence, "confidence", 0.95, "Clopper–Pearson confidence (two-sided)")
-	fl.Float64Var(&f.gdpMu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", accounting.MaxGaussianSelectMu))
+	fl.Float64Var(&f.gdpMu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", job.MaxGaussianSelectMu))
 	f.repeat.add(fl)
 	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner: σ")
 	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "dpsgd, tuner: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
 	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, "dpsgd, tuner: Poisson sampling rate τ")
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "dpsgd, tuner: clipping norm C")
 	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner: DP-SGD steps T")
-	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural: real training examples", audit.MaxCanarySize))
-	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: mnist or cifar10")
-	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default for mnist: the GoMNIST module)")
+	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural: real training examples", job.MaxCanarySize))
+	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: "+job.DatasetHelp())
+	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default "+job.DefaultDirHelp()+")")
 	fl.StringVar(&f.model, "model", "", "natural: the network, a built-in spec or a JSON spec file (default: the dataset's)")
 	fl.Float64Var(&f.lr, "lr", 0.5, "natural: learning rate")
 	fl.Float64Var(&f.scoreNoise, "score-noise", 20, "score: the discrete Gaussian's σ on the count")
@@ -105,8 +102,8 @@ rerun that differs in any of them is refused (exit 2), naming the field.`,
 
 func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	switch {
-	case f.trials < 4 || f.trials > audit.MaxTrials:
-		return usagef("--trials %d is outside [4, %d]", f.trials, audit.MaxTrials)
+	case f.trials < 4 || f.trials > job.MaxAuditTrials:
+		return usagef("--trials %d is outside [4, %d]", f.trials, job.MaxAuditTrials)
 	case !(f.confidence > 0 && f.confidence < 1):
 		return usagef("--confidence %v is outside (0, 1)", f.confidence)
 	case f.size < 1:
@@ -127,7 +124,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		spec.Data, spec.LearningRate = src, f.lr
 	}
 	if protocol == job.AuditGP {
-		spec.GPOptions = tuning.DefaultGPOptions()
+		spec.GPOptions = job.DefaultAuditGPOptions()
 	}
 	if protocol == job.AuditReduced || protocol == job.AuditTuner || protocol == job.AuditGP {
 		rep, err := f.repeat.parse(cmd)
@@ -141,9 +138,10 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	if protocol == job.AuditAboveThreshold {
 		if f.maxIterations == 0 {
-			f.maxIterations = tuning.DefaultMaxIterations(f.u0, f.granularity)
+			f.maxIterations = job.DefaultAuditMaxIterations(f.u0, f.granularity)
 		}
-		spec.Doubling = tuning.DoublingConfig{Partitions: f.partitions, Epsilon0: f.epsilon0, Granularity: f.granularity, U0: f.u0, MaxIterations: f.maxIterations}
+		d := &spec.Doubling
+		d.Partitions, d.Epsilon0, d.Granularity, d.U0, d.MaxIterations = f.partitions, f.epsilon0, f.granularity, f.u0, f.maxIterations
 	}
 	if err := f.run.check(cmd); err != nil {
 		return err

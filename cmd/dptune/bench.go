@@ -13,9 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 )
 
@@ -50,8 +48,8 @@ and per layer, allocations per step and the peak resident memory.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchPerSample(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
-	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default for mnist: the GoMNIST module)")
+	fl.StringVar(&f.dataset, "dataset", "mnist", job.DatasetHelp())
+	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default "+job.DefaultDirHelp()+")")
 	addModelFlag(fl, &f.model)
 	fl.IntSliceVar(&f.batchSizes, "batch-size", []int{256}, "expected batch sizes, e.g. 64,128,256,512")
 	fl.IntVar(&f.steps, "steps", 50, "measured steps per batch size and mode")
@@ -212,12 +210,12 @@ func newBenchAuditCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
-			case c.Trials < 4 || c.Trials > audit.MaxTrials:
-				return usagef("--trials %d is outside [4, %d]", c.Trials, audit.MaxTrials)
-			case c.DPSGDTrials < 4 || c.DPSGDTrials > audit.MaxTrials:
-				return usagef("--dpsgd-trials %d is outside [4, %d]", c.DPSGDTrials, audit.MaxTrials)
-			case c.DPSGDSteps < 1 || c.DPSGDSteps > dpsgd.MaxSteps:
-				return usagef("--dpsgd-steps %d is outside [1, %d]", c.DPSGDSteps, dpsgd.MaxSteps)
+			case c.Trials < 4 || c.Trials > job.MaxAuditTrials:
+				return usagef("--trials %d is outside [4, %d]", c.Trials, job.MaxAuditTrials)
+			case c.DPSGDTrials < 4 || c.DPSGDTrials > job.MaxAuditTrials:
+				return usagef("--dpsgd-trials %d is outside [4, %d]", c.DPSGDTrials, job.MaxAuditTrials)
+			case c.DPSGDSteps < 1 || c.DPSGDSteps > job.MaxSteps:
+				return usagef("--dpsgd-steps %d is outside [1, %d]", c.DPSGDSteps, job.MaxSteps)
 			}
 			if err := c.Check(cmd.Context()); err != nil {
 				if errors.Is(err, context.Canceled) {

@@ -15,8 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/privacy/accounting"
-	"github.com/dptune/dptune/privacy/budget"
 )
 
 func newBudgetCmd() *cobra.Command {
@@ -67,8 +65,8 @@ func newBudgetInitCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "the cap ε in nats: every run on the dataset together stays within it")
-	fl.Float64Var(&f.delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size (1/60000 for mnist, 1/50000 for cifar10)")
-	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: mnist or cifar10")
+	fl.Float64Var(&f.delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size ("+job.NominalSizeHelp()+")")
+	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: "+job.DatasetHelp())
 	return cmd
 }
 
@@ -79,26 +77,26 @@ func runBudgetInit(cmd *cobra.Command, path string, f budgetInitFlags) error {
 			return usagef("budget init needs --%s (a budget has no default cap)", name)
 		}
 	}
-	if err := accounting.CheckEpsilon(f.epsilon); err != nil {
+	if err := job.CheckEpsilon(f.epsilon); err != nil {
 		return usagef("--epsilon: %v", err)
 	}
-	if err := accounting.CheckDelta(f.delta); err != nil {
+	if err := job.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
-	if !slices.Contains(job.Datasets, f.dataset) {
-		return usagef("unknown dataset %q (want one of %s)", f.dataset, strings.Join(job.Datasets, ", "))
+	if names := job.DatasetNames(); !slices.Contains(names, f.dataset) {
+		return usagef("unknown dataset %q (want one of %s)", f.dataset, strings.Join(names, ", "))
 	}
 	// δ ≥ 1/N allows releasing a random example of the N outright.
 	if n, _ := job.NominalSize(f.dataset); !(f.delta < 1/float64(n)) {
 		return usagef("--delta %g must be below 1/N = %.3g, N = %d the published size of %s (a δ of 1/N allows releasing one example outright)", f.delta, 1/float64(n), n, f.dataset)
 	}
-	if err := budget.Init(path, f.epsilon, f.delta, f.dataset); err != nil {
+	if err := job.InitBudget(path, f.epsilon, f.delta, f.dataset); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return usageError{err}
 		}
 		return err
 	}
-	b, err := budget.Load(path)
+	b, err := job.LoadBudget(path)
 	if err != nil {
 		return err
 	}
@@ -114,7 +112,7 @@ func newBudgetShowCmd() *cobra.Command {
 		Short: "Print a budget file's releases, the composed total, what remains, and PLD's informational figure",
 		Args:  oneFile,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := budget.Load(args[0])
+			b, err := job.LoadBudget(args[0])
 			if err != nil {
 				return err
 			}
@@ -135,7 +133,7 @@ func newBudgetShowCmd() *cobra.Command {
 	return cmd
 }
 
-func printBudget(w io.Writer, r budget.Report) error {
+func printBudget(w io.Writer, r job.BudgetReport) error {
 	fmt.Fprintf(w, "budget %s: dataset %s, cap ε = %g at δ = %g (RDP filter over %d fixed orders)\n",
 		r.Path, r.Dataset, r.Epsilon, r.Delta, len(r.Orders))
 	if len(r.Releases) == 0 {
@@ -150,7 +148,7 @@ func printBudget(w io.Writer, r budget.Report) error {
 				id = id[:8]
 			}
 			status := string(rel.Status)
-			if rel.Status == budget.Reserved {
+			if rel.Status == job.BudgetReserved {
 				status = "reserved (worst case)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.4g\t%s\n", id, rel.Time.Format(time.RFC3339), rel.Command, status, rel.Epsilon, rel.Label)
@@ -167,9 +165,9 @@ func printBudget(w io.Writer, r budget.Report) error {
 	fmt.Fprintf(w, "spent      ε = %.4g of %g (RDP filter, composed%s)\n", r.Spent, r.Epsilon, order)
 	fmt.Fprintf(w, "remaining  ε = %.4g\n", r.Remaining)
 	if r.PLD.Available {
-		fmt.Fprintf(w, "PLD        ε = %.4g at δ = %g — %s\n", r.PLD.Epsilon, r.Delta, budget.PLDNote)
+		fmt.Fprintf(w, "PLD        ε = %.4g at δ = %g — %s\n", r.PLD.Epsilon, r.Delta, job.BudgetPLDNote)
 	} else {
-		fmt.Fprintf(w, "PLD        unavailable (%s) — %s\n", r.PLD.Reason, budget.PLDNote)
+		fmt.Fprintf(w, "PLD        unavailable (%s) — %s\n", r.PLD.Reason, job.BudgetPLDNote)
 	}
 	return nil
 }

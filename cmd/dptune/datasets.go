@@ -9,7 +9,6 @@ import (
 
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
-	"github.com/dptune/dptune/tuning"
 )
 
 // dataFlags are the flags of every command that reads the private data.
@@ -20,9 +19,9 @@ type dataFlags struct {
 }
 
 func addDataFlags(fl *pflag.FlagSet, d *dataFlags) {
-	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
-	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module in the Go module cache)")
-	fl.IntVar(&d.nominalSize, "nominal-size", 0, "public size of the training set in --data-dir, used for every sampling rate and divisor (default: the dataset's published size, 60000 for mnist, 50000 for cifar10); the loaded count is never used")
+	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: "+job.DatasetHelp())
+	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files (default "+job.DefaultDirHelp()+")")
+	fl.IntVar(&d.nominalSize, "nominal-size", 0, "public size of the training set in --data-dir, used for every sampling rate and divisor (default: the dataset's published size, "+job.NominalSizeHelp()+"); the loaded count is never used")
 	addModelFlag(fl, &d.model)
 	fl.StringVar(&d.budget, "budget", "", "curator's budget file (dptune budget init): the run is refused if it could exceed it, and is recorded in it")
 }
@@ -45,7 +44,7 @@ func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
 
 // addModelFlag adds --model: the network trained.
 func addModelFlag(fl *pflag.FlagSet, m *string) {
-	fl.StringVar(m, "model", "", "network: a built-in spec (tb-mnist, opacus-mnist, tb-cifar10, opacus-cifar10) or a JSON spec file (default: tb-mnist for mnist, tb-cifar10 for cifar10)")
+	fl.StringVar(m, "model", "", "network: a built-in spec (tb-mnist, opacus-mnist, tb-cifar10, opacus-cifar10) or a JSON spec file (default: "+job.DefaultModelHelp()+")")
 }
 
 // withModel is src training the network --model names ("" keeps its default).
@@ -74,14 +73,5 @@ func warner(w io.Writer) func(string) {
 }
 
 // loadSpace loads the search space called name (a builtin or a JSON file);
-// an empty name means the dataset's DP-HyPO grid.
-func loadSpace(name, dataset string) (tuning.Space, error) {
-	if name == "" {
-		name = map[string]string{"mnist": "mnist-dphypo", "cifar10": "cifar10-dphypo"}[dataset]
-	}
-	s, err := tuning.LoadSpace(name)
-	if err != nil {
-		return s, usageError{err}
-	}
-	return s, nil
-}
+// an empty name means the dataset's default space.
+var loadSpace = job.LoadSpace

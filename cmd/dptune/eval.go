@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
 )
@@ -44,7 +43,7 @@ not all finite is refused (exit 1).`,
 			if err != nil {
 				return err
 			}
-			m, err := dpsgd.Evaluate(cmd.Context(), net, test.X, test.Y)
+			m, err := job.Evaluate(cmd.Context(), net, test.X, test.Y)
 			if err != nil {
 				return err
 			}
@@ -53,7 +52,7 @@ not all finite is refused (exit 1).`,
 		},
 	}
 	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train")
-	cmd.Flags().StringVar(&dataset, "dataset", "mnist", "dataset: mnist or cifar10")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the Go module cache)")
+	cmd.Flags().StringVar(&dataset, "dataset", "mnist", "dataset: "+job.DatasetHelp())
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the dataset's files (default "+job.DefaultDirHelp()+")")
 	return cmd
 }

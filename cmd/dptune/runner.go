@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 	"github.com/dptune/dptune/runner/temporalrunner"
 )
 
-// runnerFlags choose where independent jobs run.
+// runnerFlags choose where independent tasks run.
 type runnerFlags struct {
 	kind, address, queue, namespace, key string
 	heartbeat                            time.Duration
@@ -119,7 +120,7 @@ func (f runnerFlags) open(ctx context.Context, cmd *cobra.Command, command, out 
 	}, nil
 }
 
-// runnerFlagNames are the flags that say where the jobs run, not what they
+// runnerFlagNames are the flags that say where the tasks run, not what they
 // compute: left out of the settings' digest.
 var runnerFlagNames = map[string]bool{"runner": true, "temporal-address": true, "task-queue": true,
 	"temporal-namespace": true, "temporal-key": true, "heartbeat-timeout": true}
@@ -162,11 +163,11 @@ func newWorkerCmd() *cobra.Command {
 	var f workerFlags
 	cmd := &cobra.Command{
 		Use:   "worker",
-		Short: "Run tuning, bench and audit jobs for curators using --runner temporal",
+		Short: "Run tuning, bench and audit tasks for curators using --runner temporal",
 		Long: `worker serves a Temporal task queue: it runs the invocation workflows and
-the jobs (DP-SGD runs, partition runs, blocks of audit trials) that
+the tasks (DP-SGD runs, partition runs, blocks of audit trials) that
 ` + "`dptune tune|bench tuners|audit --runner temporal`" + ` submit, and heartbeats
-their progress (step counts only), so that a job whose worker dies is retried
+their progress (step counts only), so that a task whose worker dies is retried
 on another. Every payload and failure is sealed with the curator's key file
 (--temporal-key), which every worker needs a copy of, and bound to its
 workflow, run and role; a payload that is not sealed is refused.
@@ -181,8 +182,8 @@ named). Run it where the data is; stop it with Ctrl-C.`,
 	}
 	fl := cmd.Flags()
 	addTemporalFlags(fl, &f.runnerFlags)
-	fl.IntVar(&f.concurrency, "concurrency", 1, "jobs run at once (a DP-SGD run already uses every core)")
-	fl.StringVar(&f.dataDir, "data-dir", "", "CIFAR-10's directory on this machine, instead of the curator's")
+	fl.IntVar(&f.concurrency, "concurrency", 1, "tasks run at once (a DP-SGD run already uses every core)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "the directory on this machine of the datasets that have no default one ("+strings.Join(job.DatasetsWithoutDefaultDir(), ", ")+"), instead of the curator's")
 	return cmd
 }
 
@@ -194,7 +195,7 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 		if st, err := os.Stat(f.dataDir); err != nil || !st.IsDir() {
 			return usagef("--data-dir %s is not a directory", f.dataDir)
 		}
-		job.WorkerDataDir("cifar10", f.dataDir)
+		job.WorkerDataDirs(f.dataDir)
 	}
 	c, _, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
 	if err != nil {
@@ -205,7 +206,7 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "worker serving task queue %s at %s (jobs: %v); Ctrl-C stops it\n", f.queue, f.address, runner.Kinds())
+	fmt.Fprintf(cmd.ErrOrStderr(), "worker serving task queue %s at %s (task kinds: %v); Ctrl-C stops it\n", f.queue, f.address, runner.Kinds())
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()

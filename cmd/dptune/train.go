@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -67,7 +66,7 @@ may have followed it.`,
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: rdp or pld (tighter, slower)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: "+job.AccountantHelp(false))
 	return cmd
 }
 
@@ -100,7 +99,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if err := f.validate(cmd); err != nil {
 		return err
 	}
-	schedule, err := dpsgd.ParseSchedule(f.schedule)
+	schedule, err := job.ParseSchedule(f.schedule)
 	if err != nil {
 		return usagef("--lr-schedule: %v", err)
 	}
@@ -121,7 +120,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	}
 	w := cmd.ErrOrStderr()
 	spec.Progress = epochProgress(w, f.nonPrivate)
-	spec.Started = func(c dpsgd.Config) {
+	spec.Started = func(c job.TrainConfig) {
 		if f.nonPrivate {
 			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.epochs, f.batchSize, f.lr)
 		} else {
@@ -221,7 +220,7 @@ func printSummary(w io.Writer, r *job.TrainReport, d *job.NotPrivateDiagnostics)
 	}
 	if r.Private {
 		if r.Epsilon != nil {
-			fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, describeAccountant(r.Accountant, r.RDPOrder))
+			fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, job.DescribeAccountant(r.Accountant, r.RDPOrder))
 		} else {
 			fmt.Fprintf(w, "privacy        ε %s\n", r.EpsilonNote)
 		}

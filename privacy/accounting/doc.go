@@ -34,6 +34,13 @@
 //     theorem for subsampled steps; an approximation, labelled as such.
 //   - Basic: pure DP and basic composition of (ε, δ).
 //
+// By name: each accountant's file registers it (Register, with a word of
+// help, how reports describe it, and whether it is an approximation);
+// ByName, Names, Help and Describe answer from that registry, so a
+// command's --accountant values, its help text and its errors come from one
+// place. The xiang-o and xiang-g names label the GaussianSelect
+// approximation in reports: Describe knows them, ByName does not.
+//
 // What each counts:
 //
 //	event                      RDP   PLD   GDP       Basic

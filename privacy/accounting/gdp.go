@@ -22,6 +22,12 @@ type GDP struct{}
 // Name returns "gdp".
 func (GDP) Name() string { return "gdp" }
 
+func init() {
+	Register(Named{Name: "gdp", New: func() Accountant { return GDP{} }, Approximation: "a central-limit approximation",
+		Help: "central-limit approximation", Rank: 2,
+		Describe: func(float64) string { return "gdp accountant: central-limit approximation, not a bound" }})
+}
+
 // Mu returns the μ of e, and whether it comes from the CLT approximation.
 func (GDP) Mu(e Event) (mu float64, approximate bool, err error) {
 	mu2, approximate, err := gdpMu2(e)

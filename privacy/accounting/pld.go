@@ -65,6 +65,11 @@ type PLD struct {
 // Name returns "pld".
 func (PLD) Name() string { return "pld" }
 
+func init() {
+	Register(Named{Name: "pld", New: func() Accountant { return PLD{} }, Help: "tightest, slower", Rank: 1,
+		Describe: func(float64) string { return "pld accountant, upper bound" }})
+}
+
 // pldComponent is one mechanism's pair in both directions, composed count
 // times.
 type pldComponent struct {

@@ -30,6 +30,16 @@ type RDP struct {
 // Name returns "rdp".
 func (RDP) Name() string { return "rdp" }
 
+func init() {
+	Register(Named{Name: "rdp", New: func() Accountant { return RDP{} }, Rank: 0,
+		Describe: func(order float64) string {
+			if order > 0 {
+				return fmt.Sprintf("rdp accountant, order %g", order)
+			}
+			return "rdp accountant"
+		}})
+}
+
 func (a RDP) orders() []float64 {
 	if len(a.Orders) == 0 {
 		return DefaultOrders

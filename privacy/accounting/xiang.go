@@ -28,6 +28,18 @@ type GaussianSelect struct {
 	Reduction   string      `json:"reduction"`
 }
 
+// The xiang reductions label random-stop tuning of DP-SGD counted by
+// GaussianSelect, an approximation: names people read in reports, not
+// accountants New can make.
+func init() {
+	for i, name := range []string{"xiang-o", "xiang-g"} {
+		Register(Named{Name: name, Approximation: "Xiang et al.'s Algorithm 3, an approximation", Rank: 3 + i,
+			Describe: func(float64) string {
+				return name + ": Xiang et al.'s Algorithm 3, an APPROXIMATION, not a proved bound"
+			}})
+	}
+}
+
 // Type returns "gaussian_select".
 func (GaussianSelect) Type() string { return "gaussian_select" }
 

@@ -102,7 +102,7 @@ func TestConverterBinding(t *testing.T) {
 	}
 	var out []byte
 	if err := dc.(sealedConverter).WithContext(ctxA).FromPayloads(ps, &out); !errors.Is(err, ErrUnsealed) {
-		t.Errorf("a submit opened as a job output: %v", err)
+		t.Errorf("a submit opened as a task output: %v", err)
 	}
 	var blob KeyBlob
 	if err := dc.(sealedConverter).WithContext(ctxA).FromPayloads(ps, &blob); !errors.Is(err, ErrUnsealed) {

@@ -18,19 +18,21 @@ import (
 
 // roles names the payloads this package exchanges by the Go type they
 // carry; the role is bound into each payload's associated data, so that a
-// job's output never opens as a submit signal, a results answer never as a
+// task's output never opens as a submit signal, a results answer never as a
 // key answer, and so on. Other types are bound as "go type T".
 var roles = map[reflect.Type]string{
 	reflect.TypeFor[Start]():         "start",
 	reflect.TypeFor[[]runner.Task](): "submit",
 	reflect.TypeFor[closeRequest]():  "close",
-	reflect.TypeFor[runner.Task]():   "job input",
-	reflect.TypeFor[[]byte]():        "job output",
-	reflect.TypeFor[int]():           "results query",
-	reflect.TypeFor[[]Result]():      "results answer",
-	reflect.TypeFor[KeyBlob]():       "key answer",
-	reflect.TypeFor[int64]():         "progress",
-	reflect.TypeFor[failureText]():   "failure",
+	// Roles are bound into every sealed payload: a task's input and
+	// output keep their first names so that sealed histories still open.
+	reflect.TypeFor[runner.Task](): "job input",
+	reflect.TypeFor[[]byte]():      "job output",
+	reflect.TypeFor[int]():         "results query",
+	reflect.TypeFor[[]Result]():    "results answer",
+	reflect.TypeFor[KeyBlob]():     "key answer",
+	reflect.TypeFor[int64]():       "progress",
+	reflect.TypeFor[failureText](): "failure",
 }
 
 // failureText is the sealed part of a failure: the SDK's encoded common

@@ -1,6 +1,6 @@
-// Package temporalrunner runs dptune's jobs (package runner) on Temporal
+// Package temporalrunner runs dptune's tasks (package runner) on Temporal
 // workers: one workflow (Invocation) per invocation of a tuning, a bench or
-// an audit, one activity per job, on any number of `dptune worker`
+// an audit, one activity per task, on any number of `dptune worker`
 // processes that share a task queue and the curator's key file.
 //
 // # Threat model
@@ -10,12 +10,12 @@
 // network to it are not: the server may be malicious.
 //
 //   - It sees only ciphertext. Every payload — the workflow's start, the
-//     submit and close signals, each job's input and output, the results
+//     submit and close signals, each task's input and output, the results
 //     and key queries' arguments and answers, heartbeats — and the text of
 //     every failure is sealed with AES-256-GCM under the curator's key
 //     (Codec, NewDataConverter, NewFailureConverter). What it does see is
 //     the shape of the work: the workflow ID (the command, the output
-//     directory and a digest of the settings), how many jobs, their IDs and
+//     directory and a digest of the settings), how many tasks, their IDs and
 //     kinds, when they ran — for a random-stop tuning, the number of runs K.
 //   - It cannot move a payload. Each payload's associated data binds the
 //     workflow ID, the run ID (except the start's, sealed before the run is
@@ -43,14 +43,14 @@
 //     run) derives from that key by HMAC-SHA256 (randsrc.Key).
 //
 // What the server can still do is deny service: refuse or drop the
-// workflow, never schedule a job, drop or delay activities, fail them, or
+// workflow, never schedule a task, drop or delay activities, fail them, or
 // answer queries with errors. None of this spends privacy the ledger does
-// not count: the budget is reserved at its worst case before any job runs,
-// a job's noise is fixed by its sealed input (a retried attempt repeats the
+// not count: the budget is reserved at its worst case before any task runs,
+// a task's noise is fixed by its sealed input (a retried attempt repeats the
 // same run, one charge however many attempts), and the release and its
 // ledger are built only from completed results that open under the
-// curator's key — a dropped or failed job makes the invocation fail or wait,
-// never release something computed otherwise. Delays and which jobs fail
-// are visible to the server, as is the number of jobs; none of them carries
+// curator's key — a dropped or failed task makes the invocation fail or wait,
+// never release something computed otherwise. Delays and which tasks fail
+// are visible to the server, as is the number of tasks; none of them carries
 // a score.
 package temporalrunner

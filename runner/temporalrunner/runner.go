@@ -26,7 +26,7 @@ type Runner struct {
 	resumed bool
 	rec     record
 	codec   *Codec
-	// Poll is how often Run asks the workflow for finished jobs.
+	// Poll is how often Run asks the workflow for finished tasks.
 	Poll time.Duration
 
 	cursor  int
@@ -138,10 +138,10 @@ const submitChunk = 256
 // Run implements runner.Runner: it submits the tasks to the workflow and
 // polls its results. Tasks the invocation has already run (a resumed
 // curator) are not run again; their outputs come back at once. When ctx is
-// cancelled Run returns at once, and the jobs go on: a curator that
+// cancelled Run returns at once, and the tasks go on: a curator that
 // attaches again gets them.
 func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, output []byte) error) error {
-	// A job's ID in the workflow carries a digest of its kind and input,
+	// A task's ID in the workflow carries a digest of its kind and input,
 	// so that a curator resumed with other settings never gets the old
 	// settings' outputs.
 	wire := make([]runner.Task, len(tasks))
@@ -153,7 +153,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 		h.Write(t.Input)
 		t.ID += " #" + hex.EncodeToString(h.Sum(nil)[:8])
 		if _, dup := index[t.ID]; dup {
-			return fmt.Errorf("temporalrunner: two jobs have the ID %q", t.ID)
+			return fmt.Errorf("temporalrunner: two tasks have the ID %q", t.ID)
 		}
 		index[t.ID], wire[i] = i, t
 	}
@@ -161,7 +161,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 	bctx := WithExecution(ctx, r.id, r.run)
 	for lo := 0; lo < len(tasks); lo += submitChunk {
 		if err := r.c.SignalWorkflow(bctx, r.id, r.run, signalSubmit, tasks[lo:min(lo+submitChunk, len(tasks))]); err != nil {
-			return fmt.Errorf("temporalrunner: submitting jobs to %s: %w", r.id, err)
+			return fmt.Errorf("temporalrunner: submitting tasks to %s: %w", r.id, err)
 		}
 	}
 	left := len(tasks)
@@ -176,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			delete(r.fetched, id)
 			delete(index, id)
 			if res.Err != "" {
-				return fmt.Errorf("temporalrunner: job %s failed: %s", id, res.Err)
+				return fmt.Errorf("temporalrunner: task %s failed: %s", id, res.Err)
 			}
 			if err := done(i, res.Output); err != nil {
 				return err

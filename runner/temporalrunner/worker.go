@@ -18,9 +18,9 @@ import (
 )
 
 // NewWorker returns a worker of taskQueue that runs the Invocation
-// workflow and its jobs — any kind registered with runner.Register in this
+// workflow and its tasks — any kind registered with runner.Register in this
 // binary — at most concurrency at once (0: one; a DP-SGD run already uses
-// every core). log, if not nil, gets one line as each job starts and ends
+// every core). log, if not nil, gets one line as each task starts and ends
 // (its ID, attempt and duration: nothing of its output). Start it with Run
 // or Start.
 func NewWorker(c client.Client, taskQueue string, concurrency int, log io.Writer) worker.Worker {
@@ -29,30 +29,30 @@ func NewWorker(c client.Client, taskQueue string, concurrency int, log io.Writer
 	}
 	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentActivityExecutionSize: concurrency})
 	w.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivityWithOptions(Jobs{Log: log}.Job, activity.RegisterOptions{Name: ActivityName})
+	w.RegisterActivityWithOptions(Tasks{Log: log}.Task, activity.RegisterOptions{Name: ActivityName})
 	return w
 }
 
-// Jobs is the activity's receiver.
-type Jobs struct {
+// Tasks is the activity's receiver.
+type Tasks struct {
 	Log io.Writer // nil: silent
 }
 
-func (j Jobs) logf(format string, a ...any) {
+func (j Tasks) logf(format string, a ...any) {
 	if j.Log != nil {
 		fmt.Fprintf(j.Log, format+"\n", a...)
 	}
 }
 
-// heartbeatEvery is how often a running job heartbeats when its timeout
+// heartbeatEvery is how often a running task heartbeats when its timeout
 // allows (the SDK also throttles heartbeats to 80% of the timeout).
 const heartbeatEvery = time.Second
 
-// Job is the activity: it runs one job in this process (runner.Do) and
+// Task is the activity: it runs one task in this process (runner.Do) and
 // heartbeats its progress — steps done and planned, never a score — so that
-// a job whose worker dies is retried on another. An input the job refuses
+// a task whose worker dies is retried on another. An input the task refuses
 // (runner.ErrInvalidInput) fails it without a retry.
-func (j Jobs) Job(ctx context.Context, t runner.Task) ([]byte, error) {
+func (j Tasks) Task(ctx context.Context, t runner.Task) ([]byte, error) {
 	info := activity.GetInfo(ctx)
 	start := time.Now()
 	j.logf("running %s (%s), attempt %d", t.ID, t.Kind, info.Attempt)

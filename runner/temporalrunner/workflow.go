@@ -9,7 +9,10 @@ import (
 	"github.com/dptune/dptune/runner"
 )
 
-// Names of the workflow, its activity, signals and queries.
+// Names of the workflow, its activity, signals and queries. They are
+// recorded in Temporal's histories, so they never change: the activity
+// that runs one task keeps its first name, "dptune.Job", and invocations
+// started by earlier binaries still resume.
 const (
 	WorkflowName = "dptune.Invocation"
 	ActivityName = "dptune.Job"
@@ -19,7 +22,7 @@ const (
 	queryKey     = "key"
 	queryResults = "results"
 
-	// errInvalidInput is the application error type of a job whose
+	// errInvalidInput is the application error type of a task whose
 	// input can never work: not retried.
 	errInvalidInput = "InvalidInput"
 )
@@ -30,18 +33,18 @@ type Start struct {
 	// the curator (WrapKey): a caller without a seed draws all its
 	// randomness from it. The workflow only keeps it and answers it.
 	Key KeyBlob
-	// HeartbeatTimeout: a job whose worker sends no heartbeat for this long
+	// HeartbeatTimeout: a task whose worker sends no heartbeat for this long
 	// is retried on another worker.
 	HeartbeatTimeout time.Duration
-	// MaxPending caps the jobs scheduled at once (Temporal refuses more than
+	// MaxPending caps the tasks scheduled at once (Temporal refuses more than
 	// 2,000 pending activities per workflow); the rest wait in the queue.
 	MaxPending int
-	// MaxAttempts caps each job's attempts (a job that fails for good stops
+	// MaxAttempts caps each task's attempts (a task that fails for good stops
 	// the invocation).
 	MaxAttempts int32
 }
 
-// Result is one finished job: its output, or the error of its last attempt.
+// Result is one finished task: its output, or the error of its last attempt.
 type Result struct {
 	ID     string
 	Output []byte
@@ -53,7 +56,7 @@ type Result struct {
 const maxQueryBytes = 1 << 20
 
 // Invocation is the workflow of one invocation of a tuning, a bench or an
-// audit: it runs each job submitted to it (signal "submit", a
+// audit: it runs each task submitted to it (signal "submit", a
 // []runner.Task; an ID it has seen is ignored, so a resumed curator can
 // submit again) as one activity, keeps every result, and answers the
 // "results" query (from an index into the results in the order they
@@ -62,9 +65,9 @@ const maxQueryBytes = 1 << 20
 // to the workflow, its run and its role, and a signal that does not open is
 // dropped.
 //
-// Every job's input fixes its randomness, so the retries of an activity —
+// Every task's input fixes its randomness, so the retries of an activity —
 // after its worker died, its heartbeats stopped, or it failed — repeat the
-// same run with the same noise: one job is one charge, however many
+// same run with the same noise: one task is one charge, however many
 // attempts it took. Heartbeats carry step counts only.
 func Invocation(ctx workflow.Context, in Start) error {
 	var (

@@ -26,7 +26,7 @@ func init() {
 		}
 		return json.Marshal(n * n)
 	})
-	// test.flaky fails its first attempt, as a job whose worker died.
+	// test.flaky fails its first attempt, as a task whose worker died.
 	runner.Register("test.flaky", func(_ context.Context, in []byte) ([]byte, error) {
 		if flakyCalls.Add(1) == 1 {
 			return nil, errors.New("worker lost")
@@ -45,7 +45,7 @@ func task(id, kind string, v any) runner.Task {
 }
 
 // TestInvocation runs the workflow in the SDK's in-memory environment: each
-// submitted job runs once (a resubmitted ID is not run again), a failed
+// submitted task runs once (a resubmitted ID is not run again), a failed
 // attempt is retried into one result, an invalid input is not retried, and
 // the key query returns the start's key.
 func TestInvocation(t *testing.T) {
@@ -54,10 +54,10 @@ func TestInvocation(t *testing.T) {
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
-	env.RegisterActivityWithOptions(Jobs{}.Job, activity.RegisterOptions{Name: ActivityName})
+	env.RegisterActivityWithOptions(Tasks{}.Task, activity.RegisterOptions{Name: ActivityName})
 	batch := []runner.Task{task("a", "test.square", 3), task("b", "test.square", 4), task("c", "test.flaky", "x"), task("d", "test.invalid", 0)}
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(signalSubmit, batch) }, time.Second)
-	// A resumed curator submits the same jobs again, and one more.
+	// A resumed curator submits the same tasks again, and one more.
 	env.RegisterDelayedCallback(func() {
 		env.SignalWorkflow(signalSubmit, append(batch[:2:2], task("e", "test.square", 5)))
 	}, time.Hour)
@@ -88,24 +88,24 @@ func TestInvocation(t *testing.T) {
 	got := map[string]Result{}
 	for _, r := range results {
 		if _, dup := got[r.ID]; dup {
-			t.Errorf("job %s has two results", r.ID)
+			t.Errorf("task %s has two results", r.ID)
 		}
 		got[r.ID] = r
 	}
 	want := map[string]string{"a": "9", "b": "16", "c": `"x"`, "e": "25"}
 	for id, w := range want {
 		if r := got[id]; string(r.Output) != w || r.Err != "" {
-			t.Errorf("job %s: output %q error %q, want %s", id, r.Output, r.Err, w)
+			t.Errorf("task %s: output %q error %q, want %s", id, r.Output, r.Err, w)
 		}
 	}
 	if r := got["d"]; r.Err == "" {
-		t.Errorf("the invalid job succeeded: %+v", r)
+		t.Errorf("the invalid task succeeded: %+v", r)
 	}
 	if n := invalidCalls.Load(); n != 1 {
-		t.Errorf("the invalid job ran %d times, want 1 (not retried)", n)
+		t.Errorf("the invalid task ran %d times, want 1 (not retried)", n)
 	}
 	if n := flakyCalls.Load(); n != 2 {
-		t.Errorf("the flaky job ran %d times, want 2 (one retry)", n)
+		t.Errorf("the flaky task ran %d times, want 2 (one retry)", n)
 	}
 	if len(got) != 5 {
 		t.Errorf("%d results, want 5", len(got))
