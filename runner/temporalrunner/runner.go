@@ -3,8 +3,6 @@ package temporalrunner
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -147,11 +145,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 	wire := make([]runner.Task, len(tasks))
 	index := make(map[string]int, len(tasks))
 	for i, t := range tasks {
-		h := sha256.New()
-		h.Write([]byte(t.Kind))
-		h.Write([]byte{0})
-		h.Write(t.Input)
-		t.ID += " #" + hex.EncodeToString(h.Sum(nil)[:8])
+		t.ID += " #" + inputDigest(t)[:16]
 		if _, dup := index[t.ID]; dup {
 			return fmt.Errorf("temporalrunner: two jobs have the ID %q", t.ID)
 		}
@@ -178,7 +172,14 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			if res.Err != "" {
 				return fmt.Errorf("temporalrunner: job %s failed: %s", id, res.Err)
 			}
-			if err := done(i, res.Output); err != nil {
+			// Every output of this run is sealed to the same workflow,
+			// run and role: the server could move one job's output into
+			// another's result. The output must be bound to this job.
+			out, err := openOutput(tasks[i], res.Output)
+			if err != nil {
+				return err
+			}
+			if err := done(i, out); err != nil {
 				return err
 			}
 			left--

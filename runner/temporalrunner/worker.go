@@ -48,8 +48,9 @@ func (j Jobs) logf(format string, a ...any) {
 // allows (the SDK also throttles heartbeats to 80% of the timeout).
 const heartbeatEvery = time.Second
 
-// Job is the activity: it runs one job in this process (runner.Do) and
-// heartbeats its progress — steps done and planned, never a score — so that
+// Job is the activity: it runs one job in this process (runner.Do),
+// returns its output bound to the job (its ID and a digest of its kind and
+// input, which Runner.Run checks before using it), and heartbeats its progress — steps done and planned, never a score — so that
 // a job whose worker dies is retried on another. An input the job refuses
 // (runner.ErrInvalidInput) fails it without a retry.
 func (j Jobs) Job(ctx context.Context, t runner.Task) ([]byte, error) {
@@ -87,5 +88,8 @@ func (j Jobs) Job(ctx context.Context, t runner.Task) ([]byte, error) {
 	if errors.Is(err, runner.ErrInvalidInput) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errInvalidInput, err)
 	}
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return bindOutput(t, out)
 }
