@@ -64,7 +64,9 @@ type OpenOptions struct {
 // invocation (Close): a key the server chose, another invocation's, or a
 // closed invocation's replayed is refused with an error wrapping
 // ErrForeignKey, and only a key this curator recorded open makes Resumed
-// true.
+// true: the key of an earlier Open that failed before it completed (its
+// workflow started, its key query failed) is taken, but is not a resume,
+// since nothing ran or was reserved under it.
 func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) {
 	if o.WorkflowID == "" || o.TaskQueue == "" || o.Codec == nil || o.Record == "" {
 		return nil, errors.New("temporalrunner: a workflow ID, a task queue, a codec and a record file are needed")
@@ -80,10 +82,12 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 	if err != nil {
 		return nil, err
 	}
-	// Recorded before the server sees it, and kept if Open fails: a
-	// workflow started with it resumes on the next attempt.
+	// Recorded before the server sees it, as started and not opened, and
+	// kept so if Open fails: a workflow started with it is this curator's
+	// on the next attempt, but nothing ran and nothing was reserved under
+	// it, so that attempt is not a resume.
 	mine := blobID(blob)
-	if err := rec.set(o.WorkflowID, append(prev, mine)...); err != nil {
+	if err := rec.set(o.WorkflowID, append(prev, startedPrefix+mine)...); err != nil {
 		return nil, err
 	}
 	in := Start{Key: blob, HeartbeatTimeout: o.HeartbeatTimeout, MaxPending: o.MaxPending, MaxAttempts: o.MaxAttempts}
@@ -108,7 +112,7 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 		return nil, fmt.Errorf("%w; terminate that workflow or use another output directory", err)
 	}
 	switch id := blobID(got); {
-	case id == mine:
+	case id == mine, slices.Contains(prev, startedPrefix+id):
 	case slices.Contains(prev, id):
 		r.resumed = true
 	default:
@@ -119,6 +123,11 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 	}
 	return r, nil
 }
+
+// startedPrefix marks, in the record, a key blob whose Open has not
+// completed: its workflow may have started, but no job was submitted and
+// no budget reserved under it.
+const startedPrefix = "started "
 
 // Key implements runner.Keyed.
 func (r *Runner) Key() [32]byte { return r.key }
