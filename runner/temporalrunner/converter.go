@@ -28,6 +28,7 @@ var roles = map[reflect.Type]string{
 	reflect.TypeFor[[]byte]():        "job output",
 	reflect.TypeFor[int]():           "results query",
 	reflect.TypeFor[[]Result]():      "results answer",
+	reflect.TypeFor[resultsAnswer](): "results answer from",
 	reflect.TypeFor[KeyBlob]():       "key answer",
 	reflect.TypeFor[int64]():         "progress",
 	reflect.TypeFor[failureText]():   "failure",

@@ -50,3 +50,12 @@ func openOutput(t runner.Task, b []byte) ([]byte, error) {
 	}
 	return o.Output, nil
 }
+
+// resultsAnswer is the answer to the results query: the results from
+// position From in the order they finished. Sealed whole, it names the
+// position it answers, so an earlier answer replayed for a later query is
+// refused instead of moving the curator past results it never saw.
+type resultsAnswer struct {
+	From    int
+	Results []Result
+}

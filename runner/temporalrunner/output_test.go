@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
@@ -25,6 +26,11 @@ type jobServer struct {
 	dc      sealedConverter
 	results []Result
 	move    func([]Result)
+	// record keeps the first answer, which every later query then gets
+	// (a replayed answer).
+	record bool
+	replay *commonpb.Payloads
+	limit  int // > 0: the most results one answer holds
 }
 
 func (s *jobServer) SignalWorkflow(ctx context.Context, id, run, name string, arg any) error {
@@ -65,7 +71,17 @@ func (s *jobServer) QueryWorkflow(ctx context.Context, id, run, query string, ar
 	if err := dc.FromPayload(args[0].(converter.RawValue).Payload(), &from); err != nil {
 		return nil, err
 	}
-	p, err := dc.ToPayloads(s.results[min(from, len(s.results)):])
+	if s.replay != nil {
+		return answer{s.dc.WithContext(context.Background()), s.replay}, nil
+	}
+	rs := s.results[min(from, len(s.results)):]
+	if s.limit > 0 {
+		rs = rs[:min(s.limit, len(rs))]
+	}
+	p, err := dc.ToPayloads(resultsAnswer{From: from, Results: rs})
+	if s.record {
+		s.replay = p
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -132,5 +148,21 @@ func TestOpenOutputBindsJob(t *testing.T) {
 	}
 	if _, err := openOutput(a, []byte("9")); !errors.Is(err, ErrUnsealed) {
 		t.Errorf("an unbound output opened: %v", err)
+	}
+}
+
+// An earlier results answer replayed for a later query is refused: it
+// names the position it answers, so the curator never moves past results
+// it has not seen (and then waits for ever).
+func TestRunRefusesReplayedResults(t *testing.T) {
+	c := testCodec(t, 6)
+	tasks := []runner.Task{task("run 1", "test.square", 2), task("run 2", "test.square", 3)}
+	srv := &jobServer{t: t, dc: NewDataConverter(c).(sealedConverter), record: true, limit: 1}
+	r := &Runner{c: srv, id: "W", run: "R", codec: c, Poll: time.Millisecond, fetched: map[string]Result{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := r.Run(ctx, tasks, func(int, []byte) error { return nil })
+	if !errors.Is(err, ErrUnsealed) {
+		t.Errorf("Run with a replayed results answer returned %v, want a refused answer", err)
 	}
 }

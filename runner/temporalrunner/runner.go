@@ -201,17 +201,22 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			return ctx.Err()
 		case <-tick.C:
 		}
-		var got []Result
+		var got resultsAnswer
 		if err := r.query(ctx, queryResults, &got, r.cursor); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("temporalrunner: asking %s for results: %w", r.id, err)
 		}
-		for _, res := range got {
+		// An earlier answer replayed would move the cursor past results
+		// never seen.
+		if got.From != r.cursor {
+			return fmt.Errorf("temporalrunner: %s answered the results from position %d when asked from %d (a replayed answer): %w", r.id, got.From, r.cursor, ErrUnsealed)
+		}
+		for _, res := range got.Results {
 			r.fetched[res.ID] = res
 		}
-		r.cursor += len(got)
+		r.cursor += len(got.Results)
 	}
 }
 

@@ -68,9 +68,11 @@ func TestInvocation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Get(&results); err != nil {
+		var a resultsAnswer
+		if err := v.Get(&a); err != nil {
 			t.Fatal(err)
 		}
+		results = a.Results
 		v, err = env.QueryWorkflow(queryKey)
 		if err != nil {
 			t.Fatal(err)
