@@ -57,8 +57,8 @@
 // What the server can still do is deny service: refuse or drop the
 // workflow, never schedule a job, drop or delay activities, fail them, move
 // outputs or failures between jobs (refused, as above), replay an earlier
-// results answer (the curator then skips results and waits), or answer
-// queries with errors. None of this spends privacy the ledger does not
+// results answer (refused: each answer names the position it answers), or
+// answer queries with errors. None of this spends privacy the ledger does not
 // count: the budget is reserved at its worst case before any job runs, a
 // job's noise is fixed by its sealed input (a retried attempt repeats the
 // same run, one charge however many attempts), and the release and its
