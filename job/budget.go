@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 
 	"github.com/dptune/dptune/privacy/accounting"
@@ -42,10 +44,18 @@ func reserve(path string, seeded bool, dataset, command, label string, worst acc
 
 // reserveFor is reserve for a job whose runs go to run: when run is a
 // durable runner resuming an invocation, the reservation its first process
-// made (same command, label and worst case) is taken over instead of
-// charging the same runs again.
+// made is taken over instead of charging the same runs again. On a keyed
+// runner the label names the invocation (invocationTag of its key), so the
+// only reservation a resumed invocation can take over is one made under
+// its own key: never a stale reservation of a local run, of another
+// invocation, or of an earlier invocation into the same output directory
+// with the same label and worst case.
 func reserveFor(run runner.Runner, path string, seeded bool, dataset, command, label string, worst accounting.Ledger) (*charge, error) {
-	if k, ok := run.(runner.Keyed); ok && k.Resumed() && path != "" && !seeded {
+	k, keyed := run.(runner.Keyed)
+	if keyed {
+		label += " [invocation " + invocationTag(k.Key()) + "]"
+	}
+	if keyed && k.Resumed() && path != "" && !seeded {
 		r, found, err := budget.Attach(path, dataset, command, label, worst)
 		if errors.Is(err, budget.ErrOtherDataset) {
 			return nil, invalid(err)
@@ -72,9 +82,43 @@ func (c *charge) done(spent accounting.Ledger, err error) error {
 		spent = c.worst
 	}
 	if cerr := c.r.Commit(spent); cerr != nil {
-		return errors.Join(err, cerr)
+		return errors.Join(err, uncommittedError{cerr})
 	}
 	return err
+}
+
+// invocationTag names a keyed invocation in the budget file: the first 8
+// bytes of SHA-256 of a domain tag and its key, in hex. The key stays
+// secret (a preimage of SHA-256); two invocations' tags differ but with
+// probability 2⁻⁶⁴ per pair.
+func invocationTag(key [32]byte) string {
+	h := sha256.New()
+	h.Write([]byte("dptune budget invocation tag\x00"))
+	h.Write(key[:])
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// ErrUncommitted is wrapped by the error of a job whose spending could not
+// be recorded in its budget file (the reservation is missing, was already
+// committed — e.g. by another process that attached to it — or the file
+// could not be written): its worst case stays charged, and Train and Tune
+// return no release, since nothing may be released that the budget file
+// does not record.
+var ErrUncommitted = errors.New("the budget file did not record this release")
+
+type uncommittedError struct{ err error }
+
+func (e uncommittedError) Error() string {
+	return "nothing released: " + e.err.Error()
+}
+func (e uncommittedError) Unwrap() []error { return []error{ErrUncommitted, e.err} }
+
+// withheld returns no release when err says its charge was not recorded.
+func withheld(rel *Release, diag *NotPrivateDiagnostics, err error) (*Release, *NotPrivateDiagnostics, error) {
+	if errors.Is(err, ErrUncommitted) {
+		return nil, nil, err
+	}
+	return rel, diag, err
 }
 
 // ledgerOf is a ledger of one event.

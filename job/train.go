@@ -174,7 +174,14 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 // ε of the whole planned run (TrainReport.EpsilonNote says so): the
 // curator may have stopped it on the non-private training loss shown by
 // Progress, so the stopping time is not independent of the data.
+// Except when the budget file could not record the spending (an error
+// wrapping ErrUncommitted): then nothing is returned but the error, and
+// the worst case stays charged.
 func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, error) {
+	return withheld(trainRelease(ctx, s))
+}
+
+func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, error) {
 	start := time.Now()
 	cfg, acc, err := s.plan()
 	if err != nil {

@@ -301,7 +301,14 @@ func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOpt
 // error wrapping ErrInvalid. Once the data is touched the release is always
 // returned with the error: cancelled (ctx's error; nothing but the ledger is
 // released) or failed (Release.Failed).
+// Except when the budget file could not record the spending (an error
+// wrapping ErrUncommitted): then nothing is returned but the error, and
+// the worst case stays charged.
 func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
+	return withheld(tuneRelease(ctx, s))
+}
+
+func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
 	if s.Tuner == Doubling {
 		return tuneDoubling(ctx, s)
 	}

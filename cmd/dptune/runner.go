@@ -75,7 +75,8 @@ func (f runnerFlags) check(cmd *cobra.Command) error {
 // and the same settings attaches to it, and returns the error of closing.
 //
 // The workflow ID names the command, the absolute output directory and a
-// digest of every other flag's value (settingsDigest), and the invocation's
+// digest of every other flag's value and of the search space, network spec
+// and data files they name (settingsDigest), and the invocation's
 // key is wrapped for that ID and the full digest: a second invocation into
 // the same --out with any other setting is another workflow with a fresh
 // key, never the first one's key.
@@ -127,13 +128,31 @@ var runnerFlagNames = map[string]bool{"runner": true, "temporal-address": true, 
 
 // settingsDigest is SHA-256 of command and every flag of cmd but the
 // runner's, each as its name and value (defaults included, so that a
-// changed default is another setting), in name order.
+// changed default is another setting), in name order, and of what the
+// files the flags name hold: for --space and --model, when they name a
+// file, SHA-256 of its content (an edited search space or network spec is
+// another setting); for --data-dir and --public-val-dir, the directory's
+// absolute path and the name, size and modification time of each regular
+// file directly in it (the data files are too large to hash at every
+// start: rewriting one changes its size or time). A file that cannot be
+// read adds its error, so that it never matches a readable one.
 func settingsDigest(cmd *cobra.Command, command string) [32]byte {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q\n", command)
 	cmd.Flags().VisitAll(func(fl *pflag.Flag) {
-		if !runnerFlagNames[fl.Name] {
-			fmt.Fprintf(h, "%q=%q\n", fl.Name, fl.Value.String())
+		if runnerFlagNames[fl.Name] {
+			return
+		}
+		v := fl.Value.String()
+		fmt.Fprintf(h, "%q=%q\n", fl.Name, v)
+		switch {
+		case v == "":
+		case fl.Name == "space" || fl.Name == "model":
+			if st, err := os.Stat(v); err == nil && st.Mode().IsRegular() {
+				fmt.Fprintf(h, "  content %s\n", fileDigest(v))
+			}
+		case fl.Name == "data-dir" || fl.Name == "public-val-dir":
+			fmt.Fprintf(h, "  files %s\n", dirDigest(v))
 		}
 	})
 	var d [32]byte

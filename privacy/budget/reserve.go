@@ -230,7 +230,11 @@ func newID() (string, error) {
 // whose worst case has the same RDP curve as worst (so it covers this run
 // exactly). A durable runner's invocation resumed by a new process attaches
 // to its first process's reservation instead of charging the same runs
-// twice. found is false (and nothing changes) when there is none.
+// twice; the caller must make label name that invocation alone (e.g. a tag
+// of its key), since any reserved release with the same command, label and
+// worst case is taken — two runs sharing one reservation would have one
+// charge for two releases (the second's Commit fails: already committed).
+// found is false (and nothing changes) when there is none.
 func Attach(path, dataset, command, label string, worst accounting.Ledger) (r *Reservation, found bool, err error) {
 	unlock, err := lock(path)
 	if err != nil {

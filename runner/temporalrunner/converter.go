@@ -26,13 +26,14 @@ var roles = map[reflect.Type]string{
 	reflect.TypeFor[closeRequest]():  "close",
 	// Roles are bound into every sealed payload: a task's input and
 	// output keep their first names so that sealed histories still open.
-	reflect.TypeFor[runner.Task](): "job input",
-	reflect.TypeFor[[]byte]():      "job output",
-	reflect.TypeFor[int]():         "results query",
-	reflect.TypeFor[[]Result]():    "results answer",
-	reflect.TypeFor[KeyBlob]():     "key answer",
-	reflect.TypeFor[int64]():       "progress",
-	reflect.TypeFor[failureText](): "failure",
+	reflect.TypeFor[runner.Task]():   "job input",
+	reflect.TypeFor[[]byte]():        "job output",
+	reflect.TypeFor[int]():           "results query",
+	reflect.TypeFor[[]Result]():      "results answer",
+	reflect.TypeFor[resultsAnswer](): "results answer from",
+	reflect.TypeFor[KeyBlob]():       "key answer",
+	reflect.TypeFor[int64]():         "progress",
+	reflect.TypeFor[failureText]():   "failure",
 }
 
 // failureText is the sealed part of a failure: the SDK's encoded common

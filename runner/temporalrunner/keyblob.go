@@ -74,7 +74,7 @@ func blobID(b KeyBlob) string {
 
 // record is the curator's own list of the invocations it started and has
 // not closed: for each workflow ID, the ids (blobID) of the key blobs it
-// wrapped for it. Only a blob on this list may resume an invocation, so
+// wrapped for it, those whose Open has not completed marked "started ". Only a blob on this list may resume an invocation, so
 // that the server cannot replay the key of an invocation that has closed
 // (its release made) into a new one. It lives beside the key file, mode
 // 0600, and holds no secret.

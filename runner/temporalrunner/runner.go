@@ -3,8 +3,6 @@ package temporalrunner
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -66,7 +64,9 @@ type OpenOptions struct {
 // invocation (Close): a key the server chose, another invocation's, or a
 // closed invocation's replayed is refused with an error wrapping
 // ErrForeignKey, and only a key this curator recorded open makes Resumed
-// true.
+// true: the key of an earlier Open that failed before it completed (its
+// workflow started, its key query failed) is taken, but is not a resume,
+// since nothing ran or was reserved under it.
 func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) {
 	if o.WorkflowID == "" || o.TaskQueue == "" || o.Codec == nil || o.Record == "" {
 		return nil, errors.New("temporalrunner: a workflow ID, a task queue, a codec and a record file are needed")
@@ -82,10 +82,12 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 	if err != nil {
 		return nil, err
 	}
-	// Recorded before the server sees it, and kept if Open fails: a
-	// workflow started with it resumes on the next attempt.
+	// Recorded before the server sees it, as started and not opened, and
+	// kept so if Open fails: a workflow started with it is this curator's
+	// on the next attempt, but nothing ran and nothing was reserved under
+	// it, so that attempt is not a resume.
 	mine := blobID(blob)
-	if err := rec.set(o.WorkflowID, append(prev, mine)...); err != nil {
+	if err := rec.set(o.WorkflowID, append(prev, startedPrefix+mine)...); err != nil {
 		return nil, err
 	}
 	in := Start{Key: blob, HeartbeatTimeout: o.HeartbeatTimeout, MaxPending: o.MaxPending, MaxAttempts: o.MaxAttempts}
@@ -110,7 +112,7 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 		return nil, fmt.Errorf("%w; terminate that workflow or use another output directory", err)
 	}
 	switch id := blobID(got); {
-	case id == mine:
+	case id == mine, slices.Contains(prev, startedPrefix+id):
 	case slices.Contains(prev, id):
 		r.resumed = true
 	default:
@@ -121,6 +123,11 @@ func Open(ctx context.Context, c client.Client, o OpenOptions) (*Runner, error) 
 	}
 	return r, nil
 }
+
+// startedPrefix marks, in the record, a key blob whose Open has not
+// completed: its workflow may have started, but no job was submitted and
+// no budget reserved under it.
+const startedPrefix = "started "
 
 // Key implements runner.Keyed.
 func (r *Runner) Key() [32]byte { return r.key }
@@ -147,11 +154,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 	wire := make([]runner.Task, len(tasks))
 	index := make(map[string]int, len(tasks))
 	for i, t := range tasks {
-		h := sha256.New()
-		h.Write([]byte(t.Kind))
-		h.Write([]byte{0})
-		h.Write(t.Input)
-		t.ID += " #" + hex.EncodeToString(h.Sum(nil)[:8])
+		t.ID += " #" + inputDigest(t)[:16]
 		if _, dup := index[t.ID]; dup {
 			return fmt.Errorf("temporalrunner: two tasks have the ID %q", t.ID)
 		}
@@ -178,7 +181,14 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			if res.Err != "" {
 				return fmt.Errorf("temporalrunner: task %s failed: %s", id, res.Err)
 			}
-			if err := done(i, res.Output); err != nil {
+			// Every output of this run is sealed to the same workflow,
+			// run and role: the server could move one job's output into
+			// another's result. The output must be bound to this job.
+			out, err := openOutput(tasks[i], res.Output)
+			if err != nil {
+				return err
+			}
+			if err := done(i, out); err != nil {
 				return err
 			}
 			left--
@@ -191,17 +201,22 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			return ctx.Err()
 		case <-tick.C:
 		}
-		var got []Result
+		var got resultsAnswer
 		if err := r.query(ctx, queryResults, &got, r.cursor); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("temporalrunner: asking %s for results: %w", r.id, err)
 		}
-		for _, res := range got {
+		// An earlier answer replayed would move the cursor past results
+		// never seen.
+		if got.From != r.cursor {
+			return fmt.Errorf("temporalrunner: %s answered the results from position %d when asked from %d (a replayed answer): %w", r.id, got.From, r.cursor, ErrUnsealed)
+		}
+		for _, res := range got.Results {
 			r.fetched[res.ID] = res
 		}
-		r.cursor += len(got)
+		r.cursor += len(got.Results)
 	}
 }
 

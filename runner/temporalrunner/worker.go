@@ -48,9 +48,11 @@ func (j Tasks) logf(format string, a ...any) {
 // allows (the SDK also throttles heartbeats to 80% of the timeout).
 const heartbeatEvery = time.Second
 
-// Task is the activity: it runs one task in this process (runner.Do) and
-// heartbeats its progress — steps done and planned, never a score — so that
-// a task whose worker dies is retried on another. An input the task refuses
+// Task is the activity: it runs one task in this process (runner.Do),
+// returns its output bound to the task (its ID and a digest of its kind and
+// input, which Runner.Run checks before using it), and heartbeats its
+// progress — steps done and planned, never a score — so that a task whose
+// worker dies is retried on another. An input the task refuses
 // (runner.ErrInvalidInput) fails it without a retry.
 func (j Tasks) Task(ctx context.Context, t runner.Task) ([]byte, error) {
 	info := activity.GetInfo(ctx)
@@ -87,5 +89,8 @@ func (j Tasks) Task(ctx context.Context, t runner.Task) ([]byte, error) {
 	if errors.Is(err, runner.ErrInvalidInput) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errInvalidInput, err)
 	}
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return bindOutput(t, out)
 }

@@ -60,7 +60,7 @@ const maxQueryBytes = 1 << 20
 // []runner.Task; an ID it has seen is ignored, so a resumed curator can
 // submit again) as one activity, keeps every result, and answers the
 // "results" query (from an index into the results in the order they
-// finished) and the "key" query (the wrapped key of its Start). Signal
+// finished; the answer names that index) and the "key" query (the wrapped key of its Start). Signal
 // "close" ends it. Under a client dialled with Dial every payload is sealed
 // to the workflow, its run and its role, and a signal that does not open is
 // dropped.
@@ -89,11 +89,11 @@ func Invocation(ctx workflow.Context, in Start) error {
 	if err := workflow.SetQueryHandler(ctx, queryKey, func() (KeyBlob, error) { return in.Key, nil }); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, queryResults, func(from int) ([]Result, error) {
-		var out []Result
+	if err := workflow.SetQueryHandler(ctx, queryResults, func(from int) (resultsAnswer, error) {
+		out := resultsAnswer{From: from}
 		size := 0
-		for i := max(from, 0); i < len(results) && (len(out) == 0 || size+len(results[i].Output) <= maxQueryBytes); i++ {
-			out = append(out, results[i])
+		for i := max(from, 0); i < len(results) && (len(out.Results) == 0 || size+len(results[i].Output) <= maxQueryBytes); i++ {
+			out.Results = append(out.Results, results[i])
 			size += len(results[i].Output)
 		}
 		return out, nil

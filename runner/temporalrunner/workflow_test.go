@@ -68,9 +68,11 @@ func TestInvocation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := v.Get(&results); err != nil {
+		var a resultsAnswer
+		if err := v.Get(&a); err != nil {
 			t.Fatal(err)
 		}
+		results = a.Results
 		v, err = env.QueryWorkflow(queryKey)
 		if err != nil {
 			t.Fatal(err)
@@ -93,9 +95,12 @@ func TestInvocation(t *testing.T) {
 		got[r.ID] = r
 	}
 	want := map[string]string{"a": "9", "b": "16", "c": `"x"`, "e": "25"}
+	tasks := map[string]runner.Task{"a": batch[0], "b": batch[1], "c": batch[2], "e": task("e", "test.square", 5)}
 	for id, w := range want {
-		if r := got[id]; string(r.Output) != w || r.Err != "" {
-			t.Errorf("task %s: output %q error %q, want %s", id, r.Output, r.Err, w)
+		r := got[id]
+		out, err := openOutput(tasks[id], r.Output)
+		if err != nil || string(out) != w || r.Err != "" {
+			t.Errorf("task %s: output %q (%v) error %q, want %s", id, out, err, r.Err, w)
 		}
 	}
 	if r := got["d"]; r.Err == "" {
