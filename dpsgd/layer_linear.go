@@ -20,10 +20,17 @@ import (
 // columns are permuted to match (permuteFeatures) and the gradient back.
 type linearStage struct {
 	l    model.Layer
-	act  activation
-	w    []float32 // [Out, In], columns in the engine's feature order
-	wT   []float32 // [In, Out]
-	bias []float32 // in Net.Params
+	act  activation // fused, or nil
+	w    []float32  // [Out, In], columns in the engine's feature order
+	wT   []float32  // [In, Out]
+	bias []float32  // in Net.Params
+}
+
+func init() {
+	register("linear", rule{build: func(ls []model.Layer, _ bool) (stage, int) {
+		act, used := fused(ls)
+		return newLinearStage(ls[0], act), used
+	}})
 }
 
 func newLinearStage(l model.Layer, act activation) *linearStage {
@@ -58,7 +65,7 @@ func (s *linearStage) forward(_ any, n int, in, out []float32) {
 func (s *linearStage) backward(_ any, n int, in, out, gOut, gIn []float32) {
 	l := s.l
 	g := gOut[:n*l.Out]
-	s.act.mask(g, out)
+	maskAct(s.act, g, out)
 	if gIn == nil {
 		return
 	}

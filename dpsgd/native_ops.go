@@ -4,9 +4,20 @@ import (
 	"math"
 
 	"github.com/dptune/dptune/internal/vec"
+	"github.com/dptune/dptune/model"
 )
 
 // Small helpers shared by the native engine's layers.
+
+// window is a layer with a square kernel sliding over its input: its
+// shapes and its kernel size, stride and padding.
+type window struct {
+	model.Layer
+	Kernel, Stride, Pad int
+}
+
+// FanIn is the inputs of one output unit of a convolution: In·Kernel².
+func (w window) FanIn() int { return w.In * w.Kernel * w.Kernel }
 
 // transpose writes the rows×cols matrix a as dst (cols×rows).
 func transpose(rows, cols int, a, dst []float32) {

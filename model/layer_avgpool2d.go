@@ -38,7 +38,9 @@ func (p AvgPool2dSpec) check() error {
 	return firstError(inRange("kernel", p.Kernel, 1, MaxKernel), inRange("stride", p.Stride, 0, MaxKernel))
 }
 
-func (p AvgPool2dSpec) shape(in Shape, _ bool) (Shape, error) { return window(in, p.Kernel, p.Step(), 0) }
+func (p AvgPool2dSpec) shape(in Shape, _ bool) (Shape, error) {
+	return window(in, p.Kernel, p.Step(), 0)
+}
 
 func (AvgPool2dSpec) random(rng *rand.Rand, _ int) (LayerSpec, bool) {
 	k := 1 + rng.IntN(3)
