@@ -13,7 +13,7 @@ import (
 // analysis holds as for any weight.
 //
 // The engine holds an example's values positions-major ([P, C]; or, for
-// the flatten of an inner feature map, in (position, channel) order), γ
+// an inner feature map laid out flat, in (position, channel) order), γ
 // and β in PyTorch's (channel, position) order: prepare transposes them
 // to the engine's order and export transposes the gradients back.
 //

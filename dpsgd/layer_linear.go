@@ -15,8 +15,8 @@ import (
 // inputs. (Instantiating would cost Out·In per example for nothing: one
 // position, T = 1, makes ghost the cheaper way for any width above 1.)
 //
-// After the flatten of a feature map the engine's features are in (row,
-// column, channel) order, PyTorch's in (channel, row, column): the weight's
+// On an inner feature map laid out flat (model.Shape's FlatC, FlatHW) the
+// engine's features are in (row, column, channel) order, PyTorch's in (channel, row, column): the weight's
 // columns are permuted to match (permuteFeatures) and the gradient back.
 type linearStage struct {
 	l    model.Layer
@@ -107,8 +107,8 @@ func (s *linearStage) export(acc, out []float32) {
 }
 
 // permuteFeatures writes the rows×(C·hw) matrix w, whose columns are in
-// PyTorch's flatten order (c, h, w), as dst with columns in (h, w, c) order,
-// the order of the native engine's flattened feature maps; inverse
+// PyTorch's order (c, h, w), as dst with columns in (h, w, c) order, the
+// order of the native engine's feature maps laid out flat; inverse
 // reverses it.
 func permuteFeatures(rows, C, hw int, w, dst []float32, inverse bool) {
 	F := C * hw

@@ -112,16 +112,16 @@ func (gr *Graph) build() (err error) {
 type graphCtx struct {
 	g *G.ExprGraph
 	B int // batch size
-	// flatten is the feature count of a flatten not yet applied. A flatten
-	// is applied when a layer needs flat features (flat: a linear layer,
-	// or the logits): elementwise layers in between act on the feature
+	// flatten is the feature count of a reshape to flat features not yet
+	// applied. It is applied when a layer needs flat features (flat), or
+	// for the logits: elementwise layers in between act on the feature
 	// map, which is the same. Applied at once, gorgonia v0.9.18 would let
-	// an activation after the flatten overwrite, through the reshape's
-	// shared storage, the tanh output that tanh's gradient reads.
+	// an activation after the reshape overwrite, through its shared
+	// storage, an activation's output that the activation's gradient reads.
 	flatten int
 }
 
-// flat returns h as [B, features], applying a pending flatten.
+// flat returns h as [B, features], applying a pending reshape.
 func (c *graphCtx) flat(h *G.Node) *G.Node {
 	if c.flatten > 0 {
 		h, c.flatten = G.Must(G.Reshape(h, tensor.Shape{c.B, c.flatten})), 0

@@ -26,7 +26,7 @@ import (
 // implements paramKind, one whose forward pass is a GEMM gemmKind, and one
 // that RandomArch may draw randomKind.
 type LayerKind interface {
-	// Type is the name a spec gives the kind ("conv2d").
+	// Type is the name a spec gives the kind.
 	Type() string
 	// prefix names the kind's layers in a network: conv1, conv2, …
 	prefix() string
@@ -62,7 +62,7 @@ type gemmKind interface {
 type role int
 
 const (
-	roleActivation role = iota // after a convolution, linear layer or flatten, or first
+	roleActivation role = iota // after a layer with parameters or a reshape, or first
 	roleNorm                   // after a convolution or linear layer, or first
 	rolePool                   // after a convolution, or first
 )
@@ -252,11 +252,11 @@ func firstError(errs ...error) error {
 type Shape struct {
 	C, H, W int
 	Flat    bool
-	// FlatC, FlatHW: when the flat features are the flatten of a feature
-	// map computed inside the network (not the network's input) with more
-	// than one channel and position, the map's channels and positions
-	// (PyTorch flattens in (channel, row, column) order, dpsgd's engine in
-	// (row, column, channel) order); else 0.
+	// FlatC, FlatHW: when the flat features are a feature map computed
+	// inside the network (not the network's input) with more than one
+	// channel and position, laid out flat, the map's channels and
+	// positions (PyTorch orders the features (channel, row, column),
+	// dpsgd's engine (row, column, channel)); else 0.
 	FlatC, FlatHW int
 }
 
@@ -272,7 +272,7 @@ func (s Shape) needMap() error {
 // hyperparameters, its input and output shapes and, for a layer with
 // parameters, where its weight and bias sit in Net.Params.
 type Layer struct {
-	Name string    // conv1, fc2, gn1, tanh3, maxpool1, flatten1, …: the kind's prefix and its count
+	Name string    // the kind's prefix and its count: conv1, fc2, gn1, …
 	Kind LayerKind // the kind and hyperparameters, as the spec gives them
 	// In, Out: input and output channels, or features on a flat input or
 	// output.

@@ -46,12 +46,17 @@ func (LayerNormSpec) init(_ Layer, w, b []float32, _ *rand.Rand) {
 }
 
 // random needs at least 4 channels or features (so at least 4 values):
-// fewer make the normalisation ill-conditioned (see GroupNormSpec.random).
+// with fewer the normalisation is ill-conditioned, and float32 rounding
+// alone moves its input gradient by more than the 10⁻⁵ dpsgd's engine is
+// held to.
 func (LayerNormSpec) random(_ *rand.Rand, c int) (LayerSpec, bool) { return LayerNorm(), c >= 4 }
 
 // node normalises the rows of h reshaped to [B, M], M = C·H·W in
-// PyTorch's (channel, row, column) order, broadcasting with constant
-// vectors of ones as GroupNormSpec.node does, and returns h's shape.
+// PyTorch's (channel, row, column) order, and returns h's shape. Every
+// broadcast is a matrix product with a constant vector of ones, and
+// 1/√(σ² + ε) is Inverse(Sqrt(·)): gorgonia v0.9.18's gradients of its
+// broadcasting operators (with respect to the broadcast operand) and of
+// InverseSqrt disagree with finite differences.
 func (LayerNormSpec) node(c *graphCtx, l Layer, h, w, b *G.Node) *G.Node {
 	B, M := c.B, l.InSize()
 	avg, spread := c.constant(l.Name+".avg", M, 1, 1/float32(M)), c.constant(l.Name+".spread", 1, M, 1)
