@@ -20,7 +20,7 @@
 // output shape, its parameter shapes and initialisation, and its gorgonia
 // node. It registers itself by type name (RegisterLayer, in init); nothing
 // else in the package names it. The kinds are conv2d, linear, relu, tanh,
-// silu, maxpool2d, avgpool2d, groupnorm, layernorm and flatten
+// silu, gelu, maxpool2d, avgpool2d, groupnorm, layernorm and flatten
 // (LayerTypes). dpsgd's engine finds its own rules for a kind by the same
 // type name.
 //

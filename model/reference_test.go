@@ -104,6 +104,10 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 			for i, e := range act { // γ and β have the input's (channel, row, column) layout
 				out[i] = (e-mean)/math.Sqrt(variance+LayerNormEpsilon)*W[i] + b[i]
 			}
+		case GELUSpec:
+			for i, v := range act {
+				out[i] = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+			}
 		case SiLUSpec:
 			for i, v := range act {
 				out[i] = v / (1 + math.Exp(-v))
