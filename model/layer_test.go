@@ -168,3 +168,21 @@ func TestGELUGraphMatchesReference(t *testing.T) {
 	}
 	checkGraph(t, n, 9, 8)
 }
+
+// MACs is a layer's forward product, by hand for opacus-mnist: conv1
+// 14·14 positions × 1·8·8 × 16, conv2 (on the 13×13 pooled map) 5·5 × 16·4·4
+// × 32, fc1 512 × 32, fc2 32 × 10; every other layer has none.
+func TestMACs(t *testing.T) {
+	n, err := NewZero(MNIST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, l := range n.Layers {
+		got = append(got, l.MACs())
+	}
+	want := []int{14 * 14 * 64 * 16, 0, 0, 5 * 5 * 256 * 32, 0, 0, 0, 512 * 32, 0, 32 * 10}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("MACs %v, want %v", got, want)
+	}
+}
