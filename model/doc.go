@@ -18,11 +18,13 @@
 // Every kind of layer is one file, layer_<type>.go: its hyperparameters
 // (a struct whose JSON fields are the spec's keys) and their check, its
 // output shape, its parameter shapes and initialisation, and its gorgonia
-// node. It registers itself by type name (RegisterLayer, in init); nothing
-// else in the package names it. The kinds are conv2d, linear, relu, tanh,
-// silu, gelu, maxpool2d, avgpool2d, groupnorm, layernorm and flatten
-// (LayerTypes). dpsgd's engine finds its own rules for a kind by the same
-// type name.
+// node. It registers itself by type name (RegisterLayer, in init); no
+// other file switches on a kind, and only the built-in specs and
+// RandomArch's skeleton (convolutions, flatten, linear layers) name one.
+// LayerTypes lists the registered kinds:
+// convolution, linear, elementwise activations, pooling, normalisations
+// (per example, so DP-SGD's analysis holds) and flatten. dpsgd's engine
+// finds its own rules for a kind by the same type name.
 //
 // To add a layer kind: write model/layer_<type>.go (a struct implementing
 // LayerKind, registered in init; paramKind if it has a weight and bias,
