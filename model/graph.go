@@ -129,6 +129,22 @@ func (c *graphCtx) flat(h *G.Node) *G.Node {
 	return h
 }
 
+// standardize returns (x − μ)/√(σ² + eps) for each row of x ([rows, M]),
+// with the row's mean μ and biased variance σ². Every broadcast is a
+// matrix product with a constant vector of ones, and 1/√(σ² + ε) is
+// Inverse(Sqrt(·)): gorgonia v0.9.18's gradients of its broadcasting
+// operators (with respect to the broadcast operand) and of InverseSqrt
+// disagree with finite differences. name prefixes the constants' names.
+func (c *graphCtx) standardize(name string, x *G.Node, M int, eps float64) *G.Node {
+	avg, spread := c.constant(name+".avg", M, 1, 1/float32(M)), c.constant(name+".spread", 1, M, 1)
+	mean := G.Must(G.Mul(x, avg)) // [rows, 1]
+	xc := G.Must(G.Sub(x, G.Must(G.Mul(mean, spread))))
+	variance := G.Must(G.Mul(G.Must(G.Square(xc)), avg))
+	e := c.g.AddNode(G.NewConstant(float32(eps)))
+	rstd := G.Must(G.Inverse(G.Must(G.Sqrt(G.Must(G.Add(variance, e))))))
+	return G.Must(G.HadamardProd(xc, G.Must(G.Mul(rstd, spread))))
+}
+
 // constant is an r×c matrix node of v.
 func (c *graphCtx) constant(name string, r, cols int, v float32) *G.Node {
 	d := make([]float32, r*cols)

@@ -69,21 +69,12 @@ func (GroupNormSpec) random(rng *rand.Rand, c int) (LayerSpec, bool) {
 }
 
 // node builds the normalisation of h ([B, C, H, W], or [B, C] on a flat
-// input). Every broadcast is a matrix product with a constant vector of
-// ones, and 1/√(σ² + ε) is Inverse(Sqrt(·)): gorgonia v0.9.18's gradients
-// of its broadcasting operators (with respect to the broadcast operand)
-// and of InverseSqrt disagree with finite differences.
+// input): each group one row of graphCtx.standardize, then the scale and
+// shift, broadcast by products with constant vectors of ones.
 func (p GroupNormSpec) node(c *graphCtx, l Layer, h, w, b *G.Node) *G.Node {
 	B, P := c.B, l.InH*l.InW
 	rows, M := B*p.Groups, l.In/p.Groups*P
-	avg, spread := c.constant(l.Name+".avg", M, 1, 1/float32(M)), c.constant(l.Name+".spread", 1, M, 1)
-	xr := G.Must(G.Reshape(h, tensor.Shape{rows, M}))
-	mean := G.Must(G.Mul(xr, avg)) // [rows, 1]
-	xc := G.Must(G.Sub(xr, G.Must(G.Mul(mean, spread))))
-	variance := G.Must(G.Mul(G.Must(G.Square(xc)), avg))
-	eps := c.g.AddNode(G.NewConstant(float32(GroupNormEpsilon)))
-	rstd := G.Must(G.Inverse(G.Must(G.Sqrt(G.Must(G.Add(variance, eps))))))
-	xhat := G.Must(G.HadamardProd(xc, G.Must(G.Mul(rstd, spread))))
+	xhat := c.standardize(l.Name, G.Must(G.Reshape(h, tensor.Shape{rows, M})), M, GroupNormEpsilon)
 	// Per-channel scale and shift, spread over examples and positions.
 	perChannel := func(v *G.Node) *G.Node {
 		rowsOf := G.Must(G.Mul(c.constant(l.Name+".batch", B, 1, 1), G.Must(G.Reshape(v, tensor.Shape{1, l.In})))) // [B, C]

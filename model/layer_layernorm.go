@@ -52,21 +52,12 @@ func (LayerNormSpec) init(_ Layer, w, b []float32, _ *rand.Rand) {
 func (LayerNormSpec) random(_ *rand.Rand, c int) (LayerSpec, bool) { return LayerNorm(), c >= 4 }
 
 // node normalises the rows of h reshaped to [B, M], M = C·H·W in
-// PyTorch's (channel, row, column) order, and returns h's shape. Every
-// broadcast is a matrix product with a constant vector of ones, and
-// 1/√(σ² + ε) is Inverse(Sqrt(·)): gorgonia v0.9.18's gradients of its
-// broadcasting operators (with respect to the broadcast operand) and of
-// InverseSqrt disagree with finite differences.
+// PyTorch's (channel, row, column) order (graphCtx.standardize), scales
+// and shifts them, broadcast by a product with a constant vector of ones,
+// and returns h's shape.
 func (LayerNormSpec) node(c *graphCtx, l Layer, h, w, b *G.Node) *G.Node {
 	B, M := c.B, l.InSize()
-	avg, spread := c.constant(l.Name+".avg", M, 1, 1/float32(M)), c.constant(l.Name+".spread", 1, M, 1)
-	xr := G.Must(G.Reshape(h, tensor.Shape{B, M}))
-	mean := G.Must(G.Mul(xr, avg)) // [B, 1]
-	xc := G.Must(G.Sub(xr, G.Must(G.Mul(mean, spread))))
-	variance := G.Must(G.Mul(G.Must(G.Square(xc)), avg))
-	eps := c.g.AddNode(G.NewConstant(float32(LayerNormEpsilon)))
-	rstd := G.Must(G.Inverse(G.Must(G.Sqrt(G.Must(G.Add(variance, eps))))))
-	xhat := G.Must(G.HadamardProd(xc, G.Must(G.Mul(rstd, spread))))
+	xhat := c.standardize(l.Name, G.Must(G.Reshape(h, tensor.Shape{B, M})), M, LayerNormEpsilon)
 	rows := func(v *G.Node) *G.Node { // [M] spread over the batch: [B, M]
 		return G.Must(G.Mul(c.constant(l.Name+".batch", B, 1, 1), G.Must(G.Reshape(v, tensor.Shape{1, M}))))
 	}
