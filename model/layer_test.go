@@ -186,3 +186,20 @@ func TestMACs(t *testing.T) {
 		t.Fatalf("MACs %v, want %v", got, want)
 	}
 }
+
+// Every spec in examples/ loads and fits MNIST's input.
+func TestExampleSpecs(t *testing.T) {
+	paths, err := filepath.Glob("../examples/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no example specs: %v", err)
+	}
+	for _, p := range paths {
+		s, err := LoadSpec(p)
+		if err == nil {
+			_, err = NewArch(s, 1, 28, 28, 10)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
