@@ -326,11 +326,6 @@ func (l Layer) Positions() int { return l.OutH * l.OutW }
 func (l Layer) InSize() int  { return l.In * l.InH * l.InW }
 func (l Layer) OutSize() int { return l.Out * l.OutH * l.OutW }
 
-// InShape is the layer's input shape.
-func (l Layer) InShape() Shape {
-	return Shape{C: l.In, H: l.InH, W: l.InW, Flat: l.Flat, FlatC: l.FlatC, FlatHW: l.FlatHW}
-}
-
 // Tensor is one named parameter tensor inside the flat parameter vector.
 type Tensor struct {
 	Name   string `json:"name"`
