@@ -6,7 +6,7 @@ import (
 )
 
 // activation is an elementwise nonlinearity whose derivative can be read
-// off its output, so that the convolution or linear layer before it can
+// off its output, so that the matrix-product layer before it can
 // apply it in place (fused) and keep no pre-activation copy. A kind
 // registers one with registerActivation; it then also runs on its own
 // (activationStage) where no such layer precedes it.

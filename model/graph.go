@@ -112,19 +112,19 @@ func (gr *Graph) build() (err error) {
 type graphCtx struct {
 	g *G.ExprGraph
 	B int // batch size
-	// flatten is the feature count of a reshape to flat features not yet
+	// pending is the feature count of a reshape to flat features not yet
 	// applied. It is applied when a layer needs flat features (flat), or
 	// for the logits: elementwise layers in between act on the feature
 	// map, which is the same. Applied at once, gorgonia v0.9.18 would let
 	// an activation after the reshape overwrite, through its shared
 	// storage, an activation's output that the activation's gradient reads.
-	flatten int
+	pending int
 }
 
 // flat returns h as [B, features], applying a pending reshape.
 func (c *graphCtx) flat(h *G.Node) *G.Node {
-	if c.flatten > 0 {
-		h, c.flatten = G.Must(G.Reshape(h, tensor.Shape{c.B, c.flatten})), 0
+	if c.pending > 0 {
+		h, c.pending = G.Must(G.Reshape(h, tensor.Shape{c.B, c.pending})), 0
 	}
 	return h
 }

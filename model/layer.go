@@ -63,7 +63,7 @@ type role int
 
 const (
 	roleActivation role = iota // after a layer with parameters or a reshape, or first
-	roleNorm                   // after a convolution or linear layer, or first
+	roleNorm                   // after a layer with parameters, or first
 	rolePool                   // after a convolution, or first
 )
 
@@ -139,7 +139,7 @@ func (s LayerSpec) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a layer object: "type" picks the kind, whose struct
 // takes the other keys. A key the kind does not have is accepted if its
 // value is 0 (what omitempty leaves out) and another kind has it; else
-// Check reports it ("a linear layer has no kernel"), or, for a key no kind
+// Check reports it ("a relu layer has no kernel"), or, for a key no kind
 // has, decoding fails.
 func (s *LayerSpec) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
@@ -311,7 +311,7 @@ func (l Layer) BiasSize() int {
 }
 
 // MACs is the multiply-adds of one example's forward matrix product (a
-// convolution's or linear layer's), 0 for a layer that has none.
+// convolution's or fully connected layer's), 0 for a layer that has none.
 func (l Layer) MACs() int {
 	if g, ok := l.Kind.(gemmKind); ok {
 		return g.macs(l)
@@ -366,8 +366,8 @@ func window(in Shape, k, stride, pad int) (Shape, error) {
 }
 
 // uniformInit fills w then b from U(−1/√fanIn, 1/√fanIn): PyTorch's
-// default for convolution and linear layers (Kaiming-uniform with a = √5
-// for the weight, and the same bound for the bias).
+// default for convolutions and fully connected layers (Kaiming-uniform
+// with a = √5 for the weight, and the same bound for the bias).
 func uniformInit(w, b []float32, fanIn int, rng *rand.Rand) {
 	bound := 1 / math.Sqrt(float64(fanIn))
 	for _, v := range [][]float32{w, b} {

@@ -30,6 +30,6 @@ func (FlattenSpec) shape(in Shape, first bool) (Shape, error) {
 // node defers the reshape to the next layer that needs flat features
 // (graphCtx.flat).
 func (FlattenSpec) node(c *graphCtx, l Layer, h, _, _ *G.Node) *G.Node {
-	c.flatten = l.Out
+	c.pending = l.Out
 	return h
 }

@@ -9,7 +9,7 @@ import (
 
 // GELUSpec is the Gaussian error linear unit x·Φ(x) = ½x(1 + erf(x/√2)),
 // Φ the standard normal CDF (Hendrycks & Gimpel 2016), elementwise: the
-// exact form, torch.nn.GELU's default approximate='none' (not its tanh
+// exact form, torch.nn.GELU's default approximate='none' (not its
 // approximation). No hyperparameters.
 type GELUSpec struct{}
 
