@@ -162,7 +162,11 @@ func (s *convStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, a
 		for k := 0; k < n; k++ {
 			scale(gOut[k*P*O:(k+1)*P*O], f[k])
 		}
-		s.sum(buf, n, nil, gOut, acc)
+		// An example left out (factor 0) may have non-finite inputs, and
+		// 0·∞ is NaN: the product runs over the others only.
+		kept(f[:n], func(lo, hi int) {
+			s.sumCols(b.cols[lo*P*K:hi*P*K], hi-lo, gOut[lo*P*O:hi*P*O], acc)
+		})
 		return
 	}
 	for k := 0; k < n; k++ {
@@ -175,9 +179,15 @@ func (s *convStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, a
 }
 
 func (s *convStage) sum(buf any, n int, _, gOut []float32, acc []float32) {
-	b, l := buf.(*convBuffers), s.l
+	s.sumCols(buf.(*convBuffers).cols, n, gOut, acc)
+}
+
+// sumCols adds the gradient sum of n examples, from their unfolded inputs
+// cols and output gradients gOut, to acc.
+func (s *convStage) sumCols(cols []float32, n int, gOut []float32, acc []float32) {
+	l := s.l
 	P, K, O := l.Positions(), l.FanIn(), l.Out
-	gemm.Mul(O, K, n*P, gOut, 1, O, b.cols, K, acc[l.WeightOffset:], K)
+	gemm.Mul(O, K, n*P, gOut, 1, O, cols, K, acc[l.WeightOffset:], K)
 	sumRows(gOut[:n*P*O], acc[l.BiasOffset:l.BiasOffset+O], false)
 }
 

@@ -86,7 +86,11 @@ func (s *linearStage) clippedSum(_ any, n int, in, gOut []float32, f []float64, 
 	for k := 0; k < n; k++ {
 		scale(gOut[k*l.Out:(k+1)*l.Out], f[k])
 	}
-	s.sum(nil, n, in, gOut, acc)
+	// An example left out (factor 0) may have non-finite inputs, and
+	// 0·∞ is NaN: the product runs over the others only.
+	kept(f[:n], func(lo, hi int) {
+		s.sum(nil, hi-lo, in[lo*l.In:hi*l.In], gOut[lo*l.Out:hi*l.Out], acc)
+	})
 }
 
 func (s *linearStage) sum(_ any, n int, in, gOut []float32, acc []float32) {
