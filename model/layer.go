@@ -139,7 +139,7 @@ func (s LayerSpec) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a layer object: "type" picks the kind, whose struct
 // takes the other keys. A key the kind does not have is accepted if its
 // value is 0 (what omitempty leaves out) and another kind has it; else
-// Check reports it ("a relu layer has no kernel"), or, for a key no kind
+// Check reports it ("a <type> layer has no <key>"), or, for a key no kind
 // has, decoding fails.
 func (s *LayerSpec) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
