@@ -24,13 +24,8 @@ func TrainingFLOPs(layers []model.Layer) float64 {
 	var f float64
 	first := true
 	for _, l := range layers {
-		var macs float64
-		switch l.Kind {
-		case model.ConvLayer:
-			macs = float64(l.Positions()) * float64(l.FanIn()) * float64(l.Out)
-		case model.LinearLayer:
-			macs = float64(l.In) * float64(l.Out)
-		default:
+		macs := float64(l.MACs())
+		if macs == 0 {
 			continue
 		}
 		passes := 3.0

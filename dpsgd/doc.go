@@ -21,14 +21,35 @@
 //
 // Per-sample gradients come from an Engine. The default engine (NewEngine)
 // evaluates and differentiates the network natively — positions-major
-// activations, every layer one float32 GEMM on internal/gemm's AVX2/FMA
-// kernel — and builds per-example gradients the way Opacus's grad samplers
-// do: for a convolution one small GEMM per example of its output gradient and
-// unfolded input; for a linear layer only the norm ‖a_i‖²·‖g_i‖²
-// (+‖g_i‖² for the bias), with the clipped sum one GEMM of the scaled output
-// gradients (Goodfellow 2015; Li et al. 2022 "ghost clipping"). The model's
-// gorgonia graph defines the network: NewReferenceEngine runs it on a batch of
-// one per example and is the test oracle; NewBatchGradEngine is gorgonia's
-// own batched autodiff, the non-private baseline. Train measures each phase
-// of a step (Timings).
+// activations, every matrix product a float32 GEMM on internal/gemm's
+// AVX2/FMA kernel — and builds per-example gradients the way Opacus's grad
+// samplers do: for a convolution one small GEMM per example of its output
+// gradient and unfolded input, or the ghost norm when that is cheaper (Bu
+// et al. 2023, mixed ghost clipping); for a linear layer only the norm
+// ‖a_i‖²·‖g_i‖² (+‖g_i‖² for the bias), with the clipped sum one GEMM of
+// the scaled output gradients (Goodfellow 2015; Li et al. 2022 "ghost
+// clipping"); for a normalisation's γ and β the per-example gradients
+// themselves. The model's gorgonia graph defines the network:
+// NewReferenceEngine runs it on a batch of one per example and is the test
+// oracle; NewBatchGradEngine is gorgonia's own batched autodiff, the
+// non-private baseline. Train measures each phase of a step (Timings).
+//
+// # Layer rules
+//
+// The engine's part of each layer kind is one file, layer_<type>.go,
+// named like the kind's file in model: a stage (forward pass, backward
+// pass and, for a kind with parameters, its per-example norm, clipped sum
+// and layouts) registered under the kind's type name in init (register; an
+// elementwise activation whose derivative is read off its output registers
+// with registerActivation, and the convolution or linear layer before it
+// then applies it in place). native.go knows no kind: it builds one stage
+// per layer from the registry, and NewEngine returns an error naming the
+// first layer whose type has no rules.
+//
+// To add a layer: two files, model/layer_<type>.go (spec, shapes,
+// parameters, gorgonia node; see package model) and dpsgd/layer_<type>.go
+// (its rules), and their tests — the kind against gorgonia's batch-of-one
+// autodiff to 1e-5 (checkAgainstReference), as every kind is, and in
+// RandomArch's random specs, which TestEngineMatchesReference draws eight
+// of per run.
 package dpsgd

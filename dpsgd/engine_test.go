@@ -43,13 +43,14 @@ func relErr(a, b []float32) float64 {
 	return d / m
 }
 
-// perturbGroupNorms moves every group norm's weight and bias away from 1
-// and 0, where they start, so that their gradients are tested in general.
-func perturbGroupNorms(net *model.Net, seed uint64) {
+// perturbNorms moves every normalisation's weight and bias (a layer with
+// parameters and no matrix product) away from 1 and 0, where they start,
+// so that their gradients are tested in general.
+func perturbNorms(net *model.Net, seed uint64) {
 	rng := randsrc.Seeded(seed, "perturb")
 	for _, l := range net.Layers {
-		if l.Kind == model.GroupNormLayer {
-			for k := l.WeightOffset; k < l.BiasOffset+l.Out; k++ {
+		if l.HasParams() && l.MACs() == 0 {
+			for k := l.WeightOffset; k < l.BiasOffset+l.BiasSize(); k++ {
 				net.Params[k] += float32(0.3 * rng.NormFloat64())
 			}
 		}
@@ -96,48 +97,55 @@ func TestEngineMatchesReference(t *testing.T) {
 		archs = append(archs, a)
 	}
 	for _, arch := range archs {
-		net, x, y := randomData(t, arch, 24, 1)
-		perturbGroupNorms(net, 2)
-		fast, err := NewEngine(net, 8)
-		if err != nil {
-			t.Fatal(err)
+		checkAgainstReference(t, arch)
+	}
+}
+
+// checkAgainstReference compares the native engine's clipped sum and loss
+// on arch with the batch-of-one reference's, to 1e-5 relative.
+func checkAgainstReference(t *testing.T, arch model.Arch) {
+	t.Helper()
+	net, x, y := randomData(t, arch, 24, 1)
+	perturbNorms(net, 2)
+	fast, err := NewEngine(net, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := NewReferenceEngine(net)
+	sizes := []int{1, 7, 19}
+	if net.NumParams() > 100000 {
+		sizes = []int{1, 3} // tb-cifar10: the reference takes a second an example
+	}
+	for _, n := range sizes {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = (5*i + 3) % 24
 		}
-		ref, _ := NewReferenceEngine(net)
-		sizes := []int{1, 7, 19}
-		if net.NumParams() > 100000 {
-			sizes = []int{1, 3} // tb-cifar10: the reference takes a second an example
+		norms := perExampleNorms(t, net, x, y, idx)
+		// A clipping norm between the smallest and largest gradient norm,
+		// so that some examples are clipped and some are not.
+		lo, hi := math.Inf(1), 0.0
+		for _, v := range norms {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
-		for _, n := range sizes {
-			idx := make([]int, n)
-			for i := range idx {
-				idx[i] = (5*i + 3) % 24
+		for _, clip := range []float64{math.Inf(1), (lo + hi) / 2, lo / 4} {
+			a := make([]float32, net.NumParams())
+			b := make([]float32, net.NumParams())
+			la, err := fast.ClippedSum(x, y, idx, clip, a)
+			if err != nil {
+				t.Fatal(err)
 			}
-			norms := perExampleNorms(t, net, x, y, idx)
-			// A clipping norm between the smallest and largest gradient norm,
-			// so that some examples are clipped and some are not.
-			lo, hi := math.Inf(1), 0.0
-			for _, v := range norms {
-				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			lb, _ := ref.ClippedSum(x, y, idx, clip, b)
+			if e := relErr(a, b); e > 1e-5 {
+				t.Errorf("%s, %d examples, C=%v: relative error %.3g", arch.Name, n, clip, e)
 			}
-			for _, clip := range []float64{math.Inf(1), (lo + hi) / 2, lo / 4} {
-				a := make([]float32, net.NumParams())
-				b := make([]float32, net.NumParams())
-				la, err := fast.ClippedSum(x, y, idx, clip, a)
-				if err != nil {
-					t.Fatal(err)
-				}
-				lb, _ := ref.ClippedSum(x, y, idx, clip, b)
-				if e := relErr(a, b); e > 1e-5 {
-					t.Errorf("%s, %d examples, C=%v: relative error %.3g", arch.Name, n, clip, e)
-				}
-				if math.Abs(la-lb) > 1e-5*lb {
-					t.Errorf("%s: loss %v vs reference %v", arch.Name, la, lb)
-				}
-				if clip == lo/4 {
-					// Every example clipped: the sum's norm is at most n·C.
-					if norm := math.Sqrt(sq(a)); norm > float64(n)*clip*(1+1e-5) {
-						t.Errorf("clipped sum norm %v > n·C = %v", norm, float64(n)*clip)
-					}
+			if math.Abs(la-lb) > 1e-5*lb {
+				t.Errorf("%s: loss %v vs reference %v", arch.Name, la, lb)
+			}
+			if clip == lo/4 {
+				// Every example clipped: the sum's norm is at most n·C.
+				if norm := math.Sqrt(sq(a)); norm > float64(n)*clip*(1+1e-5) {
+					t.Errorf("clipped sum norm %v > n·C = %v", norm, float64(n)*clip)
 				}
 			}
 		}
@@ -172,7 +180,7 @@ func TestUnclippedSumIsBatchGradient(t *testing.T) {
 
 func TestIm2colMatchesDirectIndexing(t *testing.T) {
 	net, _ := model.NewZero(model.MNIST)
-	l := net.Layers[0] // 1→16, 8×8, stride 2, padding 3, 28×28 → 14×14
+	l := newConvStage(net.Layers[0], nil, true).l // 1→16, 8×8, stride 2, padding 3, 28×28 → 14×14
 	in := make([]float32, 28*28)
 	for i := range in {
 		in[i] = float32(i + 1)
@@ -195,7 +203,7 @@ func TestIm2colMatchesDirectIndexing(t *testing.T) {
 // and permuteKernel's inverse undoes it.
 func TestCol2imIsAdjointOfIm2col(t *testing.T) {
 	net, _ := model.NewZero(model.CIFAR10)
-	l := model.ParamLayers(net.Layers)[1]
+	l := newConvStage(model.ParamLayers(net.Layers)[1], nil, false).l
 	l.Pad = 1 // exercise the padding branch too
 	l.OutH, l.OutW = (l.InH+2-l.Kernel)/l.Stride+1, (l.InW+2-l.Kernel)/l.Stride+1
 	rng := randsrc.Seeded(9, "test")

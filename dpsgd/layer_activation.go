@@ -1,101 +1,74 @@
 package dpsgd
 
 import (
-	"math"
-
 	"github.com/dptune/dptune/internal/vec"
 	"github.com/dptune/dptune/model"
 )
 
-// activation is an elementwise nonlinearity, applied on its own (a ReLU or
-// tanh layer that follows no convolution or linear layer) or fused into
-// the layer before it (biasAct).
-type activation int
+// activation is an elementwise nonlinearity whose derivative can be read
+// off its output, so that the matrix-product layer before it can
+// apply it in place (fused) and keep no pre-activation copy. A kind
+// registers one with registerActivation; it then also runs on its own
+// (activationStage) where no such layer precedes it.
+type activation interface {
+	// biasApply adds bias (length C) to every row of z ([rows, C]) and
+	// applies the activation in place.
+	biasApply(z, bias []float32)
+	// apply writes the activation of in to out.
+	apply(in, out []float32)
+	// mask multiplies g by the activation's derivative, read off its
+	// output y.
+	mask(g, y []float32)
+}
 
-const (
-	noActivation activation = iota
-	reluActivation
-	tanhActivation
-)
+var activations = map[string]activation{}
 
-func activationOf(k model.LayerKind) (activation, bool) {
-	switch k {
-	case model.ReLULayer:
-		return reluActivation, true
-	case model.TanhLayer:
-		return tanhActivation, true
+// registerActivation registers a as the activation of layer type typ, and
+// the rule of a layer of that type on its own.
+func registerActivation(typ string, a activation) {
+	register(typ, rule{build: func(ls []model.Layer, _ bool) (stage, int) {
+		return &activationStage{l: ls[0], act: a}, 1
+	}})
+	activations[typ] = a
+}
+
+// fused returns the activation after ls[0], if ls[1] is one, and the
+// number of layers the stage of ls[0] then takes.
+func fused(ls []model.Layer) (activation, int) {
+	if len(ls) > 1 {
+		if a, ok := activations[ls[1].Kind.Type()]; ok {
+			return a, 2
+		}
 	}
-	return noActivation, false
+	return nil, 1
 }
 
 // biasAct adds bias (length C) to every row of z ([rows, C]) and applies
-// the activation in place.
+// a (none if nil) in place.
 func biasAct(z, bias []float32, a activation) {
-	switch a {
-	case reluActivation:
-		biasReLU(z, bias)
+	if a != nil {
+		a.biasApply(z, bias)
 		return
 	}
+	addBias(z, bias)
+}
+
+// addBias adds bias (length C) to every row of z ([rows, C]).
+func addBias(z, bias []float32) {
 	C := len(bias)
 	for r := 0; r+C <= len(z); r += C {
 		vec.Add(z[r:r+C], bias)
 	}
-	if a == tanhActivation {
-		vec.Tanh(z)
+}
+
+// maskAct multiplies g by a's derivative read off y (nothing if a is nil).
+func maskAct(a activation, g, y []float32) {
+	if a != nil {
+		a.mask(g, y)
 	}
 }
 
-// apply applies the activation to in, writing out.
-func (a activation) apply(in, out []float32) {
-	switch a {
-	case reluActivation:
-		for i, v := range in[:len(out)] {
-			out[i] = max(v, 0)
-		}
-	case tanhActivation:
-		copy(out, in)
-		vec.Tanh(out)
-	default:
-		copy(out, in)
-	}
-}
-
-// mask multiplies g by the activation's derivative, read off its output y:
-// 1[y > 0] for the ReLU, 1 − y² for tanh.
-func (a activation) mask(g, y []float32) {
-	switch a {
-	case reluActivation:
-		maskReLU(g, y)
-	case tanhActivation:
-		vec.TanhGrad(g, y)
-	}
-}
-
-// biasReLU adds bias (length C) to every row of z ([rows, C]) and applies
-// the ReLU in place. Branch-free: the signs are random, and mispredicted
-// branches cost more than the arithmetic.
-func biasReLU(z, bias []float32) {
-	C := len(bias)
-	for r := 0; r+C <= len(z); r += C {
-		row := z[r : r+C]
-		for c, b := range bias {
-			row[c] = max(row[c]+b, 0) // +0 for −0: Go's max(−0, 0) is +0
-		}
-	}
-}
-
-// maskReLU zeroes g where the ReLU output a is not positive (its gradient),
-// branch-free: a ≥ +0 always (biasReLU), and a > 0 iff its bits are > 0.
-func maskReLU(g, a []float32) {
-	a = a[:len(g)]
-	for i, v := range a {
-		keep := uint32(-b2i(math.Float32bits(v) != 0))
-		g[i] = math.Float32frombits(math.Float32bits(g[i]) & keep)
-	}
-}
-
-// activationStage is a ReLU or tanh that does not follow a convolution or
-// linear layer (those fuse it).
+// activationStage is an activation that follows no layer that fuses it.
 type activationStage struct {
 	l   model.Layer
 	act activation

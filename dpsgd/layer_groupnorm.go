@@ -19,9 +19,10 @@ import (
 // floats): ∂γ_c = Σ_p g_{p,c}·x̂_{p,c}, ∂β_c = Σ_p g_{p,c}. The input
 // gradient is, per group of M values, (γ·g − mean(γ·g) − x̂·mean(γ·g·x̂))/√(σ² + ε).
 type groupNormStage struct {
-	l     model.Layer
-	gamma []float32 // in Net.Params
-	beta  []float32
+	l      model.Layer
+	groups int
+	gamma  []float32 // in Net.Params
+	beta   []float32
 }
 
 type groupNormBuffers struct {
@@ -30,12 +31,18 @@ type groupNormBuffers struct {
 	g    []float32 // per-example [∂γ, ∂β], [n, 2C]
 }
 
+func init() {
+	register("groupnorm", rule{build: func(ls []model.Layer, _ bool) (stage, int) {
+		return &groupNormStage{l: ls[0], groups: ls[0].Kind.(model.GroupNormSpec).Groups}, 1
+	}})
+}
+
 func (s *groupNormStage) layer() model.Layer { return s.l }
 func (s *groupNormStage) ghost() bool        { return false }
-func (s *groupNormStage) exampleFloats() int { return s.l.InSize() + 2*s.l.Out + 2*s.l.Groups }
+func (s *groupNormStage) exampleFloats() int { return s.l.InSize() + 2*s.l.Out + 2*s.groups }
 func (s *groupNormStage) newBuffers(chunk int) any {
 	l := s.l
-	return &groupNormBuffers{xhat: make([]float32, chunk*l.InSize()), rstd: make([]float64, chunk*l.Groups), g: make([]float32, chunk*2*l.Out)}
+	return &groupNormBuffers{xhat: make([]float32, chunk*l.InSize()), rstd: make([]float64, chunk*s.groups), g: make([]float32, chunk*2*l.Out)}
 }
 
 func (s *groupNormStage) prepare(p []float32) {
@@ -46,8 +53,8 @@ func (s *groupNormStage) prepare(p []float32) {
 
 func (s *groupNormStage) forward(buf any, n int, in, out []float32) {
 	b, l := buf.(*groupNormBuffers), s.l
-	C, G := l.In, l.Groups
-	P, cg := l.InH*l.InW, l.In/l.Groups
+	C, G := l.In, s.groups
+	P, cg := l.InH*l.InW, l.In/s.groups
 	M := float64(P * cg)
 	for e := 0; e < n; e++ {
 		x, xh, y := in[e*P*C:(e+1)*P*C], b.xhat[e*P*C:(e+1)*P*C], out[e*P*C:(e+1)*P*C]
@@ -83,8 +90,8 @@ func (s *groupNormStage) backward(buf any, n int, in, out, gOut, gIn []float32) 
 		return
 	}
 	b, l := buf.(*groupNormBuffers), s.l
-	C, G := l.In, l.Groups
-	P, cg := l.InH*l.InW, l.In/l.Groups
+	C, G := l.In, s.groups
+	P, cg := l.InH*l.InW, l.In/s.groups
 	M := float64(P * cg)
 	for e := 0; e < n; e++ {
 		g, xh, dx := gOut[e*P*C:(e+1)*P*C], b.xhat[e*P*C:(e+1)*P*C], gIn[e*P*C:(e+1)*P*C]

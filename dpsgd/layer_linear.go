@@ -15,15 +15,22 @@ import (
 // inputs. (Instantiating would cost Out·In per example for nothing: one
 // position, T = 1, makes ghost the cheaper way for any width above 1.)
 //
-// After the flatten of a feature map the engine's features are in (row,
-// column, channel) order, PyTorch's in (channel, row, column): the weight's
+// On an inner feature map laid out flat (model.Shape's FlatC, FlatHW) the
+// engine's features are in (row, column, channel) order, PyTorch's in (channel, row, column): the weight's
 // columns are permuted to match (permuteFeatures) and the gradient back.
 type linearStage struct {
 	l    model.Layer
-	act  activation
-	w    []float32 // [Out, In], columns in the engine's feature order
-	wT   []float32 // [In, Out]
-	bias []float32 // in Net.Params
+	act  activation // fused, or nil
+	w    []float32  // [Out, In], columns in the engine's feature order
+	wT   []float32  // [In, Out]
+	bias []float32  // in Net.Params
+}
+
+func init() {
+	register("linear", rule{build: func(ls []model.Layer, _ bool) (stage, int) {
+		act, used := fused(ls)
+		return newLinearStage(ls[0], act), used
+	}})
 }
 
 func newLinearStage(l model.Layer, act activation) *linearStage {
@@ -58,7 +65,7 @@ func (s *linearStage) forward(_ any, n int, in, out []float32) {
 func (s *linearStage) backward(_ any, n int, in, out, gOut, gIn []float32) {
 	l := s.l
 	g := gOut[:n*l.Out]
-	s.act.mask(g, out)
+	maskAct(s.act, g, out)
 	if gIn == nil {
 		return
 	}
@@ -79,7 +86,11 @@ func (s *linearStage) clippedSum(_ any, n int, in, gOut []float32, f []float64, 
 	for k := 0; k < n; k++ {
 		scale(gOut[k*l.Out:(k+1)*l.Out], f[k])
 	}
-	s.sum(nil, n, in, gOut, acc)
+	// An example left out (factor 0) may have non-finite inputs, and
+	// 0·∞ is NaN: the product runs over the others only.
+	kept(f[:n], func(lo, hi int) {
+		s.sum(nil, hi-lo, in[lo*l.In:hi*l.In], gOut[lo*l.Out:hi*l.Out], acc)
+	})
 }
 
 func (s *linearStage) sum(_ any, n int, in, gOut []float32, acc []float32) {
@@ -100,8 +111,8 @@ func (s *linearStage) export(acc, out []float32) {
 }
 
 // permuteFeatures writes the rows×(C·hw) matrix w, whose columns are in
-// PyTorch's flatten order (c, h, w), as dst with columns in (h, w, c) order,
-// the order of the native engine's flattened feature maps; inverse
+// PyTorch's order (c, h, w), as dst with columns in (h, w, c) order, the
+// order of the native engine's feature maps laid out flat; inverse
 // reverses it.
 func permuteFeatures(rows, C, hw int, w, dst []float32, inverse bool) {
 	F := C * hw

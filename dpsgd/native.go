@@ -18,10 +18,9 @@ const (
 	chunkFloats = 3 << 18
 )
 
-// stage is one step of the native plan: a layer of the Arch (a convolution
-// or linear layer with the activation after it fused in, a group norm, a
-// pooling, or an activation on its own; flatten is free in the engine's
-// layout and has no stage). Buffers are per worker (newBuffers); the stage
+// stage is one step of the native plan: a layer of the Arch, or a layer
+// with the elementwise activation after it fused in (fused); a layer that
+// is free in the engine's layout has no stage. Buffers are per worker (newBuffers); the stage
 // itself holds the weights in the layouts its GEMMs want (prepare).
 type stage interface {
 	layer() model.Layer
@@ -62,7 +61,7 @@ type paramStage interface {
 type inputLayout int
 
 const (
-	inputRaw  inputLayout = iota // [C, H, W] as stored: for a first convolution, or flat features
+	inputRaw  inputLayout = iota // [C, H, W] as stored: for a first layer whose rule says raw
 	inputNHWC                    // transposed to positions-major for any other first layer
 )
 
@@ -118,14 +117,12 @@ type worker struct {
 // It runs any model.Arch natively, layer by layer, built from the same
 // Spec as the model package's gorgonia graph (which is its test oracle,
 // NewReferenceEngine): activations positions-major ([examples·positions,
-// channels]), each convolution one GEMM over the unfolded input, each
-// layer's backward pass one GEMM, all on internal/gemm's kernel. Every
-// layer kind has its own file with its forward pass, backward pass and
-// per-example gradient rule, as Opacus's grad_sample/ does: layer_conv.go
-// (per-example GEMM, or the ghost norm when cheaper: mixed ghost clipping,
-// Bu et al. 2023), layer_linear.go (ghost norm: Goodfellow 2015, Li et al.
-// 2022), layer_groupnorm.go, layer_pool.go and layer_activation.go. With
-// clipNorm = +Inf (non-private SGD) the per-example work is skipped and
+// channels]), every matrix product on internal/gemm's kernel. Every layer
+// kind has its own file, layer_<type>.go, with its forward pass, backward
+// pass and per-example gradient or norm rule, registered under the kind's
+// type name (register), as Opacus's grad_sample/ registers one grad
+// sampler per layer type; NewEngine returns an error naming the first
+// layer whose type has no rules. With clipNorm = +Inf (non-private SGD) the per-example work is skipped and
 // every weight gradient is one GEMM.
 //
 // The batch is split between GOMAXPROCS workers (persistent goroutines), each
@@ -160,48 +157,54 @@ func newEngineWorkers(net *model.Net, nw int) (*nativeEngine, error) {
 	return e, nil
 }
 
-// newNative builds the plan of net's layers; it starts no workers.
+// rule is the engine's part of a layer kind, registered by the kind's
+// file (layer_<type>.go) under the kind's type name.
+type rule struct {
+	// build returns the stage of ls[0], or nil for a layer with nothing to
+	// do in the engine's layout, and how many layers of ls the stage takes
+	// (2 when it fuses the activation after it, fused). raw: ls[0] reads
+	// the network's input in the dataset's [C, H, W] layout.
+	build func(ls []model.Layer, raw bool) (stage, int)
+	// raw: as the first layer, the kind reads the dataset's [C, H, W]
+	// layout; for any other kind the engine first transposes the input
+	// positions-major.
+	raw bool
+}
+
+var rules = map[string]rule{}
+
+// register makes r the rules of layer type typ; registering a type twice
+// panics (a programming error).
+func register(typ string, r rule) {
+	if _, dup := rules[typ]; dup {
+		panic(fmt.Sprintf("dpsgd: rules for layer type %q registered twice", typ))
+	}
+	rules[typ] = r
+}
+
+// newNative builds the plan of net's layers; it starts no workers. It
+// returns an error naming the first layer whose type has no rules.
 func newNative(net *model.Net) (*nativeEngine, error) {
 	ls := net.Layers
 	if len(ls) == 0 {
 		return nil, fmt.Errorf("dpsgd: network %s has no layers", net.Arch.Name)
 	}
+	for _, l := range ls {
+		if _, ok := rules[l.Kind.Type()]; !ok {
+			return nil, fmt.Errorf("dpsgd: layer %s: the native engine has no rules for layer type %q", l.Name, l.Kind.Type())
+		}
+	}
 	e := &nativeEngine{plan: &plan{net: net}, reduced: make([]float32, net.NumParams())}
-	if ls[0].Kind != model.ConvLayer && ls[0].Kind != model.FlattenLayer && net.Arch.C > 1 && net.Arch.H*net.Arch.W > 1 {
+	if !rules[ls[0].Kind.Type()].raw && net.Arch.C > 1 && net.Arch.H*net.Arch.W > 1 {
 		e.input = inputNHWC
 	}
 	slot := -1
-	for i := 0; i < len(ls); i++ {
+	for i := 0; i < len(ls); {
 		l := ls[i]
-		var act activation
-		fuse := func() {
-			if i+1 < len(ls) {
-				if a, ok := activationOf(ls[i+1].Kind); ok {
-					act = a
-					i++
-				}
-			}
-		}
-		var st stage
-		switch l.Kind {
-		case model.ConvLayer:
-			first := i == 0 // reads the raw input: ls[0] is a convolution
-			fuse()
-			st = newConvStage(l, act, first)
-		case model.LinearLayer:
-			fuse()
-			st = newLinearStage(l, act)
-		case model.GroupNormLayer:
-			st = &groupNormStage{l: l}
-		case model.ReLULayer, model.TanhLayer:
-			a, _ := activationOf(l.Kind)
-			st = &activationStage{l: l, act: a}
-		case model.MaxPoolLayer, model.AvgPoolLayer:
-			st = &poolStage{l: l}
-		case model.FlattenLayer:
+		st, used := rules[l.Kind.Type()].build(ls[i:], i == 0 && e.input == inputRaw)
+		i += used
+		if st == nil {
 			continue
-		default:
-			return nil, fmt.Errorf("dpsgd: layer %s: the native engine has no layer of kind %d", l.Name, l.Kind)
 		}
 		if l.HasParams() {
 			slot++

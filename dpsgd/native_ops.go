@@ -4,9 +4,38 @@ import (
 	"math"
 
 	"github.com/dptune/dptune/internal/vec"
+	"github.com/dptune/dptune/model"
 )
 
 // Small helpers shared by the native engine's layers.
+
+// window is a layer with a square kernel sliding over its input: its
+// shapes and its kernel size, stride and padding.
+type window struct {
+	model.Layer
+	Kernel, Stride, Pad int
+}
+
+// FanIn is the inputs of one output unit of a convolution: In·Kernel².
+func (w window) FanIn() int { return w.In * w.Kernel * w.Kernel }
+
+// kept calls fn(lo, hi) for each maximal run [lo, hi) of examples whose
+// clipping factor f is not 0 (all of them, in one call, when none is
+// left out).
+func kept(f []float64, fn func(lo, hi int)) {
+	for lo := 0; lo < len(f); {
+		if f[lo] == 0 {
+			lo++
+			continue
+		}
+		hi := lo + 1
+		for hi < len(f) && f[hi] != 0 {
+			hi++
+		}
+		fn(lo, hi)
+		lo = hi
+	}
+}
 
 // transpose writes the rows×cols matrix a as dst (cols×rows).
 func transpose(rows, cols int, a, dst []float32) {

@@ -12,7 +12,7 @@ const (
 	PhaseSampling  Phase = iota // Poisson sampling of the batch
 	PhaseForward                // forward pass and loss
 	PhaseBackward               // backpropagation to the layer outputs and inputs
-	PhasePerSample              // per-example gradients (convolutions) and norms (linear layers)
+	PhasePerSample              // per-example gradients and norms
 	PhaseClip                   // clip factors and the clipped (or plain) gradient sum
 	PhaseNoise                  // Gaussian noise
 	PhaseUpdate                 // momentum and parameter update
@@ -33,8 +33,9 @@ func (p Phase) String() string {
 const MaxLayers = 16
 
 // Timings accumulate the time spent per phase and, for the engine's
-// forward and backward phases, per layer (a convolution's time includes its
-// ReLU and max-pool; a layer's backward time includes its per-example
+// forward and backward phases, per layer with parameters (its time includes
+// that of the layers without parameters after it; a layer's backward time
+// includes its per-example
 // gradient). Engine phases are wall time averaged over the engine's workers.
 type Timings struct {
 	Steps    int

@@ -1,34 +1,54 @@
-// Package model defines the convolutional network dptune trains, with
-// gorgonia (gorgonia.org/gorgonia), and its parameters, evaluation and
+// Package model defines the networks dptune trains — their specs, shapes,
+// parameters, gorgonia (gorgonia.org/gorgonia) graphs, evaluation and
 // checkpoints.
 //
-// The network is the standard MNIST CNN of Opacus and TensorFlow Privacy,
-// given in DP-HyPO (Wang et al., "DP-HyPO: An Adaptive Private
-// Hyperparameter Optimization Framework", Appendix E.1):
+// A Spec is a network as data: a name and a sequence of layers, like
+// PyTorch's nn.Sequential, read from JSON (ParseSpec, LoadSpec) or one of
+// the built-in specs (BuiltinSpecs). Each layer is a LayerSpec: a type
+// name and that kind's hyperparameters. An Arch is a Spec on an input
+// (channels, height, width, classes); Arch.Layers infers every layer's
+// shapes (Layer) and the parameter tensors (Tensor). The default network
+// is the standard MNIST CNN of Opacus and TensorFlow Privacy, given in
+// DP-HyPO (Wang et al., "DP-HyPO: An Adaptive Private Hyperparameter
+// Optimization Framework", Appendix E.1), opacus-mnist: 26,010 parameters
+// on 1×28×28 inputs.
 //
-//	conv1  C→16, 8×8, stride 2, padding 3 → ReLU → max-pool 2×2 stride 1
-//	conv2  16→32, 4×4, stride 2           → ReLU → max-pool 2×2 stride 1
-//	flatten (channel-major, as PyTorch's x.view)
-//	fc1    → 32 → ReLU
-//	fc2    32 → 10 (logits); softmax cross-entropy
+// # Layer kinds
 //
-// For 1×28×28 inputs (MNIST) the flattened size is 32×4×4 = 512 and the
-// network has 26,010 parameters; for 3×32×32 inputs (CIFAR-10) it is
-// 32×5×5 = 800.
+// Every kind of layer is one file, layer_<type>.go: its hyperparameters
+// (a struct whose JSON fields are the spec's keys) and their check, its
+// output shape, its parameter shapes and initialisation, and its gorgonia
+// node. It registers itself by type name (RegisterLayer, in init); no
+// other file switches on a kind, and only the built-in specs and
+// RandomArch's skeleton (convolutions, flatten, linear layers) name one.
+// LayerTypes lists the registered kinds:
+// convolution, linear, elementwise activations, pooling, normalisations
+// (per example, so DP-SGD's analysis holds) and flatten. dpsgd's engine
+// finds its own rules for a kind by the same type name.
+//
+// To add a layer kind: write model/layer_<type>.go (a struct implementing
+// LayerKind, registered in init; paramKind if it has a weight and bias,
+// randomKind for RandomArch to draw it) and dpsgd/layer_<type>.go (its
+// forward pass, backward pass and per-example gradient or norm rule,
+// registered under the same name), with tests: the float64 reference in
+// reference_test.go and dpsgd's comparison with gorgonia's batch-of-one
+// autodiff.
+//
+// # Parameters and graphs
 //
 // Parameters live in one flat []float32 (Net.Params) in PyTorch's
-// named_parameters order and layouts — conv weights [out, in, kh, kw], linear
-// weights [out, in], biases [out] — so that gradients, clipping, noise and
-// updates work on a single vector and checkpoints map one-to-one onto a
-// PyTorch state_dict.
+// named_parameters order and layouts — conv weights [out, in, kh, kw],
+// linear weights [out, in], a layer norm's γ and β the shape of its input,
+// biases [out] — so that gradients, clipping, noise and updates work on a
+// single vector and checkpoints map one-to-one onto a PyTorch state_dict.
+// New initialises them as PyTorch does.
 //
-// A Graph is the network built for a fixed batch size B. A Graph in
-// LayerGrads mode runs forward and backpropagates a summed cross-entropy loss
-// only down to the layer outputs, exposing each layer's input and output
-// gradient (a Trace): the raw material of per-sample gradients, which
-// dpsgd computes from it. ParamGrads mode differentiates with respect to the
-// parameters as gorgonia normally does; it is the reference the per-sample
-// engine is tested against. Forward mode only computes logits.
+// A Graph is the network built with gorgonia for a fixed batch size B,
+// each layer by its kind's node. In Forward mode it computes the logits;
+// in ParamGrads mode also the gradient of the summed cross-entropy with
+// respect to every parameter (gorgonia's autodiff). It defines what a
+// network computes: Net.Evaluate runs it, and dpsgd's native engine is tested
+// against it on a batch of one per example.
 //
 // LoadSpec and Load read only regular files (a FIFO or a device is refused
 // without blocking, see internal/fsx): a spec of at most MaxSpecBytes, a

@@ -20,8 +20,8 @@ const (
 )
 
 // Graph is the network built with gorgonia for a fixed batch size B: the
-// definition of what an Arch computes, built layer by layer from its Spec,
-// and the test oracle of dpsgd's native engine.
+// definition of what an Arch computes, built layer by layer from its Spec
+// (each layer's node by its kind), and the test oracle of dpsgd's native engine.
 //
 // Fill X and Y, call Run, then read Logits, Loss and — in ParamGrads mode —
 // ParamGrad. The loss is the SUM over the batch of each example's softmax
@@ -75,49 +75,18 @@ func (gr *Graph) build() (err error) {
 	y := G.NewMatrix(g, tensor.Float32, G.WithShape(B, a.Classes), G.WithName("y"),
 		G.WithValue(tensor.New(tensor.WithShape(B, a.Classes), tensor.WithBacking(gr.Y))))
 
+	c := &graphCtx{g: g, B: B}
 	h := x
 	pi := 0 // the next parameter tensor
-	// A flatten is applied when a layer needs flat features (a linear
-	// layer, or the logits): elementwise layers in between act on the
-	// feature map, which is the same. Applied at once, gorgonia v0.9.18
-	// would let an activation after the flatten overwrite, through the
-	// reshape's shared storage, the tanh output that tanh's gradient reads.
-	flatten := 0
 	for _, l := range n.Layers {
-		if flatten > 0 && l.Kind == LinearLayer {
-			h, flatten = G.Must(G.Reshape(h, tensor.Shape{B, flatten})), 0
-		}
 		var w, b *G.Node
 		if l.HasParams() {
 			w, b = param[pi], param[pi+1]
 			pi += 2
 		}
-		switch l.Kind {
-		case ConvLayer:
-			c := G.Must(G.Conv2d(h, w, tensor.Shape{l.Kernel, l.Kernel}, []int{l.Pad, l.Pad}, []int{l.Stride, l.Stride}, nil))
-			h = G.Must(G.BroadcastAdd(c, G.Must(G.Reshape(b, tensor.Shape{1, l.Out, 1, 1})), nil, []byte{0, 2, 3}))
-		case LinearLayer:
-			z := G.Must(G.Mul(h, G.Must(G.Transpose(w))))
-			h = G.Must(G.BroadcastAdd(z, G.Must(G.Reshape(b, tensor.Shape{1, l.Out})), nil, []byte{0}))
-		case GroupNormLayer:
-			h = groupNorm(g, h, w, b, l, B)
-		case ReLULayer:
-			h = G.Must(G.Rectify(h))
-		case TanhLayer:
-			h = G.Must(G.Tanh(h))
-		case MaxPoolLayer:
-			h = G.Must(G.MaxPool2D(h, tensor.Shape{l.Kernel, l.Kernel}, []int{0, 0}, []int{l.Stride, l.Stride}))
-		case AvgPoolLayer:
-			h = avgPool(g, h, l, B)
-		case FlattenLayer:
-			flatten = l.Out
-		default:
-			return fmt.Errorf("layer %s: unknown kind %d", l.Name, l.Kind)
-		}
+		h = l.Kind.node(c, l, h, w, b)
 	}
-	if flatten > 0 {
-		h = G.Must(G.Reshape(h, tensor.Shape{B, flatten}))
-	}
+	h = c.flat(h)
 	logits := h
 	logp := G.Must(G.LogSoftMax(logits, 1))
 	loss := G.Must(G.Neg(G.Must(G.Sum(G.Must(G.HadamardProd(logp, y))))))
@@ -139,61 +108,51 @@ func (gr *Graph) build() (err error) {
 	return nil
 }
 
-// groupNorm is PyTorch's GroupNorm on h ([B, C, H, W], or [B, C] on a flat
-// input): each example's channels are split into l.Groups groups of
-// consecutive channels, each group is normalised by its mean and biased
-// variance over its channels and positions (ε = GroupNormEpsilon), and
-// channel c is then scaled by w[c] and shifted by b[c]. Every broadcast is
-// a matrix product with a constant vector of ones, and 1/√(σ² + ε) is
-// Inverse(Sqrt(·)): gorgonia v0.9.18's gradients of its broadcasting
-// operators (with respect to the broadcast operand) and of InverseSqrt
-// disagree with finite differences.
-func groupNorm(g *G.ExprGraph, h, w, b *G.Node, l Layer, B int) *G.Node {
-	P := l.InH * l.InW
-	rows, M := B*l.Groups, l.In/l.Groups*P
-	ones := func(name string, r, c int, v float32) *G.Node {
-		d := make([]float32, r*c)
-		for i := range d {
-			d[i] = v
-		}
-		return G.NewMatrix(g, tensor.Float32, G.WithShape(r, c), G.WithName(l.Name+name),
-			G.WithValue(tensor.New(tensor.WithShape(r, c), tensor.WithBacking(d))))
-	}
-	avg, spread := ones(".avg", M, 1, 1/float32(M)), ones(".spread", 1, M, 1)
-	xr := G.Must(G.Reshape(h, tensor.Shape{rows, M}))
-	mean := G.Must(G.Mul(xr, avg)) // [rows, 1]
-	xc := G.Must(G.Sub(xr, G.Must(G.Mul(mean, spread))))
-	variance := G.Must(G.Mul(G.Must(G.Square(xc)), avg))
-	eps := g.AddNode(G.NewConstant(float32(GroupNormEpsilon)))
-	rstd := G.Must(G.Inverse(G.Must(G.Sqrt(G.Must(G.Add(variance, eps))))))
-	xhat := G.Must(G.HadamardProd(xc, G.Must(G.Mul(rstd, spread))))
-	// Per-channel scale and shift, spread over examples and positions.
-	perChannel := func(v *G.Node) *G.Node {
-		rowsOf := G.Must(G.Mul(ones(".batch", B, 1, 1), G.Must(G.Reshape(v, tensor.Shape{1, l.In})))) // [B, C]
-		return G.Must(G.Mul(G.Must(G.Reshape(rowsOf, tensor.Shape{B * l.In, 1})), ones(".positions", 1, P, 1)))
-	}
-	flat := tensor.Shape{B * l.In, P}
-	out := G.Must(G.Add(G.Must(G.HadamardProd(G.Must(G.Reshape(xhat, flat)), perChannel(w))), perChannel(b)))
-	if l.Flat {
-		return G.Must(G.Reshape(out, tensor.Shape{B, l.In}))
-	}
-	return G.Must(G.Reshape(out, tensor.Shape{B, l.In, l.InH, l.InW}))
+// graphCtx is what a layer's node sees of the graph being built.
+type graphCtx struct {
+	g *G.ExprGraph
+	B int // batch size
+	// pending is the feature count of a reshape to flat features not yet
+	// applied. It is applied when a layer needs flat features (flat), or
+	// for the logits: elementwise layers in between act on the feature
+	// map, which is the same. Applied at once, gorgonia v0.9.18 would let
+	// an activation after the reshape overwrite, through its shared
+	// storage, an activation's output that the activation's gradient reads.
+	pending int
 }
 
-// avgPool is average pooling (no padding) of h ([B, C, H, W]), built as a
-// convolution of every channel, on its own, with a constant k×k kernel of
-// 1/k² (gorgonia v0.9 has no average pooling).
-func avgPool(g *G.ExprGraph, h *G.Node, l Layer, B int) *G.Node {
-	k := l.Kernel
-	one := make([]float32, k*k)
-	for i := range one {
-		one[i] = 1 / float32(k*k)
+// flat returns h as [B, features], applying a pending reshape.
+func (c *graphCtx) flat(h *G.Node) *G.Node {
+	if c.pending > 0 {
+		h, c.pending = G.Must(G.Reshape(h, tensor.Shape{c.B, c.pending})), 0
 	}
-	filter := G.NewTensor(g, tensor.Float32, 4, G.WithShape(1, 1, k, k), G.WithName(l.Name+".kernel"),
-		G.WithValue(tensor.New(tensor.WithShape(1, 1, k, k), tensor.WithBacking(one))))
-	planes := G.Must(G.Reshape(h, tensor.Shape{B * l.In, 1, l.InH, l.InW}))
-	p := G.Must(G.Conv2d(planes, filter, tensor.Shape{k, k}, []int{0, 0}, []int{l.Stride, l.Stride}, nil))
-	return G.Must(G.Reshape(p, tensor.Shape{B, l.Out, l.OutH, l.OutW}))
+	return h
+}
+
+// standardize returns (x − μ)/√(σ² + eps) for each row of x ([rows, M]),
+// with the row's mean μ and biased variance σ². Every broadcast is a
+// matrix product with a constant vector of ones, and 1/√(σ² + ε) is
+// Inverse(Sqrt(·)): gorgonia v0.9.18's gradients of its broadcasting
+// operators (with respect to the broadcast operand) and of InverseSqrt
+// disagree with finite differences. name prefixes the constants' names.
+func (c *graphCtx) standardize(name string, x *G.Node, M int, eps float64) *G.Node {
+	avg, spread := c.constant(name+".avg", M, 1, 1/float32(M)), c.constant(name+".spread", 1, M, 1)
+	mean := G.Must(G.Mul(x, avg)) // [rows, 1]
+	xc := G.Must(G.Sub(x, G.Must(G.Mul(mean, spread))))
+	variance := G.Must(G.Mul(G.Must(G.Square(xc)), avg))
+	e := c.g.AddNode(G.NewConstant(float32(eps)))
+	rstd := G.Must(G.Inverse(G.Must(G.Sqrt(G.Must(G.Add(variance, e))))))
+	return G.Must(G.HadamardProd(xc, G.Must(G.Mul(rstd, spread))))
+}
+
+// constant is an r×c matrix node of v.
+func (c *graphCtx) constant(name string, r, cols int, v float32) *G.Node {
+	d := make([]float32, r*cols)
+	for i := range d {
+		d[i] = v
+	}
+	return G.NewMatrix(c.g, tensor.Float32, G.WithShape(r, cols), G.WithName(name),
+		G.WithValue(tensor.New(tensor.WithShape(r, cols), tensor.WithBacking(d))))
 }
 
 // Run executes the graph on the current X and Y.

@@ -31,7 +31,7 @@ func TestParameterCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fc1 := n.Layers[slices.IndexFunc(n.Layers, func(l Layer) bool { return l.Kind == LinearLayer })]
+		fc1 := n.Layers[slices.IndexFunc(n.Layers, func(l Layer) bool { _, ok := l.Kind.(LinearSpec); return ok })]
 		if n.NumParams() != c.want || fc1.In != c.flat {
 			t.Errorf("%s: %d parameters, flatten %d; want %d, %d", c.arch.Name, n.NumParams(), fc1.In, c.want, c.flat)
 		}
@@ -44,7 +44,8 @@ func TestInitIsPyTorchDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range ParamLayers(n.Layers) {
-		bound := 1 / math.Sqrt(float64(l.FanIn()))
+		fanIn := Tensor{Shape: l.WeightShape[1:]}.Size() // PyTorch's fan_in: all but the output dimension
+		bound := 1 / math.Sqrt(float64(fanIn))
 		w := n.Params[l.WeightOffset : l.WeightOffset+l.WeightSize()]
 		var s2 float64
 		for _, v := range w {

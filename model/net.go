@@ -20,32 +20,20 @@ type Net struct {
 	Params []float32
 }
 
-// New returns the network for arch with PyTorch's default initialisation,
-// so that results compare with the Python stacks: every convolution and
-// linear weight is drawn from Kaiming-uniform with a = √5, i.e.
-// U(−1/√fan_in, 1/√fan_in), and every bias from U(−1/√fan_in, 1/√fan_in)
-// (torch.nn.Conv2d / torch.nn.Linear reset_parameters); a group norm's
-// weight is 1 and its bias 0. Randomness comes from rng, drawn layer by
-// layer, weight then bias.
+// New returns the network for arch with PyTorch's default initialisation
+// of each layer (its kind's reset_parameters), so that results compare
+// with the Python stacks: a weight multiplying its inputs, and its bias,
+// from U(−1/√fan_in, 1/√fan_in) (Kaiming-uniform with a = √5); a
+// normalisation's scale 1 and shift 0. Randomness comes from rng, drawn
+// layer by layer, weight then bias.
 func New(arch Arch, rng *rand.Rand) (*Net, error) {
 	n, err := NewZero(arch)
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range n.Layers {
-		switch l.Kind {
-		case GroupNormLayer:
-			for i := range l.Out {
-				n.Params[l.WeightOffset+i] = 1
-			}
-			continue
-		case ConvLayer, LinearLayer:
-		default:
-			continue
-		}
-		bound := 1 / math.Sqrt(float64(l.FanIn()))
-		for i := l.WeightOffset; i < l.BiasOffset+l.Out; i++ {
-			n.Params[i] = float32((2*rng.Float64() - 1) * bound)
+		if pk, ok := l.Kind.(paramKind); ok {
+			pk.init(l, n.Params[l.WeightOffset:l.WeightOffset+l.WeightSize()], n.Params[l.BiasOffset:l.BiasOffset+l.BiasSize()], rng)
 		}
 	}
 	return n, nil

@@ -6,11 +6,12 @@ import (
 )
 
 // RandomArch returns a random valid network on a random small input (1–3
-// channels, 5–12 pixels a side, 2–5 classes): every layer type of Spec at
-// random depths, kernel sizes, strides, paddings, pools, activations and
-// group norms, for tests that check the gorgonia graph and dpsgd's engine
-// on shapes nobody wrote by hand. It draws from rng only, so a seed
-// reproduces it.
+// channels, 5–12 pixels a side, 2–5 classes): convolutions, flatten and
+// linear layers at random depths, kernel sizes, strides and paddings,
+// with every registered activation, normalisation and pooling kind drawn
+// at random places (randomKind), for tests that check the gorgonia graph
+// and dpsgd's engine on shapes nobody wrote by hand. It draws from rng
+// only, so a seed reproduces it.
 func RandomArch(rng *rand.Rand) Arch {
 	for {
 		c, h, w, classes := 1+rng.IntN(3), 5+rng.IntN(8), 5+rng.IntN(8), 2+rng.IntN(4)
@@ -20,39 +21,47 @@ func RandomArch(rng *rand.Rand) Arch {
 	}
 }
 
-func randomSpec(rng *rand.Rand, c, classes int) Spec {
-	var ls []LayerSpec
-	act := func() {
-		switch rng.IntN(3) {
-		case 0:
-			ls = append(ls, ReLU())
-		case 1:
-			ls = append(ls, Tanh())
+// kindsOf returns the registered kinds RandomArch places in role r, in
+// type order.
+func kindsOf(r role) []randomKind {
+	var out []randomKind
+	for _, t := range LayerTypes() {
+		if k, ok := layerKinds[t].(randomKind); ok && k.role() == r {
+			out = append(out, k)
 		}
 	}
-	// A group norm gets groups of at least 4 channels: with fewer values
-	// per group the normalisation is ill-conditioned (two values normalise
-	// to ±1 whatever they are), and float32 rounding alone moves its input
-	// gradient by more than the 10⁻⁵ the engine is held to.
-	norm := func(ch int) {
+	return out
+}
+
+func randomSpec(rng *rand.Rand, c, classes int) Spec {
+	var ls []LayerSpec
+	acts, norms, pools := kindsOf(roleActivation), kindsOf(roleNorm), kindsOf(rolePool)
+	// draw appends a random layer of one of ks on c channels, if it takes
+	// them.
+	draw := func(ks []randomKind, c int) {
+		if len(ks) == 0 {
+			return
+		}
+		if l, ok := ks[rng.IntN(len(ks))].random(rng, c); ok {
+			ls = append(ls, l)
+		}
+	}
+	act := func(c int) { // none a third of the time
+		if rng.IntN(3) > 0 {
+			draw(acts, c)
+		}
+	}
+	norm := func(c int) { // a third of the time
 		if rng.IntN(3) == 0 {
-			var divs []int
-			for g := 1; g*4 <= ch; g++ {
-				if ch%g == 0 {
-					divs = append(divs, g)
-				}
-			}
-			if len(divs) > 0 {
-				ls = append(ls, GroupNorm(divs[rng.IntN(len(divs))]))
-			}
+			draw(norms, c)
 		}
 	}
 	// Sometimes a layer without parameters reads the input first.
 	switch rng.IntN(6) {
 	case 0:
-		act()
+		draw(acts, c)
 	case 1:
-		ls = append(ls, MaxPool2d(1+rng.IntN(2), 1))
+		draw(pools, c)
 	case 2:
 		norm(c)
 	}
@@ -64,23 +73,18 @@ func randomSpec(rng *rand.Rand, c, classes int) Spec {
 		if rng.IntN(2) == 0 {
 			norm(out)
 		}
-		act()
+		act(out)
 		if rng.IntN(2) == 0 {
-			pk := 1 + rng.IntN(3)
-			if rng.IntN(2) == 0 {
-				ls = append(ls, MaxPool2d(pk, 1+rng.IntN(pk)))
-			} else {
-				ls = append(ls, AvgPool2d(pk, 1+rng.IntN(pk)))
-			}
+			draw(pools, out)
 		}
 	}
 	ls = append(ls, Flatten())
-	act()
+	act(0)
 	for range rng.IntN(3) {
 		out := 1 + rng.IntN(12)
 		ls = append(ls, Linear(out))
 		norm(out)
-		act()
+		act(out)
 	}
 	ls = append(ls, Linear(classes))
 	return Spec{Name: fmt.Sprintf("random-%d", len(ls)), Layers: ls}

@@ -12,25 +12,26 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 		var W, b []float64
 		if l.HasParams() {
 			W = p[l.WeightOffset : l.WeightOffset+l.WeightSize()]
-			b = p[l.BiasOffset : l.BiasOffset+l.Out]
+			b = p[l.BiasOffset : l.BiasOffset+l.BiasSize()]
 		}
 		c, h, w := l.In, l.InH, l.InW
 		oh, ow := l.OutH, l.OutW
 		out := make([]float64, l.OutSize())
-		switch l.Kind {
-		case ConvLayer:
+		switch k := l.Kind.(type) {
+		case Conv2dSpec:
+			kernel, stride, pad := k.Kernel, k.Step(), k.Padding
 			for o := 0; o < l.Out; o++ {
 				for i := 0; i < oh; i++ {
 					for j := 0; j < ow; j++ {
 						s := b[o]
 						for ci := 0; ci < c; ci++ {
-							for ki := 0; ki < l.Kernel; ki++ {
-								for kj := 0; kj < l.Kernel; kj++ {
-									r, q := i*l.Stride-l.Pad+ki, j*l.Stride-l.Pad+kj
+							for ki := 0; ki < kernel; ki++ {
+								for kj := 0; kj < kernel; kj++ {
+									r, q := i*stride-pad+ki, j*stride-pad+kj
 									if r < 0 || q < 0 || r >= h || q >= w {
 										continue
 									}
-									s += W[((o*c+ci)*l.Kernel+ki)*l.Kernel+kj] * act[(ci*h+r)*w+q]
+									s += W[((o*c+ci)*kernel+ki)*kernel+kj] * act[(ci*h+r)*w+q]
 								}
 							}
 						}
@@ -38,26 +39,33 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 					}
 				}
 			}
-		case MaxPoolLayer, AvgPoolLayer:
-			k := l.Kernel
+		case MaxPool2dSpec, AvgPool2dSpec:
+			var kernel, stride int
+			_, isAvg := l.Kind.(AvgPool2dSpec)
+			if m, ok := l.Kind.(MaxPool2dSpec); ok {
+				kernel, stride = m.Kernel, m.Step()
+			} else {
+				a := l.Kind.(AvgPool2dSpec)
+				kernel, stride = a.Kernel, a.Step()
+			}
 			for o := 0; o < c; o++ {
 				for i := 0; i < oh; i++ {
 					for j := 0; j < ow; j++ {
 						m, s := math.Inf(-1), 0.0
-						for di := 0; di < k; di++ {
-							for dj := 0; dj < k; dj++ {
-								v := act[(o*h+i*l.Stride+di)*w+j*l.Stride+dj]
+						for di := 0; di < kernel; di++ {
+							for dj := 0; dj < kernel; dj++ {
+								v := act[(o*h+i*stride+di)*w+j*stride+dj]
 								m, s = math.Max(m, v), s+v
 							}
 						}
-						if l.Kind == AvgPoolLayer {
-							m = s / float64(k*k)
+						if isAvg {
+							m = s / float64(kernel*kernel)
 						}
 						out[(o*oh+i)*ow+j] = m
 					}
 				}
 			}
-		case LinearLayer:
+		case LinearSpec:
 			for o := range out {
 				s := b[o]
 				for i := 0; i < l.In; i++ {
@@ -65,9 +73,9 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 				}
 				out[o] = s
 			}
-		case GroupNormLayer:
-			per := c / l.Groups * h * w // a group's channels are consecutive
-			for g := 0; g < l.Groups; g++ {
+		case GroupNormSpec:
+			per := c / k.Groups * h * w // a group's channels are consecutive
+			for g := 0; g < k.Groups; g++ {
 				v := act[g*per : (g+1)*per]
 				var mean, variance float64
 				for _, e := range v {
@@ -83,16 +91,39 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 					out[g*per+i] = (e-mean)/math.Sqrt(variance+GroupNormEpsilon)*W[ch] + b[ch]
 				}
 			}
-		case ReLULayer:
+		case LayerNormSpec:
+			var mean, variance float64
+			for _, e := range act {
+				mean += e
+			}
+			mean /= float64(len(act))
+			for _, e := range act {
+				variance += (e - mean) * (e - mean)
+			}
+			variance /= float64(len(act))
+			for i, e := range act { // γ and β have the input's (channel, row, column) layout
+				out[i] = (e-mean)/math.Sqrt(variance+LayerNormEpsilon)*W[i] + b[i]
+			}
+		case GELUSpec:
+			for i, v := range act {
+				out[i] = 0.5 * v * (1 + math.Erf(v/math.Sqrt2))
+			}
+		case SiLUSpec:
+			for i, v := range act {
+				out[i] = v / (1 + math.Exp(-v))
+			}
+		case ReLUSpec:
 			for i, v := range act {
 				out[i] = math.Max(v, 0)
 			}
-		case TanhLayer:
+		case TanhSpec:
 			for i, v := range act {
 				out[i] = math.Tanh(v)
 			}
-		case FlattenLayer:
+		case FlattenSpec:
 			copy(out, act) // the (channel, row, column) layout is PyTorch's flatten order
+		default:
+			panic("refForward: no reference for layer type " + l.Kind.Type())
 		}
 		act = out
 	}

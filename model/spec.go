@@ -11,53 +11,17 @@ import (
 	"github.com/dptune/dptune/internal/fsx"
 )
 
-// The layer types of a Spec (LayerSpec.Type), named as in PyTorch's
-// torch.nn (Conv2d, Linear, ReLU, Tanh, MaxPool2d, AvgPool2d, GroupNorm,
-// Flatten), lower-cased.
-const (
-	TypeConv2d    = "conv2d"
-	TypeLinear    = "linear"
-	TypeReLU      = "relu"
-	TypeTanh      = "tanh"
-	TypeMaxPool2d = "maxpool2d"
-	TypeAvgPool2d = "avgpool2d"
-	TypeGroupNorm = "groupnorm"
-	TypeFlatten   = "flatten"
-)
-
-// LayerSpec is one layer of a Spec and its hyperparameters. Which fields a
-// type uses:
-//
-//   - conv2d: Out (output channels), Kernel (square), Stride (default 1),
-//     Padding (zeros, default 0); a bias per output channel.
-//   - linear: Out (output features); needs a flat input (a flatten layer
-//     after any convolution or pooling); a bias per output feature.
-//   - maxpool2d, avgpool2d: Kernel (square), Stride (default Kernel, as in
-//     PyTorch); no padding.
-//   - groupnorm: Groups, which must divide the channels; an affine weight
-//     (initialised to 1) and bias (0) per channel, ε = 10⁻⁵ as in PyTorch.
-//     The normalisation Opacus recommends in place of BatchNorm, which
-//     couples the examples of a batch and so has no per-example gradient.
-//   - relu, tanh, flatten: no fields.
-type LayerSpec struct {
-	Type    string `json:"type"`
-	Out     int    `json:"out,omitempty"`
-	Kernel  int    `json:"kernel,omitempty"`
-	Stride  int    `json:"stride,omitempty"`
-	Padding int    `json:"padding,omitempty"`
-	Groups  int    `json:"groups,omitempty"`
-}
-
 // Spec is a network definition: a sequence of layers, like PyTorch's
 // nn.Sequential, ending in as many features as the data has classes (the
-// logits of a softmax cross-entropy loss). Shapes are inferred from the
+// logits of a softmax cross-entropy loss). Each layer's type is a kind
+// registered by its own file (LayerTypes lists them). Shapes are inferred from the
 // input (Spec.Arch). The model package builds the gorgonia graph from a
 // Spec and the dpsgd engine its native plan from the same Spec: no network
 // is written twice. A Spec serialises to JSON, for example
 //
 //	{"name": "my-cnn", "layers": [
 //	  {"type": "conv2d", "out": 16, "kernel": 5, "padding": 2}, {"type": "tanh"},
-//	  {"type": "avgpool2d", "kernel": 2},
+//	  {"type": "maxpool2d", "kernel": 2},
 //	  {"type": "flatten"}, {"type": "linear", "out": 10}]}
 type Spec struct {
 	Name   string      `json:"name"`
@@ -73,22 +37,6 @@ const (
 	MaxParams     = 1 << 26 // parameters of a network (256 MiB of float32)
 	MaxActivation = 1 << 22 // floats one example's activation or unfolded input may take in one layer
 )
-
-// Constructors of LayerSpecs, for writing specs in Go.
-func Conv2d(out, kernel, stride, padding int) LayerSpec {
-	return LayerSpec{Type: TypeConv2d, Out: out, Kernel: kernel, Stride: stride, Padding: padding}
-}
-func Linear(out int) LayerSpec { return LayerSpec{Type: TypeLinear, Out: out} }
-func ReLU() LayerSpec          { return LayerSpec{Type: TypeReLU} }
-func Tanh() LayerSpec          { return LayerSpec{Type: TypeTanh} }
-func MaxPool2d(kernel, stride int) LayerSpec {
-	return LayerSpec{Type: TypeMaxPool2d, Kernel: kernel, Stride: stride}
-}
-func AvgPool2d(kernel, stride int) LayerSpec {
-	return LayerSpec{Type: TypeAvgPool2d, Kernel: kernel, Stride: stride}
-}
-func GroupNorm(groups int) LayerSpec { return LayerSpec{Type: TypeGroupNorm, Groups: groups} }
-func Flatten() LayerSpec             { return LayerSpec{Type: TypeFlatten} }
 
 // The built-in specs.
 var (
@@ -207,57 +155,4 @@ func (s Spec) Check() error {
 		}
 	}
 	return nil
-}
-
-func (l LayerSpec) check() error {
-	in := func(name string, v, lo, hi int) error {
-		if v < lo || v > hi {
-			return fmt.Errorf("%s %d is outside [%d, %d]", name, v, lo, hi)
-		}
-		return nil
-	}
-	unused := func(names ...string) error {
-		vals := map[string]int{"out": l.Out, "kernel": l.Kernel, "stride": l.Stride, "padding": l.Padding, "groups": l.Groups}
-		for _, n := range names {
-			if vals[n] != 0 {
-				return fmt.Errorf("a %s layer has no %s", l.Type, n)
-			}
-		}
-		return nil
-	}
-	var errs []error
-	switch l.Type {
-	case TypeConv2d:
-		errs = append(errs, in("out", l.Out, 1, MaxWidth), in("kernel", l.Kernel, 1, MaxKernel),
-			in("stride", l.Stride, 0, MaxKernel), in("padding", l.Padding, 0, MaxKernel), unused("groups"))
-	case TypeLinear:
-		errs = append(errs, in("out", l.Out, 1, MaxWidth), unused("kernel", "stride", "padding", "groups"))
-	case TypeMaxPool2d, TypeAvgPool2d:
-		errs = append(errs, in("kernel", l.Kernel, 1, MaxKernel), in("stride", l.Stride, 0, MaxKernel), unused("out", "padding", "groups"))
-	case TypeGroupNorm:
-		errs = append(errs, in("groups", l.Groups, 1, MaxWidth), unused("out", "kernel", "stride", "padding"))
-	case TypeReLU, TypeTanh, TypeFlatten:
-		errs = append(errs, unused("out", "kernel", "stride", "padding", "groups"))
-	default:
-		return fmt.Errorf("unknown layer type %q (want conv2d, linear, relu, tanh, maxpool2d, avgpool2d, groupnorm or flatten)", l.Type)
-	}
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// stride is the layer's stride with PyTorch's default: 1 for a
-// convolution, the kernel size for a pooling.
-func (l LayerSpec) stride() int {
-	switch {
-	case l.Stride > 0:
-		return l.Stride
-	case l.Type == TypeConv2d:
-		return 1
-	default:
-		return l.Kernel
-	}
 }

@@ -116,12 +116,12 @@ func TestRandomGraphsMatchReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Group norm's weight starts at 1 and its bias at 0; move them so
-		// that their gradients are tested away from the start.
+		// A normalisation's weight starts at 1 and its bias at 0; move
+		// them so that their gradients are tested away from the start.
 		rng := randsrc.Seeded(seed, "perturb")
 		for _, l := range n.Layers {
-			if l.Kind == GroupNormLayer {
-				for k := l.WeightOffset; k < l.BiasOffset+l.Out; k++ {
+			if k, ok := l.Kind.(randomKind); ok && k.role() == roleNorm {
+				for k := l.WeightOffset; k < l.BiasOffset+l.BiasSize(); k++ {
 					n.Params[k] += float32(0.3 * rng.NormFloat64())
 				}
 			}

@@ -24,9 +24,9 @@ import (
 // P²·(Out + K) < Out·K. Every convolution of the built-in networks
 // instantiates (their P is large); small late feature maps go ghost.
 type convStage struct {
-	l       model.Layer
-	act     activation
-	nchw    bool // reads the network's input in the dataset's [C, H, W] layout
+	l       window
+	act     activation // fused, or nil
+	nchw    bool       // reads the network's input in the dataset's [C, H, W] layout
 	ghosted bool
 	w       []float32 // [Out, K], K in (channel, row, column) order if nchw, else (row, column, channel)
 	wT      []float32 // [K, Out]
@@ -40,13 +40,22 @@ type convBuffers struct {
 	gram        []float32 // ghost: [2, P, P]
 }
 
-func newConvStage(l model.Layer, act activation, nchw bool) *convStage {
+func init() {
+	register("conv2d", rule{raw: true, build: func(ls []model.Layer, raw bool) (stage, int) {
+		act, used := fused(ls)
+		return newConvStage(ls[0], act, raw), used
+	}})
+}
+
+func newConvStage(ml model.Layer, act activation, nchw bool) *convStage {
+	p := ml.Kind.(model.Conv2dSpec)
+	l := window{Layer: ml, Kernel: p.Kernel, Stride: p.Step(), Pad: p.Padding}
 	P, K, O := int64(l.Positions()), int64(l.FanIn()), int64(l.Out)
 	return &convStage{l: l, act: act, nchw: nchw, ghosted: P*P*(O+K) < O*K,
 		w: make([]float32, l.WeightSize()), wT: make([]float32, l.WeightSize())}
 }
 
-func (s *convStage) layer() model.Layer { return s.l }
+func (s *convStage) layer() model.Layer { return s.l.Layer }
 func (s *convStage) ghost() bool        { return s.ghosted }
 
 func (s *convStage) newBuffers(chunk int) any {
@@ -104,7 +113,7 @@ func (s *convStage) backward(buf any, n int, in, out, gOut, gIn []float32) {
 	b, l := buf.(*convBuffers), s.l
 	P, K, O := l.Positions(), l.FanIn(), l.Out
 	g := gOut[:n*P*O]
-	s.act.mask(g, out)
+	maskAct(s.act, g, out)
 	if gIn == nil {
 		return
 	}
@@ -153,7 +162,11 @@ func (s *convStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, a
 		for k := 0; k < n; k++ {
 			scale(gOut[k*P*O:(k+1)*P*O], f[k])
 		}
-		s.sum(buf, n, nil, gOut, acc)
+		// An example left out (factor 0) may have non-finite inputs, and
+		// 0·∞ is NaN: the product runs over the others only.
+		kept(f[:n], func(lo, hi int) {
+			s.sumCols(b.cols[lo*P*K:hi*P*K], hi-lo, gOut[lo*P*O:hi*P*O], acc)
+		})
 		return
 	}
 	for k := 0; k < n; k++ {
@@ -166,9 +179,15 @@ func (s *convStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, a
 }
 
 func (s *convStage) sum(buf any, n int, _, gOut []float32, acc []float32) {
-	b, l := buf.(*convBuffers), s.l
+	s.sumCols(buf.(*convBuffers).cols, n, gOut, acc)
+}
+
+// sumCols adds the gradient sum of n examples, from their unfolded inputs
+// cols and output gradients gOut, to acc.
+func (s *convStage) sumCols(cols []float32, n int, gOut []float32, acc []float32) {
+	l := s.l
 	P, K, O := l.Positions(), l.FanIn(), l.Out
-	gemm.Mul(O, K, n*P, gOut, 1, O, b.cols, K, acc[l.WeightOffset:], K)
+	gemm.Mul(O, K, n*P, gOut, 1, O, cols, K, acc[l.WeightOffset:], K)
 	sumRows(gOut[:n*P*O], acc[l.BiasOffset:l.BiasOffset+O], false)
 }
 
@@ -188,7 +207,7 @@ func (s *convStage) export(acc, out []float32) {
 // position, in the (channel, kernel row, kernel column) order of the
 // weight's [Out, In, kh, kw] layout; zero where the receptive field reaches
 // into the padding. cols is [n·Positions, FanIn].
-func im2colNCHW(l model.Layer, n int, in, cols []float32) {
+func im2colNCHW(l window, n int, in, cols []float32) {
 	k, K := l.Kernel, l.FanIn()
 	size := l.InSize()
 	r := 0
@@ -234,17 +253,17 @@ func im2colNCHW(l model.Layer, n int, in, cols []float32) {
 // into cols ([n·Positions, Kernel²·In]) in (kernel row, kernel column,
 // channel) order: each receptive-field pixel is one contiguous run of In
 // channels. The weight must be permuted to the same order (permuteKernel).
-func im2colNHWC(l model.Layer, n int, in, cols []float32) { unfoldNHWC(l, n, in, cols, false) }
+func im2colNHWC(l window, n int, in, cols []float32) { unfoldNHWC(l, n, in, cols, false) }
 
 // col2imNHWC is the adjoint of im2colNHWC: it adds each row of dcols back
 // onto the input positions it was read from, in ([n, InH, InW, In]).
-func col2imNHWC(l model.Layer, n int, dcols, in []float32) { unfoldNHWC(l, n, in, dcols, true) }
+func col2imNHWC(l window, n int, dcols, in []float32) { unfoldNHWC(l, n, in, dcols, true) }
 
 // unfoldNHWC walks every receptive-field pixel of n examples of img for
 // convolution l beside its run of In channels in cols: copying the pixel
 // into the run (zeros where the field reaches into the padding), or, with
 // adjoint, adding the run back onto the pixel (nothing for the padding).
-func unfoldNHWC(l model.Layer, n int, img, cols []float32, adjoint bool) {
+func unfoldNHWC(l window, n int, img, cols []float32, adjoint bool) {
 	k, C := l.Kernel, l.In
 	K := k * k * C
 	size := l.InH * l.InW * C
@@ -281,7 +300,7 @@ func unfoldNHWC(l model.Layer, n int, img, cols []float32, adjoint bool) {
 
 // permuteKernel writes w ([Out, In, k, k], PyTorch) as dst ([Out, k, k, In]),
 // the order of im2colNHWC; inverse reverses it.
-func permuteKernel(l model.Layer, w, dst []float32, inverse bool) {
+func permuteKernel(l window, w, dst []float32, inverse bool) {
 	k, C := l.Kernel, l.In
 	for o := 0; o < l.Out; o++ {
 		for c := 0; c < C; c++ {
