@@ -166,7 +166,9 @@ func clearStale(dir string, failed bool) error {
 	return nil
 }
 
-// WriteDiagnostics writes d to path with mode 0600, labelled NOT PRIVATE.
+// WriteDiagnostics writes d to path with mode 0600, labelled NOT PRIVATE,
+// through a temporary file renamed into place (fsx.WriteFileAtomic): a
+// symbolic link at path is replaced, never written through.
 func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 	js, err := json.MarshalIndent(map[string]any{
 		"warning": "NOT PRIVATE: the number of runs and every run's score; the privacy guarantee needs them hidden. For the data curator only.",
@@ -175,7 +177,7 @@ func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(js, '\n'), 0o600)
+	return fsx.WriteFileAtomic(path, append(js, '\n'), 0o600)
 }
 
 // releaseSlack is what a release needs beside its parameters: model.json,

@@ -86,3 +86,31 @@ func TestSaveRefusesPreviousLink(t *testing.T) {
 		t.Errorf("the earlier release is no longer in place: %v", err)
 	}
 }
+
+// The NOT PRIVATE diagnostics replace a symbolic link at their path
+// instead of writing the runs' scores through it, and are private to the
+// owner (0600).
+func TestWriteDiagnosticsIgnoresPlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("victim"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "diagnostics.json")
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&NotPrivateDiagnostics{}).WriteDiagnostics(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "victim" {
+		t.Errorf("the diagnostics were written through a planted link: the victim holds %.40q (%v)", b, err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s is not a regular file of mode 0600 (%v)", path, err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "NOT PRIVATE") {
+		t.Errorf("%s holds %.60q", path, b)
+	}
+}
