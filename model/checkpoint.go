@@ -47,8 +47,10 @@ type checkpointHeader struct {
 
 // Save writes the network and meta to dir (created if needed) in the
 // checkpoint format above. params.bin is written first and model.json last,
-// each through a temporary file renamed into place, so an interrupted Save
-// never leaves a model.json that describes other parameters.
+// each through a temporary file of a random name renamed into place
+// (fsx.WriteFileAtomic), so an interrupted Save never leaves a model.json
+// that describes other parameters, and a symbolic link planted in dir is
+// replaced, never written through.
 func (n *Net) Save(dir string, meta Metadata) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("model: %w", err)
