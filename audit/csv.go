@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // csvColumns is the CSV's column line, the last line of its header.
@@ -27,6 +29,11 @@ const (
 
 // maxHeader bounds the bytes CheckCSV reads to find a header.
 const maxHeader = 1 << 20
+
+// maxRecord bounds the length of one trial's line, newline included: a
+// trial number below MaxTrials (9 digits), b, and a float64 in Go's
+// shortest form (at most 24 characters) take at most 37 bytes.
+const maxRecord = 48
 
 // ErrOtherAudit is wrapped by the error Run and CheckCSV return when the
 // trial file holds the trials of another audit: another protocol, another
@@ -176,7 +183,8 @@ func CheckCSV(c Config) error {
 	if err := checkParams(c.Protocol); err != nil {
 		return err
 	}
-	f, err := os.Open(c.CSV)
+	// fsx.Open refuses a FIFO or a device without waiting in open(2).
+	f, err := fsx.Open(c.CSV)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -184,9 +192,6 @@ func CheckCSV(c Config) error {
 		return fmt.Errorf("audit: reading %s: %w", c.CSV, err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("audit: %s is not a regular file", c.CSV)
-	}
 	data, err := io.ReadAll(io.LimitReader(f, maxHeader))
 	if err != nil {
 		return fmt.Errorf("audit: reading %s: %w", c.CSV, err)
@@ -221,7 +226,9 @@ func appendRecord(dst []byte, r record) []byte {
 // refused).
 func openCSV(c Config) (*csvFile, []record, error) {
 	path, head := c.CSV, header(c.fields())
-	data, err := os.ReadFile(path)
+	// fsx.ReadFile refuses a FIFO or a device without waiting in open(2),
+	// and a file longer than the header and c.Trials lines could be.
+	data, err := fsx.ReadFile(path, maxHeader+int64(max(c.Trials, 0))*maxRecord)
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 		if err != nil {
@@ -272,6 +279,10 @@ func openCSV(c Config) (*csvFile, []record, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: opening %s: %w", path, err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("audit: %s was replaced by something that is not a regular file: %w", path, fsx.ErrNotRegular)
 	}
 	if len(complete) < len(data) {
 		if err := f.Truncate(int64(len(complete))); err != nil {

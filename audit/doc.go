@@ -45,6 +45,13 @@
 // seed and the trial count, with a SHA-256 digest of them: a resume that
 // differs in any field, or that would change the trial count (optional
 // stopping), is refused naming the field (ErrOtherAudit), so one audit's
-// trials can never be counted for another. Run plays at most MaxTrials
-// trials.
+// trials can never be counted for another. The trial file is opened
+// without waiting on anything but a regular file (a FIFO or a device is
+// refused at once) and read only up to the length its header and trial
+// count allow. Run plays at most MaxTrials trials.
+//
+// DPSGDCanary takes a clipping norm up to MaxCanaryClipNorm and a sampling
+// rate down to MinCanarySamplingRate: within them its float32 parameters
+// cannot overflow, and outside them Check refuses the settings before any
+// trial.
 package audit

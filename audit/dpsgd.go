@@ -76,21 +76,36 @@ type DPSGDCanary struct {
 // blank MNIST images, 3 KB per example (188 MB at this bound).
 const MaxCanarySize = 60000
 
+// MaxCanaryClipNorm and MinCanarySamplingRate bound a DPSGDCanary's
+// clipping norm C and sampling rate τ so that its float32 parameters stay
+// finite: a step moves them by at most lr·C·(1 + 40σ)/(τ·N) with lr = 1,
+// N ≥ 1 and σ ≤ accounting.MaxNoiseMultiplier (the Gaussian draws stay
+// within 29σ: math/rand/v2's NormFloat64 stays below about 14.2 in
+// magnitude, and the secure sampler halves a sum of four), at most
+// 4·10²³ at these bounds, and
+// dpsgd.MaxSteps steps at most 4.3·10³², below float32's 3.4·10³⁸. (The
+// statistic divides by C, so the audit is the same at every C; 1 is as good
+// as any.) Outside them a run used to end in "training diverged".
+const (
+	MaxCanaryClipNorm     = 1e6
+	MinCanarySamplingRate = 1e-12
+)
+
 // Check returns an error for settings no run can have: without Base, a
-// Size outside [1, MaxCanarySize]; a noise multiplier or clipping norm that
-// is not positive and finite (the noise multiplier at most
-// accounting.MaxNoiseMultiplier); a sampling rate outside (0, 1]; steps
-// outside [1, dpsgd.MaxSteps].
+// Size outside [1, MaxCanarySize]; a noise multiplier that is not in
+// (0, accounting.MaxNoiseMultiplier]; a clipping norm outside
+// (0, MaxCanaryClipNorm]; a sampling rate outside
+// [MinCanarySamplingRate, 1]; steps outside [1, dpsgd.MaxSteps].
 func (p DPSGDCanary) Check() error {
 	switch {
 	case p.Base == nil && (p.Size < 1 || p.Size > MaxCanarySize):
 		return fmt.Errorf("audit: size %d is outside [1, %d] (without a base set, X = ∅ has Size blank examples)", p.Size, MaxCanarySize)
 	case !(p.NoiseMultiplier > 0 && p.NoiseMultiplier <= accounting.MaxNoiseMultiplier):
 		return fmt.Errorf("audit: noise multiplier %v is outside (0, %g] (more noise leaves nothing to audit, and float32 parameters cannot hold it)", p.NoiseMultiplier, accounting.MaxNoiseMultiplier)
-	case !(p.ClipNorm > 0) || math.IsInf(p.ClipNorm, 1):
-		return fmt.Errorf("audit: clipping norm %v must be positive and finite", p.ClipNorm)
-	case !(p.SamplingRate > 0 && p.SamplingRate <= 1):
-		return fmt.Errorf("audit: sampling rate %v is outside (0, 1]", p.SamplingRate)
+	case !(p.ClipNorm > 0 && p.ClipNorm <= MaxCanaryClipNorm):
+		return fmt.Errorf("audit: clipping norm %v is outside (0, %g] (a larger norm overflows the float32 parameters, and the audit is the same at every norm)", p.ClipNorm, float64(MaxCanaryClipNorm))
+	case !(p.SamplingRate >= MinCanarySamplingRate && p.SamplingRate <= 1):
+		return fmt.Errorf("audit: sampling rate %v is outside [%g, 1] (a smaller rate overflows the float32 parameters)", p.SamplingRate, MinCanarySamplingRate)
 	case p.Steps < 1 || p.Steps > dpsgd.MaxSteps:
 		return fmt.Errorf("audit: steps %d is outside [1, %d]", p.Steps, dpsgd.MaxSteps)
 	}

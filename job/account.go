@@ -274,6 +274,7 @@ const (
 const (
 	RepeatTNB     = accounting.TNB
 	RepeatPoisson = accounting.Poisson
+	RepeatBinary  = accounting.Binary
 )
 
 // CheckEpochs returns an error unless epochs ≥ 1, q ∈ (0, 1] and

@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/dptune/dptune/audit"
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/noise"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
@@ -24,6 +26,17 @@ const (
 	// MaxCanarySize is the most examples of X besides the canary
 	// (audit.MaxCanarySize).
 	MaxCanarySize = audit.MaxCanarySize
+	// MaxCanaryClipNorm and MinCanarySamplingRate bound a canary audit's
+	// clipping norm and sampling rate (audit.MaxCanaryClipNorm,
+	// audit.MinCanarySamplingRate).
+	MaxCanaryClipNorm     = audit.MaxCanaryClipNorm
+	MinCanarySamplingRate = audit.MinCanarySamplingRate
+	// MaxScoreNoise is the largest σ of the score audit's discrete Gaussian
+	// (noise.MaxDiscreteSigma).
+	MaxScoreNoise = noise.MaxDiscreteSigma
+	// MaxRuns is the most runs a fixed or binary number of runs may ask
+	// for (tuning.MaxRuns).
+	MaxRuns = tuning.MaxRuns
 )
 
 // DefaultAuditGPOptions are the DP-HyPO settings the gp audit plays by
@@ -121,7 +134,13 @@ type AuditResult struct {
 //
 // The CSV's header records the audit (Params); a CSV that holds another
 // audit's trials — another protocol, parameter, δ, confidence, seed or
-// trial count — is refused before any work, naming the differing field.
+// trial count — is refused before any work, naming the differing field, and
+// so is a CSV that is not a regular file (a FIFO) or is longer than its
+// trials can be. Settings no trial can run with are refused before any
+// trial too: a score noise above noise.MaxDiscreteSigma, a clipping norm
+// above audit.MaxCanaryClipNorm, a sampling rate below
+// audit.MinCanarySamplingRate, a fixed or binary number of runs above
+// tuning.MaxRuns.
 //
 // A refused request wraps ErrInvalid; cancellation returns ctx's error
 // (finished trials stay in the CSV).
@@ -144,7 +163,7 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 	}
 	cfg := audit.Config{Trials: s.Trials, Seed: s.Seed, CSV: s.CSV, Progress: s.Progress, Protocol: params}
 	if err := audit.CheckCSV(cfg); err != nil {
-		if errors.Is(err, audit.ErrOtherAudit) {
+		if errors.Is(err, audit.ErrOtherAudit) || errors.Is(err, fsx.ErrNotRegular) {
 			return nil, invalid(err)
 		}
 		return nil, err
@@ -176,8 +195,8 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 		cfg.Runner, cfg.Task = s.Runner, auditTask(s)
 	}
 	s0, s1, err := audit.Run(ctx, p, cfg)
-	if errors.Is(err, audit.ErrOtherAudit) {
-		return nil, invalid(err) // the CSV changed since CheckCSV
+	if errors.Is(err, audit.ErrOtherAudit) || errors.Is(err, fsx.ErrNotRegular) || errors.Is(err, fsx.ErrTooLarge) {
+		return nil, invalid(err) // the CSV changed since CheckCSV, or is too long to be this audit's
 	}
 	if err != nil {
 		return nil, err
@@ -195,8 +214,8 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 	claims := map[string]accounting.Event{}
 	switch s.Protocol {
 	case AuditReduced:
-		if err := s.Repetitions.CheckSampled(); err != nil {
-			return nil, nil, invalid(err)
+		if err := s.checkRepetitions(); err != nil {
+			return nil, nil, err
 		}
 		if !(s.Mu > 0 && s.Mu <= accounting.MaxGaussianSelectMu) {
 			return nil, nil, invalidf("μ = %v is outside (0, %d]: a larger shift leaves no meaningful privacy to audit (one run alone at μ = %d has ε above 50 nats)", s.Mu, accounting.MaxGaussianSelectMu, accounting.MaxGaussianSelectMu)
@@ -224,8 +243,8 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			claims["rdp"], claims["pld"] = base, base
 			return run, claims, nil
 		}
-		if err := s.Repetitions.CheckSampled(); err != nil {
-			return nil, nil, invalid(err)
+		if err := s.checkRepetitions(); err != nil {
+			return nil, nil, err
 		}
 		if s.Protocol == AuditGP {
 			if err := s.GPOptions.Check(); err != nil {
@@ -273,8 +292,8 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		return audit.NaturalCanary{Arch: s.Data.Arch, Base: base, Image: audit.CheckerCanary(s.Data.Arch), Label: 0,
 			NoiseMultiplier: sigma, ClipNorm: s.ClipNorm, SamplingRate: s.SamplingRate, Steps: s.Steps, LearningRate: s.LearningRate}, claims, nil
 	case AuditScore:
-		if !(s.ScoreNoise > 0) {
-			return nil, nil, invalidf("score noise %v must be positive", s.ScoreNoise)
+		if !(s.ScoreNoise > 0 && s.ScoreNoise <= noise.MaxDiscreteSigma) {
+			return nil, nil, invalidf("score noise %v is outside (0, %g], the discrete Gaussian sampler's range", s.ScoreNoise, float64(noise.MaxDiscreteSigma))
 		}
 		claims["rdp"] = accounting.DiscreteGaussian{NoiseMultiplier: s.ScoreNoise, Sensitivity: 1}
 		return audit.NoisyScore{Count: 1000, Sigma: s.ScoreNoise}, claims, nil
@@ -289,6 +308,21 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		return audit.DoublingSearch{Config: s.Doubling, Utilities: []float64{s.Doubling.U0 + s.Doubling.Granularity - 0.5/float64(s.Doubling.Partitions)}}, claims, nil
 	}
 	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
+}
+
+// checkRepetitions returns an error wrapping ErrInvalid unless s's
+// distribution of the number of runs can be drawn from (CheckSampled) and,
+// for a fixed or binary number, its L is at most tuning.MaxRuns, the most
+// runs a tuning plays (the claims' integrals alone took seconds above it).
+func (s AuditSpec) checkRepetitions() error {
+	r := s.Repetitions
+	if err := r.CheckSampled(); err != nil {
+		return invalid(err)
+	}
+	if (r.Distribution == accounting.Fixed || r.Distribution == accounting.Binary) && r.L > tuning.MaxRuns {
+		return invalidf("%d runs is above %d, the most runs a tuning plays", r.L, tuning.MaxRuns)
+	}
+	return nil
 }
 
 // size is the canary audits' Size, 0 meaning 1.

@@ -50,7 +50,10 @@
 // every run's score, the realised batch sizes, the wall time), which must
 // never be published. Release.Save writes model.json, params.bin and
 // report.json (or failed-report.json, moving an earlier release to
-// previous/), and leaves nothing partial when a write fails; CheckOut,
+// previous/, and refusing a previous that is a symbolic link), each file
+// through a temporary file of a random name renamed into place, so that a
+// symbolic link planted in the directory is replaced, never written
+// through, and leaves nothing partial when a write fails; CheckOut,
 // CheckFile and CheckRoom check the outputs before a job starts.
 //
 // Rules every job keeps (DESIGN.md):

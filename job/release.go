@@ -3,10 +3,12 @@ package job
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
@@ -97,28 +99,20 @@ func (r *Release) Save(dir string) error {
 	return nil
 }
 
-// removeAll removes dir's files called names and their temporary copies
-// (NAME.tmp), after a failed Save: no half-written release is left.
+// removeAll removes dir's files called names after a failed Save (each
+// write removes its own temporary file when it fails): no half-written
+// release is left.
 func removeAll(dir string, names []string) {
 	for _, name := range names {
 		os.Remove(filepath.Join(dir, name))
-		os.Remove(filepath.Join(dir, name+".tmp"))
 	}
 }
 
-// writeFileAtomic writes b to path through path.tmp renamed into place,
-// removing path.tmp if that fails.
+// writeFileAtomic writes b to path with mode 0644 through a temporary file
+// of a random name renamed into place (fsx.WriteFileAtomic): a symbolic
+// link planted at path or beside it is replaced, never written through.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return fsx.WriteFileAtomic(path, b, 0o644)
 }
 
 // releaseFiles are the files Save writes for a release that did not fail.
@@ -142,22 +136,39 @@ func clearStale(dir string, failed bool) error {
 	if len(stale) == 0 {
 		return nil
 	}
+	// A symbolic link at previous is refused, not replaced: whoever
+	// planted it meant the earlier release to land elsewhere. The moves go
+	// through an os.Root of dir, so a link swapped in for previous after
+	// the checks cannot take them outside dir either.
 	prev := filepath.Join(dir, "previous")
-	if err := os.RemoveAll(prev); err != nil {
+	if fi, err := os.Lstat(prev); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link, not a directory: the earlier release is left in place", prev)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
 		return err
 	}
-	if err := os.Mkdir(prev, 0o755); err != nil {
+	defer root.Close()
+	if err := root.RemoveAll("previous"); err != nil {
 		return err
+	}
+	if err := root.Mkdir("previous", 0o755); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat("previous"); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s was replaced by something that is not a directory: the earlier release is left in place", prev)
 	}
 	for _, name := range stale {
-		if err := os.Rename(filepath.Join(dir, name), filepath.Join(prev, name)); err != nil {
+		if err := root.Rename(name, filepath.Join("previous", name)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// WriteDiagnostics writes d to path with mode 0600, labelled NOT PRIVATE.
+// WriteDiagnostics writes d to path with mode 0600, labelled NOT PRIVATE,
+// through a temporary file renamed into place (fsx.WriteFileAtomic): a
+// symbolic link at path is replaced, never written through.
 func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 	js, err := json.MarshalIndent(map[string]any{
 		"warning": "NOT PRIVATE: the number of runs and every run's score; the privacy guarantee needs them hidden. For the data curator only.",
@@ -166,7 +177,7 @@ func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(js, '\n'), 0o600)
+	return fsx.WriteFileAtomic(path, append(js, '\n'), 0o600)
 }
 
 // releaseSlack is what a release needs beside its parameters: model.json,

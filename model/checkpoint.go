@@ -47,8 +47,10 @@ type checkpointHeader struct {
 
 // Save writes the network and meta to dir (created if needed) in the
 // checkpoint format above. params.bin is written first and model.json last,
-// each through a temporary file renamed into place, so an interrupted Save
-// never leaves a model.json that describes other parameters.
+// each through a temporary file of a random name renamed into place
+// (fsx.WriteFileAtomic), so an interrupted Save never leaves a model.json
+// that describes other parameters, and a symbolic link planted in dir is
+// replaced, never written through.
 func (n *Net) Save(dir string, meta Metadata) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("model: %w", err)
@@ -122,16 +124,12 @@ func Load(dir string) (*Net, Metadata, error) {
 // metadata take a few kilobytes).
 const maxHeaderBytes = 16 << 20
 
-// writeFileAtomic writes b to path through path.tmp renamed into place; if
-// that fails it removes path.tmp, so no partial file is left.
+// writeFileAtomic writes b to path with mode 0644 through a temporary file
+// of a random name renamed into place (fsx.WriteFileAtomic): no partial
+// file is left, and a symbolic link planted at path or beside it is
+// replaced, never written through.
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("model: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := fsx.WriteFileAtomic(path, b, 0o644); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/runner"
 )
@@ -61,7 +61,10 @@ Writes DIR/audit.json (epsilon_lower, confidence, delta, trials,
 epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv.
 A rerun with the same settings resumes them; the file's header records the
 protocol, every parameter, δ, the confidence, the seed and --trials, and a
-rerun that differs in any of them is refused (exit 2), naming the field.`,
+rerun that differs in any of them is refused (exit 2), naming the field.
+audit.json and audit.png are written through a temporary file renamed into
+place; a trial file that is not a regular file (a FIFO) is refused.
+A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 		Example: `  dptune audit reduced --gdp-mu 1 --repeat tnb --eta 1 --mean-runs 10 --trials 1000000 --out out/audit-reduced
   dptune audit dpsgd --base-epsilon 2 --sampling-rate 1 --steps 50 --trials 4000 --out out/audit-dpsgd`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -83,15 +86,15 @@ rerun that differs in any of them is refused (exit 2), naming the field.`,
 	f.repeat.add(fl)
 	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner: σ")
 	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "dpsgd, tuner: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, "dpsgd, tuner: Poisson sampling rate τ")
-	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "dpsgd, tuner: clipping norm C")
+	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner: Poisson sampling rate τ, in [%g, 1]", job.MinCanarySamplingRate))
+	fl.Float64Var(&f.clipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
 	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner: DP-SGD steps T")
 	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural: real training examples", job.MaxCanarySize))
 	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: "+job.DatasetHelp())
 	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default "+job.DefaultDirHelp()+")")
 	fl.StringVar(&f.model, "model", "", "natural: the network, a built-in spec or a JSON spec file (default: the dataset's)")
 	fl.Float64Var(&f.lr, "lr", 0.5, "natural: learning rate")
-	fl.Float64Var(&f.scoreNoise, "score-noise", 20, "score: the discrete Gaussian's σ on the count")
+	fl.Float64Var(&f.scoreNoise, "score-noise", 20, fmt.Sprintf("score: the discrete Gaussian's σ on the count, in (0, %g]", float64(job.MaxScoreNoise)))
 	fl.IntVar(&f.partitions, "partitions", 10, "above-threshold: k")
 	fl.Float64Var(&f.epsilon0, "epsilon0", 1, "above-threshold: ϵ of one iteration, nats")
 	fl.Float64Var(&f.granularity, "granularity", 0.01, "above-threshold: g")
@@ -108,6 +111,26 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		return usagef("--confidence %v is outside (0, 1)", f.confidence)
 	case f.size < 1:
 		return usagef("--size %d must be at least 1", f.size)
+	}
+	// The protocols' own ranges, checked here so that the message names
+	// the flag; out of them a trial used to fail after the audit started.
+	switch protocol {
+	case job.AuditScore:
+		if !(f.scoreNoise > 0 && f.scoreNoise <= job.MaxScoreNoise) {
+			return usagef("--score-noise %v is outside (0, %g], the discrete Gaussian sampler's range", f.scoreNoise, float64(job.MaxScoreNoise))
+		}
+	case job.AuditDPSGD, job.AuditTuner, job.AuditGP, job.AuditNatural:
+		switch {
+		case !(f.clipNorm > 0 && f.clipNorm <= job.MaxCanaryClipNorm):
+			return usagef("--clip-norm %v is outside (0, %g]: beyond it the float32 parameters overflow", f.clipNorm, float64(job.MaxCanaryClipNorm))
+		case !(f.samplingRate >= job.MinCanarySamplingRate && f.samplingRate <= 1):
+			return usagef("--sampling-rate %v is outside [%g, 1]: below it the float32 parameters overflow", f.samplingRate, job.MinCanarySamplingRate)
+		}
+		if f.baseEpsilon != 0 {
+			if err := job.CheckEpsilon(f.baseEpsilon); err != nil {
+				return usagef("--base-epsilon: %v", err)
+			}
+		}
 	}
 	spec := job.AuditSpec{Protocol: protocol, Trials: f.trials, Seed: f.seed, Delta: f.delta, Confidence: f.confidence,
 		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
@@ -133,6 +156,13 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		}
 		if rep == nil {
 			return usagef("audit %s needs --repeat tnb|poisson|binary|fixed", protocol)
+		}
+		if rep.L > job.MaxRuns {
+			flag := "--runs"
+			if rep.Distribution == job.RepeatBinary {
+				flag = "--binary-l"
+			}
+			return usagef("%s %d is above %d, the most runs a tuning plays", flag, rep.L, job.MaxRuns)
 		}
 		spec.Repetitions = *rep
 	}
@@ -181,10 +211,15 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	if err != nil {
 		return errors.Join(err, closeErr)
 	}
-	if err := os.WriteFile(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
+	// Both files go through a temporary file of a random name renamed into
+	// place: a symbolic link planted in --out is replaced, not written
+	// through.
+	if err := fsx.WriteFileAtomic(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
 		return errors.Join(err, closeErr)
 	}
-	if err := bench.PlotAudit(res.Stats0, res.Stats1, res.Detail.Threshold, res.EpsilonLower, res.EpsilonUpper, filepath.Join(f.out, "audit.png")); err != nil {
+	if err := fsx.WritePathAtomic(filepath.Join(f.out, "audit.png"), 0o644, func(name string) error {
+		return bench.PlotAudit(res.Stats0, res.Stats1, res.Detail.Threshold, res.EpsilonLower, res.EpsilonUpper, name)
+	}); err != nil {
 		return errors.Join(err, closeErr)
 	}
 	out := cmd.OutOrStdout()

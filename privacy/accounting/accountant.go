@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Guarantee is an (ε, δ)-DP guarantee an accountant derived.
@@ -64,10 +65,17 @@ func CheckDelta(delta float64) error {
 	return nil
 }
 
-// CheckEpsilon returns an error unless 0 < eps < +∞.
+// CheckEpsilon returns an error unless 0 < eps < 1e300, the bound dptune
+// takes for "finite" (far beyond any meaningful guarantee; e^ε overflows
+// float64 from ε ≈ 709 on), naming which side eps is on.
 func CheckEpsilon(eps float64) error {
-	if !(eps > 0 && eps < 1e300) {
-		return fmt.Errorf("ε = %v must be positive and finite", eps)
+	switch {
+	case math.IsNaN(eps):
+		return fmt.Errorf("ε = %v is not a number", eps)
+	case !(eps > 0):
+		return fmt.Errorf("ε = %v must be positive", eps)
+	case !(eps < 1e300):
+		return fmt.Errorf("ε = %v is not below 1e+300, the largest ε dptune accepts (an ε that large guarantees nothing)", eps)
 	}
 	return nil
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Settings outside a protocol's range are refused at once with one line
+// that names the flag and its range, exit 2, before any trial: they used to
+// fail with exit 1 after the trials started (a discrete Gaussian σ above
+// the sampler's maximum, a clipping norm or sampling rate that overflows
+// the float32 parameters), or after seconds of integration (a fixed or
+// binary number of runs above tuning.MaxRuns); an ε of 1e300 is said to be
+// above the largest ε accepted, not to be "not positive and finite".
+func TestAuditRangesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"audit", "score", "--score-noise", "1e300"}, "--score-noise 1e+300 is outside (0, 1e+09]"},
+		{[]string{"audit", "dpsgd", "--clip-norm", "1e300"}, "--clip-norm 1e+300 is outside (0, 1e+06]"},
+		{[]string{"audit", "tuner", "--repeat", "fixed", "--runs", "2", "--clip-norm", "1e7"}, "--clip-norm 1e+07 is outside (0, 1e+06]"},
+		{[]string{"audit", "dpsgd", "--sampling-rate", "1e-300"}, "--sampling-rate 1e-300 is outside [1e-12, 1]"},
+		{[]string{"audit", "tuner", "--repeat", "fixed", "--runs", "1073741824"}, "--runs 1073741824 is above 1048576"},
+		{[]string{"audit", "tuner", "--repeat", "fixed", "--runs", "1048577"}, "--runs 1048577 is above 1048576"},
+		{[]string{"audit", "reduced", "--repeat", "binary", "--binary-l", "1073741824", "--binary-s", "0.5"}, "--binary-l 1073741824 is above 1048576"},
+		{[]string{"audit", "dpsgd", "--base-epsilon", "1e300"}, "--base-epsilon: ε = 1e+300 is not below 1e+300, the largest ε"},
+		{[]string{"train", "--epsilon", "1e300"}, "ε = 1e+300 is not below 1e+300, the largest ε"},
+	} {
+		args := append(tc.args, "--out", filepath.Join(t.TempDir(), "x"))
+		if tc.args[0] == "audit" {
+			args = append(args, "--trials", "10")
+		}
+		start := time.Now()
+		code, out := run(t, args...)
+		if code != 2 || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Errorf("%v: exit %d, output %q; want exit 2 and one line with %q", tc.args, code, out, tc.want)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%v: refused only after %v", tc.args, d)
+		}
+	}
+}
