@@ -13,6 +13,7 @@ import (
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/federated"
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/job"
 )
@@ -291,11 +292,7 @@ func (c *voteCache) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := c.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, c.path)
+	return fsx.WriteFileAtomic(c.path, b, 0o644)
 }
 
 func progress(cfg VoteRealConfig, stage string, done, total int) {

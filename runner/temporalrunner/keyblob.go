@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // KeyBlob is an invocation's secret 256-bit key wrapped by the curator
@@ -121,11 +123,10 @@ func (r record) update(f func(open map[string][]string)) error {
 	if err != nil {
 		return err
 	}
-	tmp := r.path + ".tmp"
-	if err := os.WriteFile(tmp, append(out, '\n'), 0o600); err != nil {
+	if err := fsx.WriteFileAtomic(r.path, append(out, '\n'), 0o600); err != nil {
 		return fmt.Errorf("temporalrunner: the record of open invocations: %w", err)
 	}
-	return os.Rename(tmp, r.path)
+	return nil
 }
 
 // open returns the blob ids recorded open for workflowID.
