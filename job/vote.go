@@ -337,12 +337,19 @@ func voteLedger(j vote.Job, out vote.Outcome) (accounting.Ledger, error) {
 // Over TLS its certificate's key signs its secure-sum messages (the
 // actively secure variant). progress, if set, is told what it is doing.
 //
-// The transport and the data are checked before joining: an unreadable
-// source is refused (an error wrapping ErrInvalid) without a session,
-// rather than joining and leaving.
-func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, progress func(stage string, done, total int)) (vote.ClientReport, error) {
+// The transport, the limits and the data are checked before joining: an
+// unreadable source or invalid limits are refused (an error wrapping
+// ErrInvalid) without a session, rather than joining and leaving. The
+// server's job must meet lim (vote.Limits.Check: the client recomputes the
+// job's ε itself); a job that misses it is refused with an error wrapping
+// both ErrInvalid and vote.ErrRefused, before the client sends anything
+// derived from its data.
+func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, lim vote.Limits, progress func(stage string, done, total int)) (vote.ClientReport, error) {
 	if err := tr.CheckClient(addr, part); err != nil {
 		return vote.ClientReport{}, err
+	}
+	if err := lim.Valid(); err != nil {
+		return vote.ClientReport{}, invalid(err)
 	}
 	creds, auth, id, err := tr.clientOption(addr)
 	if err != nil {
@@ -360,11 +367,15 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 		return vote.ClientReport{}, err
 	}
 	defer conn.Close()
-	c := &vote.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Load: func(j vote.Job) (*data.Dataset, error) {
+	c := &vote.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Limits: &lim, Load: func(j vote.Job) (*data.Dataset, error) {
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}
 		return train, nil
 	}}
-	return c.Run(ctx, pb.NewVoteClient(conn))
+	rep, err := c.Run(ctx, pb.NewVoteClient(conn))
+	if errors.Is(err, vote.ErrRefused) {
+		return rep, invalid(err)
+	}
+	return rep, err
 }

@@ -70,7 +70,7 @@ func runToyVote(t *testing.T, s VoteSpec, stop func(vote.Event, context.CancelFu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			VoteClient(cctx, lis.Addr().String(), s.Transport, s.Data, 0, 0, nil)
+			VoteClient(cctx, lis.Addr().String(), s.Transport, s.Data, 0, 0, vote.Limits{MaxEpsilon: s.Epsilon, MaxDelta: s.Delta, Colluding: s.Colluding}, nil)
 		}()
 	}
 	type result struct {
