@@ -316,10 +316,12 @@ func (s *Server) tryClose(p *phase) {
 }
 
 // submit records client id's message for the named phase (add runs under
-// the lock and may reject it), then waits for the phase to close.
+// the lock and may reject it), then waits for the phase to close. The
+// phase and its closer are made only once add has accepted the message, so
+// a refused message (a sum that does not exist, a round out of range)
+// leaves no phase whose closer would run on state that was never made.
 func (s *Server) submit(ctx context.Context, name string, id int, add func() error, close func() error) error {
 	s.mu.Lock()
-	p := s.phaseLocked(name, close)
 	if !s.live[id] {
 		s.mu.Unlock()
 		return fmt.Errorf("vote: client %d is not in the session", id)
@@ -328,6 +330,7 @@ func (s *Server) submit(ctx context.Context, name string, id int, add func() err
 		s.mu.Unlock()
 		return err
 	}
+	p := s.phaseLocked(name, close)
 	p.got[id] = true
 	s.tryClose(p)
 	s.mu.Unlock()
@@ -354,6 +357,9 @@ func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, er
 		return nil, err
 	}
 	k := int(m.Sum)
+	if k != 0 && (s.job.Final.Mode != FinalDPFedAvg || k < 1 || k > s.job.Final.Rounds) {
+		return nil, status.Errorf(codes.InvalidArgument, "vote: no secure sum %d in this job", k)
+	}
 	var st *sumState
 	err := s.submit(ctx, sumPhase("keys", k), int(m.ClientId), func() (err error) {
 		if st, err = s.sumLocked(k); err != nil {
@@ -515,13 +521,16 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 		return nil, err
 	}
 	id, r := int(m.ClientId), int(m.Round)
+	if s.job.Final.Mode == FinalDPFedAvg {
+		return nil, status.Errorf(codes.InvalidArgument, "vote: with %s, updates go through the secure sum", FinalDPFedAvg)
+	}
+	if r < 0 || r >= s.job.Final.Rounds {
+		return nil, status.Errorf(codes.InvalidArgument, "vote: FedAvg round %d of %d", r, s.job.Final.Rounds)
+	}
 	name := fmt.Sprintf("round-%d", r)
 	err := s.submit(ctx, name, id, func() error {
-		if s.job.Final.Mode == FinalDPFedAvg {
-			return fmt.Errorf("vote: with %s, updates go through the secure sum", FinalDPFedAvg)
-		}
-		if r < 0 || r >= s.job.Final.Rounds {
-			return fmt.Errorf("vote: FedAvg round %d of %d", r, s.job.Final.Rounds)
+		if cur := s.currentRoundLocked(); r != cur {
+			return status.Errorf(codes.FailedPrecondition, "vote: client %d sent an update for FedAvg round %d during round %d", id, r, cur)
 		}
 		if len(m.Values) != len(s.global) {
 			return fmt.Errorf("vote: client %d sent %d parameters", id, len(m.Values))
