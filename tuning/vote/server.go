@@ -360,12 +360,24 @@ func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, er
 	if k != 0 && (s.job.Final.Mode != FinalDPFedAvg || k < 1 || k > s.job.Final.Rounds) {
 		return nil, status.Errorf(codes.InvalidArgument, "vote: no secure sum %d in this job", k)
 	}
+	// A client whose keys are refused (a certificate other than its
+	// connection's, keys repeated within the message or across U1, a bad
+	// signature) is expelled, so the honest clients go on without it.
+	certErr := s.checkAdvertisedCert(ctx, int(m.ClientId), m.Certificate)
 	var st *sumState
 	err := s.submit(ctx, sumPhase("keys", k), int(m.ClientId), func() (err error) {
+		if certErr != nil {
+			s.expelLocked(int(m.ClientId))
+			return certErr
+		}
 		if st, err = s.sumLocked(k); err != nil {
 			return err
 		}
-		return st.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey, Cert: m.Certificate, Sig: m.Signature})
+		if err := st.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey, Cert: m.Certificate, Sig: m.Signature}); err != nil {
+			s.expelLocked(int(m.ClientId))
+			return status.Error(codes.PermissionDenied, err.Error())
+		}
+		return nil
 	}, func() (err error) {
 		st.u1, err = st.agg.CloseKeys()
 		s.progress(Event{Stage: "keys", Round: k})
