@@ -494,6 +494,11 @@ func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, e
 			return fmt.Errorf("%w: %v", ErrAborted, err)
 		}
 		if k == 0 {
+			// A coordinate outside what honest votes and noise reach is a
+			// hostile vector (or a wrap): no argmax of it is released.
+			if err := s.job.Mechanism.CheckSum(sum); err != nil {
+				return fmt.Errorf("%w: %v", ErrAborted, err)
+			}
 			s.result.Winner = Winner(sum)
 			s.result.Answered = len(s.phases[name].got)
 			s.progress(Event{Stage: "winner", Winner: s.result.Winner})
