@@ -50,7 +50,10 @@ type VoteSpec struct {
 	// TrainingTimeout and MessageTimeout are the deadlines of the rounds
 	// with local training and of the other rounds (vote.Server's); a client
 	// silent past one is a dropout. Zero means vote.DefaultTrainingTimeout
-	// and vote.DefaultMessageTimeout.
+	// and vote.DefaultMessageTimeout. TrainingTimeout is also how long the
+	// server admits clients (vote.Server.JoinTimeout): a client that has
+	// not joined by then is a dropout, and the run goes on if ⌈(1−f)n⌉
+	// clients joined, else aborts with nothing released.
 	TrainingTimeout, MessageTimeout time.Duration
 	// Test, if set, is Data's test set, already loaded (by a caller that
 	// checked the data before starting the clients); else RunVote loads it.
@@ -228,6 +231,9 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	}
 	srv.RequireClientCert = mtls
 	srv.TrainingTimeout, srv.MessageTimeout = s.timeouts()
+	// A client that never joins must not stall the run: admissions close
+	// after the training rounds' deadline.
+	srv.JoinTimeout = srv.TrainingTimeout
 	var meter trafficMeter
 	g := grpc.NewServer(creds, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)

@@ -42,7 +42,9 @@ type Server struct {
 	pb.UnimplementedVoteServer
 	job Job
 	// JoinTimeout, if positive, closes admissions that long after Wait
-	// starts: clients that have not joined by then count as dropped.
+	// starts: clients that have not joined by then count as dropped, and
+	// the run goes on with the others if at least ⌈(1−f)n⌉ joined, else
+	// aborts (ErrAborted) at once. Zero waits for every client forever.
 	JoinTimeout time.Duration
 	// TrainingTimeout and MessageTimeout, if positive, are the deadlines of
 	// the rounds in which the clients train locally (loading the data and
@@ -379,9 +381,11 @@ func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, er
 		}
 		return nil
 	}, func() (err error) {
-		st.u1, err = st.agg.CloseKeys()
+		if st.u1, err = st.agg.CloseKeys(); err != nil {
+			return fmt.Errorf("%w: %v", ErrAborted, err)
+		}
 		s.progress(Event{Stage: "keys", Round: k})
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -591,6 +595,13 @@ func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 			defer s.mu.Unlock()
 			s.closed = true
 			s.admitLocked()
+			// Too few joined for the noise: abort now rather than at the
+			// first round's deadline.
+			if n := s.job.Mechanism.MinSurvivors(); s.joined < n && s.err == nil {
+				s.err = fmt.Errorf("%w: %d of %d clients joined before admissions closed, the noise needs ⌈(1−f)n⌉ = %d", ErrAborted, s.joined, s.job.Clients, n)
+				close(s.failed)
+				return
+			}
 			for _, p := range s.phases {
 				s.tryClose(p)
 			}

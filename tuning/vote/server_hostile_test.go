@@ -3,6 +3,8 @@ package vote
 import (
 	"context"
 	"encoding/hex"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/dptune/dptune/data"
 	pb "github.com/dptune/dptune/tuning/vote/votepb"
 )
 
@@ -81,5 +84,45 @@ func TestUpdateForAnotherRound(t *testing.T) {
 	srv.mu.Unlock()
 	if n != 0 {
 		t.Errorf("the server kept %d rounds of updates", n)
+	}
+}
+
+// A client that never joins does not stall the run: admissions close at
+// JoinTimeout, and the vote goes on with the clients that joined if they
+// are ⌈(1−f)n⌉ or more; else the run aborts at once.
+func TestJoinTimeout(t *testing.T) {
+	for _, c := range []struct {
+		joining int
+		ok      bool
+	}{{2, true}, {1, false}} {
+		job := toyJob(t, 3, 1.0/3) // ⌈(1−f)n⌉ = 2 = t
+		srv, err := NewServer(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.JoinTimeout = 300 * time.Millisecond
+		dial := serveInMemory(t, srv)
+		d := toyData(job.NominalN)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var wg sync.WaitGroup
+		for i := range c.joining {
+			conn := dial()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				seed := uint64(100 + i)
+				cl := &Client{Load: func(Job) (*data.Dataset, error) { return d, nil }, Seed: &seed, Part: i + 1, Parts: 3}
+				cl.Run(ctx, pb.NewVoteClient(conn))
+			}()
+		}
+		out, err := srv.Wait(ctx)
+		cancel()
+		wg.Wait()
+		switch {
+		case c.ok && (err != nil || len(out.Survivors) != 2):
+			t.Errorf("%d of 3 joined: %v, survivors %v; want the vote of both", c.joining, err, out.Survivors)
+		case !c.ok && !errors.Is(err, ErrAborted):
+			t.Errorf("%d of 3 joined: %v, want an abort", c.joining, err)
+		}
 	}
 }
