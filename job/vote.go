@@ -235,7 +235,10 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	// after the training rounds' deadline.
 	srv.JoinTimeout = srv.TrainingTimeout
 	var meter trafficMeter
-	g := grpc.NewServer(creds, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
+	// ConnectionTimeout drops a connection that has not finished its
+	// handshake within 10 s (gRPC's default is 120 s), so idle
+	// unauthenticated connections do not accumulate.
+	g := grpc.NewServer(creds, grpc.ConnectionTimeout(10*time.Second), grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)
 	tl := trackListener(lis)
 	go g.Serve(tl)
