@@ -236,18 +236,7 @@ func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int
 	}
 	var procs []*exec.Cmd
 	for i := range n {
-		args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i+1, n),
-			"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i+1)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i+1)),
-			"--ca", filepath.Join(certs, "ca.pem"),
-			"--max-epsilon", strconv.FormatFloat(f.epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(f.delta, 'g', -1, 64),
-			"--colluding", strconv.Itoa(f.vote.colluding)}
-		if f.vote.finalTraining == vote.FinalNonPrivate {
-			args = append(args, "--allow-non-private")
-		}
-		if f.data.dataDir != "" {
-			args = append(args, "--data-dir", f.data.dataDir)
-		}
-		p := exec.CommandContext(cmd.Context(), exe, args...)
+		p := exec.CommandContext(cmd.Context(), exe, voteClientArgs(f, server, i+1, n, certs)...)
 		log, err := os.Create(filepath.Join(dir, "client-"+strconv.Itoa(i+1)+".log"))
 		if err != nil {
 			return procs, err
@@ -261,6 +250,25 @@ func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int
 		procs = append(procs, p)
 	}
 	return procs, nil
+}
+
+// voteClientArgs are the arguments of client i of n started by tune
+// --tuner vote: its share and certificate, and the curator's own --epsilon,
+// --delta and --colluding as the client's limits (with
+// --allow-non-private if the curator chose a non-private final training).
+func voteClientArgs(f tuneFlags, server string, i, n int, certs string) []string {
+	args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i, n),
+		"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i)),
+		"--ca", filepath.Join(certs, "ca.pem"),
+		"--max-epsilon", strconv.FormatFloat(f.epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(f.delta, 'g', -1, 64),
+		"--colluding", strconv.Itoa(f.vote.colluding)}
+	if f.vote.finalTraining == vote.FinalNonPrivate {
+		args = append(args, "--allow-non-private")
+	}
+	if f.data.dataDir != "" {
+		args = append(args, "--data-dir", f.data.dataDir)
+	}
+	return args
 }
 
 // newVoteCmd is dptune vote: the DP-Hype server and client on their own,
