@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"testing"
@@ -40,5 +41,31 @@ func TestRunVoteWithoutAClientThatNeverJoins(t *testing.T) {
 	}
 	if rep, ok := rel.Report.(*VoteReport); !ok || rep.Survivors != 2 || rel.Model == nil {
 		t.Fatalf("release %+v, want a model from the two clients that joined", rel.Report)
+	}
+}
+
+// A client whose limits the server's job misses (ε = 20 against the
+// client's 10) leaves with an error that is both ErrInvalid (exit status
+// 2) and vote.ErrRefused, and the server, left without enough clients at
+// the close of admissions, aborts.
+func TestVoteClientRefusesAJobAboveItsEpsilon(t *testing.T) {
+	s := toyVote(t)
+	s.TrainingTimeout = time.Second
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cerr := make(chan error, 1)
+	go func() {
+		_, err := VoteClient(ctx, lis.Addr().String(), s.Transport, s.Data, 1, 2, vote.Limits{MaxEpsilon: vote.DefaultMaxEpsilon, MaxDelta: s.Delta}, nil)
+		cerr <- err
+	}()
+	if _, err := RunVote(ctx, s, lis); !errors.Is(err, vote.ErrAborted) {
+		t.Errorf("server: %v, want an abort", err)
+	}
+	if err := <-cerr; !errors.Is(err, ErrInvalid) || !errors.Is(err, vote.ErrRefused) {
+		t.Errorf("client: %v, want a refusal", err)
 	}
 }
