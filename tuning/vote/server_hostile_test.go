@@ -100,7 +100,14 @@ func TestJoinTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv.JoinTimeout = 300 * time.Millisecond
+		// Admissions close as Wait starts, once the joining clients are in.
+		srv.JoinTimeout = time.Nanosecond
+		joined := make(chan struct{}, 3)
+		srv.Progress = func(e Event) {
+			if e.Stage == "joined" {
+				joined <- struct{}{}
+			}
+		}
 		dial := serveInMemory(t, srv)
 		d := toyData(job.NominalN)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -114,6 +121,9 @@ func TestJoinTimeout(t *testing.T) {
 				cl := &Client{Load: func(Job) (*data.Dataset, error) { return d, nil }, Seed: &seed, Part: i + 1, Parts: 3}
 				cl.Run(ctx, pb.NewVoteClient(conn))
 			}()
+		}
+		for range c.joining {
+			<-joined
 		}
 		out, err := srv.Wait(ctx)
 		cancel()
