@@ -69,3 +69,23 @@ func TestVoteClientRefusesAJobAboveItsEpsilon(t *testing.T) {
 		t.Errorf("client: %v, want a refusal", err)
 	}
 }
+
+// Every honest plan meets the limits of a client that demands the
+// curator's own ε, δ and c: the client's recomputation agrees with the
+// curator's calibration, for each private final training.
+func TestPlannedVoteMeetsTheCuratorsLimits(t *testing.T) {
+	for _, final := range []string{vote.FinalDPSGD, vote.FinalDPFedAvg} {
+		s := toyVote(t)
+		s.FinalTraining, s.Clients, s.Colluding, s.Dropout = final, 5, 1, 0.2
+		j, err := PlanVote(context.Background(), s)
+		if err != nil {
+			t.Fatalf("%s: %v", final, err)
+		}
+		if err := (vote.Limits{MaxEpsilon: s.Epsilon, MaxDelta: s.Delta, Colluding: s.Colluding}).Check(j); err != nil {
+			t.Errorf("%s: %v", final, err)
+		}
+		if err := (vote.Limits{MaxEpsilon: s.Epsilon * 0.9, MaxDelta: s.Delta, Colluding: s.Colluding}).Check(j); !errors.Is(err, vote.ErrRefused) {
+			t.Errorf("%s with 0.9 ε: %v, want a refusal", final, err)
+		}
+	}
+}
