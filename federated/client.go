@@ -47,6 +47,12 @@ type Client struct {
 	// Without it a malicious server can forge other clients' keys, and
 	// only a semi-honest server is withstood.
 	Auth *secagg.Auth
+	// Limits, if set, are the client's demands on the server's job
+	// (Limits.Check): a job that misses them is refused with an error
+	// wrapping ErrRefused before the client loads its data or sends
+	// anything but its Join. Nil accepts any job that passes Job.Check,
+	// which lets the server choose the privacy: for simulations only.
+	Limits *Limits
 
 	session []byte // the session id the server sent at Join
 }
@@ -92,6 +98,11 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	}
 	if err := job.Check(); err != nil {
 		return ClientReport{}, fmt.Errorf("vote: the server's job: %w", err)
+	}
+	if c.Limits != nil {
+		if err := c.Limits.Check(job); err != nil {
+			return ClientReport{}, err
+		}
 	}
 	if c.Parts > 0 && job.Clients != c.Parts {
 		return ClientReport{}, fmt.Errorf("vote: this client holds part %d of %d, the server's job has %d clients", c.Part, c.Parts, job.Clients)

@@ -112,4 +112,38 @@
 // (Server.authorize). Without TLS (--insecure, loopback only) the Join token
 // is the only binding and the clients have no certificates: the secure
 // sums are then unauthenticated and withstand a semi-honest server only.
+//
+// The client does not trust the job. The server chooses every parameter a
+// client is sent (the vote's σ and scale, f, c, t, the final training), so
+// a client with Limits (Client.Limits; dptune vote client's --max-epsilon,
+// --max-delta, --colluding, --allow-non-private) recomputes the job's
+// guarantee itself — the vote at ⌈(1−f)n⌉ survivors composed with the
+// final training, RDP accountant, at its own δ — and refuses a job above
+// its ε, assuming fewer colluders than it does or a threshold below
+// Threshold(n, c), or (unless allowed) with a non-private final training;
+// it leaves before it loads its data or sends round 0 (ErrRefused).
+//
+// Hostile clients. In mutual-TLS mode the server admits a client's round-0
+// keys only if their certificate is the one the client's connection
+// verified (so it chains to the CA for client authentication and binds the
+// client's ID), and only if the two keys differ from each other and from
+// every key already in U1; a client whose keys are refused is dropped, and
+// the honest clients go on without it. A refused message never leaves a
+// round half-made. The vote's sum is refused (the round aborts) if a
+// coordinate lies outside ±Mechanism.SumBound, which an honest sum exceeds
+// with probability at most MaxWrapProbability; a plain FedAvg update is
+// accepted for the open round only. Admissions close at Server.JoinTimeout:
+// the run goes on if ⌈(1−f)n⌉ clients joined, else aborts.
+//
+// A timing side channel that is not closed. When a client's round-2
+// message (its masked noisy vote, or a FedAvg round's update) reaches the
+// server depends on how long its local training took, which depends on its
+// data: a client whose local SGD diverges, or whose share is tiny, answers
+// sooner. The server sees arrival times; they are outside the ledger, so
+// the stated ε does not cover what a server learns from them. Holding every
+// client's message until a public instant (the round's deadline) would
+// close it, but would make every training round last its full deadline
+// (an hour by default) however fast the clients are, so it is not done;
+// Job.LocalTimeout caps the time a slow client can take, not the early
+// answer of a fast one.
 package federated

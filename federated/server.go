@@ -42,7 +42,9 @@ type Server struct {
 	pb.UnimplementedVoteServer
 	job Job
 	// JoinTimeout, if positive, closes admissions that long after Wait
-	// starts: clients that have not joined by then count as dropped.
+	// starts: clients that have not joined by then count as dropped, and
+	// the run goes on with the others if at least ⌈(1−f)n⌉ joined, else
+	// aborts (ErrAborted) at once. Zero waits for every client forever.
 	JoinTimeout time.Duration
 	// TrainingTimeout and MessageTimeout, if positive, are the deadlines of
 	// the rounds in which the clients train locally (loading the data and
@@ -316,10 +318,12 @@ func (s *Server) tryClose(p *phase) {
 }
 
 // submit records client id's message for the named phase (add runs under
-// the lock and may reject it), then waits for the phase to close.
+// the lock and may reject it), then waits for the phase to close. The
+// phase and its closer are made only once add has accepted the message, so
+// a refused message (a sum that does not exist, a round out of range)
+// leaves no phase whose closer would run on state that was never made.
 func (s *Server) submit(ctx context.Context, name string, id int, add func() error, close func() error) error {
 	s.mu.Lock()
-	p := s.phaseLocked(name, close)
 	if !s.live[id] {
 		s.mu.Unlock()
 		return fmt.Errorf("vote: client %d is not in the session", id)
@@ -328,6 +332,7 @@ func (s *Server) submit(ctx context.Context, name string, id int, add func() err
 		s.mu.Unlock()
 		return err
 	}
+	p := s.phaseLocked(name, close)
 	p.got[id] = true
 	s.tryClose(p)
 	s.mu.Unlock()
@@ -354,16 +359,33 @@ func (s *Server) AdvertiseKeys(ctx context.Context, m *pb.Keys) (*pb.KeyList, er
 		return nil, err
 	}
 	k := int(m.Sum)
+	if k != 0 && (s.job.Final.Mode != FinalDPFedAvg || k < 1 || k > s.job.Final.Rounds) {
+		return nil, status.Errorf(codes.InvalidArgument, "vote: no secure sum %d in this job", k)
+	}
+	// A client whose keys are refused (a certificate other than its
+	// connection's, keys repeated within the message or across U1, a bad
+	// signature) is expelled, so the honest clients go on without it.
+	certErr := s.checkAdvertisedCert(ctx, int(m.ClientId), m.Certificate)
 	var st *sumState
 	err := s.submit(ctx, sumPhase("keys", k), int(m.ClientId), func() (err error) {
+		if certErr != nil {
+			s.expelLocked(int(m.ClientId))
+			return certErr
+		}
 		if st, err = s.sumLocked(k); err != nil {
 			return err
 		}
-		return st.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey, Cert: m.Certificate, Sig: m.Signature})
+		if err := st.agg.AddKeys(secagg.Keys{ID: int(m.ClientId), EncryptKey: m.EncryptKey, MaskKey: m.MaskKey, Cert: m.Certificate, Sig: m.Signature}); err != nil {
+			s.expelLocked(int(m.ClientId))
+			return status.Error(codes.PermissionDenied, err.Error())
+		}
+		return nil
 	}, func() (err error) {
-		st.u1, err = st.agg.CloseKeys()
+		if st.u1, err = st.agg.CloseKeys(); err != nil {
+			return fmt.Errorf("%w: %v", ErrAborted, err)
+		}
 		s.progress(Event{Stage: "keys", Round: k})
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -476,6 +498,11 @@ func (s *Server) Unmask(ctx context.Context, m *pb.UnmaskShares) (*pb.Outcome, e
 			return fmt.Errorf("%w: %v", ErrAborted, err)
 		}
 		if k == 0 {
+			// A coordinate outside what honest votes and noise reach is a
+			// hostile vector (or a wrap): no argmax of it is released.
+			if err := s.job.Mechanism.CheckSum(sum); err != nil {
+				return fmt.Errorf("%w: %v", ErrAborted, err)
+			}
 			s.result.Winner = Winner(sum)
 			s.result.Answered = len(s.phases[name].got)
 			s.progress(Event{Stage: "winner", Winner: s.result.Winner})
@@ -515,13 +542,16 @@ func (s *Server) Update(ctx context.Context, m *pb.Params) (*pb.Params, error) {
 		return nil, err
 	}
 	id, r := int(m.ClientId), int(m.Round)
+	if s.job.Final.Mode == FinalDPFedAvg {
+		return nil, status.Errorf(codes.InvalidArgument, "vote: with %s, updates go through the secure sum", FinalDPFedAvg)
+	}
+	if r < 0 || r >= s.job.Final.Rounds {
+		return nil, status.Errorf(codes.InvalidArgument, "vote: FedAvg round %d of %d", r, s.job.Final.Rounds)
+	}
 	name := fmt.Sprintf("round-%d", r)
 	err := s.submit(ctx, name, id, func() error {
-		if s.job.Final.Mode == FinalDPFedAvg {
-			return fmt.Errorf("vote: with %s, updates go through the secure sum", FinalDPFedAvg)
-		}
-		if r < 0 || r >= s.job.Final.Rounds {
-			return fmt.Errorf("vote: FedAvg round %d of %d", r, s.job.Final.Rounds)
+		if cur := s.currentRoundLocked(); r != cur {
+			return status.Errorf(codes.FailedPrecondition, "vote: client %d sent an update for FedAvg round %d during round %d", id, r, cur)
 		}
 		if len(m.Values) != len(s.global) {
 			return fmt.Errorf("vote: client %d sent %d parameters", id, len(m.Values))
@@ -565,6 +595,13 @@ func (s *Server) Wait(ctx context.Context) (Outcome, error) {
 			defer s.mu.Unlock()
 			s.closed = true
 			s.admitLocked()
+			// Too few joined for the noise: abort now rather than at the
+			// first round's deadline.
+			if n := s.job.Mechanism.MinSurvivors(); s.joined < n && s.err == nil {
+				s.err = fmt.Errorf("%w: %d of %d clients joined before admissions closed, the noise needs ⌈(1−f)n⌉ = %d", ErrAborted, s.joined, s.job.Clients, n)
+				close(s.failed)
+				return
+			}
 			for _, p := range s.phases {
 				s.tryClose(p)
 			}

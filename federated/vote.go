@@ -84,9 +84,7 @@ func (m Mechanism) Check() error {
 	// probability at most 2·exp(−k²/2) per coordinate (the discrete
 	// Gaussian of parameter s is s²-sub-Gaussian: Canonne, Kamath & Steinke
 	// 2020), a union bound over the candidates gives MaxWrapProbability.
-	k := math.Sqrt(2 * math.Log(2*float64(m.Candidates)/MaxWrapProbability))
-	bound := float64(m.Scale)*float64(m.Clients) + k*m.LocalStddev()*math.Sqrt(float64(m.Clients))
-	if bound >= math.MaxInt64/2 {
+	if bound := m.SumBound(); bound >= math.MaxInt64/2 {
 		return fmt.Errorf("vote: a sum could wrap modulo 2^64 (bound %.3g); lower the scale or the noise", bound)
 	}
 	return nil

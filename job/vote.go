@@ -48,9 +48,12 @@ type VoteSpec struct {
 	ClipNorm float64
 	Seed     uint64 // public: the split and the initial parameters
 	// TrainingTimeout and MessageTimeout are the deadlines of the rounds
-	// with local training and of the other rounds (federated.Server's); a
-	// client silent past one is a dropout. Zero means
-	// federated.DefaultTrainingTimeout and federated.DefaultMessageTimeout.
+	// with local training and of the other rounds (federated.Server's); a client
+	// silent past one is a dropout. Zero means federated.DefaultTrainingTimeout
+	// and federated.DefaultMessageTimeout. TrainingTimeout is also how long the
+	// server admits clients (federated.Server.JoinTimeout): a client that has
+	// not joined by then is a dropout, and the run goes on if ⌈(1−f)n⌉
+	// clients joined, else aborts with nothing released.
 	TrainingTimeout, MessageTimeout time.Duration
 	// Test, if set, is Data's test set, already loaded (by a caller that
 	// checked the data before starting the clients); else RunVote loads it.
@@ -247,8 +250,14 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	}
 	srv.RequireClientCert = mtls
 	srv.TrainingTimeout, srv.MessageTimeout = s.timeouts()
+	// A client that never joins must not stall the run: admissions close
+	// after the training rounds' deadline.
+	srv.JoinTimeout = srv.TrainingTimeout
 	var meter trafficMeter
-	g := grpc.NewServer(creds, grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
+	// ConnectionTimeout drops a connection that has not finished its
+	// handshake within 10 s (gRPC's default is 120 s), so idle
+	// unauthenticated connections do not accumulate.
+	g := grpc.NewServer(creds, grpc.ConnectionTimeout(10*time.Second), grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
 	pb.RegisterVoteServer(g, srv)
 	tl := trackListener(lis)
 	go g.Serve(tl)
@@ -356,12 +365,19 @@ func voteLedger(j federated.Job, out federated.Outcome) (accounting.Ledger, erro
 // Over TLS its certificate's key signs its secure-sum messages (the
 // actively secure variant). progress, if set, is told what it is doing.
 //
-// The transport and the data are checked before joining: an unreadable
-// source is refused (an error wrapping ErrInvalid) without a session,
-// rather than joining and leaving.
-func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, progress func(stage string, done, total int)) (federated.ClientReport, error) {
+// The transport, the limits and the data are checked before joining: an
+// unreadable source or invalid limits are refused (an error wrapping
+// ErrInvalid) without a session, rather than joining and leaving. The
+// server's job must meet lim (federated.Limits.Check: the client recomputes the
+// job's ε itself); a job that misses it is refused with an error wrapping
+// both ErrInvalid and federated.ErrRefused, before the client sends anything
+// derived from its data.
+func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, part, parts int, lim federated.Limits, progress func(stage string, done, total int)) (federated.ClientReport, error) {
 	if err := tr.CheckClient(addr, part); err != nil {
 		return federated.ClientReport{}, err
+	}
+	if err := lim.Valid(); err != nil {
+		return federated.ClientReport{}, invalid(err)
 	}
 	creds, auth, id, err := tr.clientOption(addr)
 	if err != nil {
@@ -379,11 +395,15 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 		return federated.ClientReport{}, err
 	}
 	defer conn.Close()
-	c := &federated.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Load: func(j federated.Job) (*data.Dataset, error) {
+	c := &federated.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Limits: &lim, Load: func(j federated.Job) (*data.Dataset, error) {
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}
 		return train, nil
 	}}
-	return c.Run(ctx, pb.NewVoteClient(conn))
+	rep, err := c.Run(ctx, pb.NewVoteClient(conn))
+	if errors.Is(err, federated.ErrRefused) {
+		return rep, invalid(err)
+	}
+	return rep, err
 }

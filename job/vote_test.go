@@ -69,7 +69,7 @@ func runToyVote(t *testing.T, s VoteSpec, stop func(federated.Event, context.Can
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			VoteClient(cctx, lis.Addr().String(), s.Transport, s.Data, 0, 0, nil)
+			VoteClient(cctx, lis.Addr().String(), s.Transport, s.Data, 0, 0, federated.Limits{MaxEpsilon: s.Epsilon, MaxDelta: s.Delta, Colluding: s.Colluding}, nil)
 		}()
 	}
 	type result struct {

@@ -233,13 +233,7 @@ func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int
 	}
 	var procs []*exec.Cmd
 	for i := range n {
-		args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i+1, n),
-			"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i+1)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i+1)),
-			"--ca", filepath.Join(certs, "ca.pem")}
-		if f.data.dataDir != "" {
-			args = append(args, "--data-dir", f.data.dataDir)
-		}
-		p := exec.CommandContext(cmd.Context(), exe, args...)
+		p := exec.CommandContext(cmd.Context(), exe, voteClientArgs(f, server, i+1, n, certs)...)
 		log, err := os.Create(filepath.Join(dir, "client-"+strconv.Itoa(i+1)+".log"))
 		if err != nil {
 			return procs, err
@@ -253,6 +247,25 @@ func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int
 		procs = append(procs, p)
 	}
 	return procs, nil
+}
+
+// voteClientArgs are the arguments of client i of n started by tune
+// --tuner vote: its share and certificate, and the curator's own --epsilon,
+// --delta and --colluding as the client's limits (with
+// --allow-non-private if the curator chose a non-private final training).
+func voteClientArgs(f tuneFlags, server string, i, n int, certs string) []string {
+	args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i, n),
+		"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i)),
+		"--ca", filepath.Join(certs, "ca.pem"),
+		"--max-epsilon", strconv.FormatFloat(f.epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(f.delta, 'g', -1, 64),
+		"--colluding", strconv.Itoa(f.vote.colluding)}
+	if f.vote.finalTraining == federated.FinalNonPrivate {
+		args = append(args, "--allow-non-private")
+	}
+	if f.data.dataDir != "" {
+		args = append(args, "--data-dir", f.data.dataDir)
+	}
+	return args
 }
 
 // newVoteCmd is dptune vote: the DP-Hype server and client on their own,
@@ -312,6 +325,7 @@ func newVoteClientCmd() *cobra.Command {
 	var d dataFlags
 	var server, part string
 	var tr job.VoteTransport
+	lim := federated.Limits{MaxEpsilon: federated.DefaultMaxEpsilon, MaxDelta: federated.DefaultMaxDelta}
 	cmd := &cobra.Command{
 		Use:   "client",
 		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them on this machine)",
@@ -322,7 +336,16 @@ every candidate locally, sends its masked noisy vote, and takes part in
 FedAvg. Its certificate (--tls-cert, from the CA --ca) authenticates it to
 the server and signs its secure-sum keys and survivor set; it checks every
 other client's certificate and signatures itself. --insecure (loopback
-only) drops the certificates.`,
+only) drops the certificates.
+
+The server chooses the job, so the client checks it against its own
+limits before it loads its data: it recomputes the job's total ε (the vote
+at its fewest survivors composed with the final training, RDP accountant,
+at δ = --max-delta) and refuses more than --max-epsilon (default 10), a job
+assuming fewer colluding clients than --colluding (or a threshold below
+what they need), and a non-private final training unless
+--allow-non-private. A refused job ends the client with one line, exit
+status 2, before it sends anything derived from its data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if server == "" {
@@ -340,7 +363,10 @@ only) drops the certificates.`,
 				return err
 			}
 			w := cmd.ErrOrStderr()
-			rep, err := job.VoteClient(cmd.Context(), server, tr, src, i, n, func(stage string, done, total int) {
+			if err := lim.Valid(); err != nil {
+				return usagef("--max-epsilon %v, --max-delta %v, --colluding %d: %v", lim.MaxEpsilon, lim.MaxDelta, lim.Colluding, err)
+			}
+			rep, err := job.VoteClient(cmd.Context(), server, tr, src, i, n, lim, func(stage string, done, total int) {
 				fmt.Fprintf(w, "%s %d/%d\n", stage, done, total)
 			})
 			if err != nil {
@@ -355,6 +381,10 @@ only) drops the certificates.`,
 	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
 	fl.StringVar(&part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: its certificate's, or with --insecure the next free share)")
+	fl.Float64Var(&lim.MaxEpsilon, "max-epsilon", federated.DefaultMaxEpsilon, "the largest total ε (vote + final training, at --max-delta, recomputed by this client) of a job this client takes part in")
+	fl.Float64Var(&lim.MaxDelta, "max-delta", federated.DefaultMaxDelta, "the δ at which this client computes the job's ε")
+	fl.IntVar(&lim.Colluding, "colluding", 0, "c, the clients this client assumes may collude with the server: a job assuming fewer, or with a threshold t < max(⌊(n+c)/2⌋+1, 2), is refused")
+	fl.BoolVar(&lim.AllowNonPrivate, "allow-non-private", false, "take part in a job whose final training is non-private (the model is NOT private; the vote alone must meet --max-epsilon)")
 	addTransportFlags(fl, &tr, "client")
 	return cmd
 }

@@ -35,6 +35,7 @@ func newVoteCertsCmd() *cobra.Command {
 	var out string
 	var clients int
 	var hosts []string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "certs",
 		Short: "Write a self-signed CA and the server's and each client's certificate and key for dptune vote serve/client",
@@ -45,7 +46,10 @@ the server's certificate for localhost, 127.0.0.1, ::1 and every --host
 --part i/n, in its URI SAN urn:dptune:vote:client:<i−1>. Keys are Ed25519,
 mode 0600; certificates are valid for a year. A client's key is both its
 TLS key and its signing key in the secure sum. Keep ca.key with the
-curator; give each client its own key and ca.pem only.`,
+curator; give each client its own key and ca.pem only. A directory that
+already holds any of these files is refused unless --force, which
+replaces them (each written to a temporary file and renamed, so a key is
+never readable by others; a symbolic link in their place is refused).`,
 		Example: `  dptune vote certs --out certs --clients 5 --host vote.example.org`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -60,8 +64,12 @@ curator; give each client its own key and ca.pem only.`,
 					return usagef("--host: empty name")
 				}
 			}
-			if _, err := os.Stat(filepath.Join(out, "ca.pem")); err == nil {
-				return usagef("%s already holds a CA (ca.pem): choose another --out", out)
+			if !force {
+				for _, name := range pki.Files(clients, true) {
+					if _, err := os.Lstat(filepath.Join(out, name)); err == nil {
+						return usagef("%s already holds %s: choose another --out, or --force to replace every certificate and key", out, name)
+					}
+				}
 			}
 			if err := job.CheckOut(out); err != nil {
 				return err
@@ -76,6 +84,7 @@ curator; give each client its own key and ca.pem only.`,
 	fl := cmd.Flags()
 	fl.StringVar(&out, "out", "", "directory to write the certificates and keys into")
 	fl.IntVar(&clients, "clients", 10, "number of client certificates (2 … 255)")
+	fl.BoolVar(&force, "force", false, "replace the certificates and keys already in --out")
 	fl.StringSliceVar(&hosts, "host", nil, "extra DNS name or IP address the server's certificate is valid for (repeatable)")
 	return cmd
 }

@@ -70,7 +70,7 @@ func TestVoteCertsLoadAndVerify(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "ca.key")); err != nil {
 		t.Errorf("ca.key: %v", err)
 	}
-	if code, out := run(t, "vote", "certs", "--out", dir, "--clients", "3"); code != 2 || !strings.Contains(out, "already holds a CA") {
+	if code, out := run(t, "vote", "certs", "--out", dir, "--clients", "3"); code != 2 || !strings.Contains(out, "already holds ca.pem") {
 		t.Errorf("certs over an existing CA: exit %d, %s", code, out)
 	}
 }
@@ -101,6 +101,9 @@ func TestVoteTransportRefusals(t *testing.T) {
 		{"vote", "client", "--server", "127.0.0.1:1", "--part", "2/3", "--tls-cert", f("client-1.pem"), "--tls-key", f("client-1.key"), "--ca", f("ca.pem")},
 		{"vote", "certs"},
 		{"vote", "certs", "--out", filepath.Join(dir, "x"), "--clients", "1"},
+		{"vote", "client", "--server", "127.0.0.1:1", "--insecure", "--max-epsilon", "0"},
+		{"vote", "client", "--server", "127.0.0.1:1", "--insecure", "--max-delta", "1"},
+		{"vote", "client", "--server", "127.0.0.1:1", "--insecure", "--colluding", "-1"},
 	}
 	for _, args := range cases {
 		start := time.Now()
@@ -114,5 +117,43 @@ func TestVoteTransportRefusals(t *testing.T) {
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("%v took %v: work started before the error", args, d)
 		}
+	}
+}
+
+// TestVoteCertsKeyFiles: vote certs refuses a directory that holds one of
+// its files (here only server.key, mode 0644) unless --force, which
+// replaces it with a key of mode 0600; a symbolic link in place of a key
+// is refused even with --force, and its target is left alone.
+func TestVoteCertsKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "server.key")
+	if err := os.WriteFile(key, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(t, "vote", "certs", "--out", dir, "--clients", "2"); code != 2 || !strings.Contains(out, "already holds server.key") {
+		t.Errorf("certs over server.key: exit %d, %s", code, out)
+	}
+	if code, out := run(t, "vote", "certs", "--out", dir, "--clients", "2", "--force"); code != 0 {
+		t.Fatalf("--force: exit %d, %s", code, out)
+	}
+	if st, err := os.Stat(key); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("server.key after --force: %v, %v; want mode 0600", st.Mode().Perm(), err)
+	}
+	target := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "client-1.key")
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := run(t, "vote", "certs", "--out", dir, "--clients", "2", "--force"); code == 0 {
+		t.Error("certs wrote through a symbolic link")
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep" {
+		t.Errorf("the link's target now holds %q (%v)", b, err)
 	}
 }

@@ -104,6 +104,7 @@ func killedClientVote(t *testing.T, clients int, dropout float64, insecure bool)
 		if insecure {
 			args = append(args[:8], "--insecure")
 		}
+		args = append(args, "--max-epsilon", "20") // the spec's ε; the clients' default is 10
 		p := exec.CommandContext(ctx, os.Args[0], args...)
 		p.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
 		if err := p.Start(); err != nil {

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/url"
@@ -230,7 +231,9 @@ func ClientTLS(certFile, keyFile, caFile string) (Client, error) {
 // ::1 and hosts (server.pem, server.key), and for i = 1 … clients client
 // i's certificate (client-<i>.pem, client-<i>.key), which binds client ID
 // i−1 (the client of --part i/n). Keys are Ed25519 in PKCS #8 PEM, mode
-// 0600; every certificate is valid for Validity.
+// 0600; every certificate is valid for Validity. Each file is written to a
+// temporary file and renamed into place (an existing file is replaced, with
+// the new mode); a symbolic link at any of the names is refused.
 func Generate(dir string, clients int, hosts []string, keepCAKey bool) error {
 	if clients < 1 || clients > 255 {
 		return fmt.Errorf("pki: %d clients: need 1 … 255", clients)
@@ -316,14 +319,53 @@ func writeKey(path string, key ed25519.PrivateKey) error {
 	return writePEM(path, "PRIVATE KEY", der, 0o600)
 }
 
+// writePEM writes der as a PEM block of the given kind to path with the
+// given mode: into a fresh temporary file of the same directory (created
+// with O_EXCL, mode 0600, then set to mode) renamed over path, so a key is
+// never readable by others while it is written and an existing file's
+// looser mode is not kept. A symbolic link (or anything but a regular
+// file) at path is refused, never followed.
 func writePEM(path, kind string, der []byte, mode os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
+		return fmt.Errorf("pki: %s exists and is not a regular file (a symbolic link?): refusing to write through it", path)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	if err := pem.Encode(f, &pem.Block{Type: kind, Bytes: der}); err != nil {
-		f.Close()
+	tmp := f.Name()
+	err = f.Chmod(mode)
+	if err == nil {
+		err = pem.Encode(f, &pem.Block{Type: kind, Bytes: der})
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return f.Close()
+	return nil
+}
+
+// Files are the names Generate writes into its directory for the given
+// number of clients (ca.key only if keepCAKey).
+func Files(clients int, keepCAKey bool) []string {
+	out := []string{"ca.pem"}
+	if keepCAKey {
+		out = append(out, "ca.key")
+	}
+	out = append(out, "server.pem", "server.key")
+	for i := 1; i <= clients; i++ {
+		out = append(out, fmt.Sprintf("client-%d.pem", i), fmt.Sprintf("client-%d.key", i))
+	}
+	return out
 }

@@ -64,9 +64,11 @@ func (s *Server) accept(stage, from int, seen bool, members []int) error {
 	return nil
 }
 
-// AddKeys accepts round 0's message. A message with a certificate must be
-// signed by it (the server checks no certificate chain: every client does
-// that itself); the server's check only keeps a bad message from aborting
+// AddKeys accepts round 0's message. Its two keys must differ from each
+// other and from every key already in U1, and a message with a certificate
+// must be signed by it (the server checks no certificate chain: every
+// client does that itself, and the caller may check it against the
+// transport's); the server's check only keeps a bad message from aborting
 // the honest clients.
 func (s *Server) AddKeys(k Keys) error {
 	_, seen := s.keys[k.ID]
@@ -76,6 +78,18 @@ func (s *Server) AddKeys(k Keys) error {
 	for _, b := range [][]byte{k.EncryptKey, k.MaskKey} {
 		if _, err := ecdh.X25519().NewPublicKey(b); err != nil {
 			return fmt.Errorf("secagg: client %d: %w", k.ID, err)
+		}
+	}
+	// Distinct keys: a key repeated within a message or across U1 would
+	// make every honest client refuse U1 (Client.ShareKeys) and abort.
+	if bytes.Equal(k.EncryptKey, k.MaskKey) {
+		return fmt.Errorf("secagg: client %d's encryption and masking keys are equal", k.ID)
+	}
+	for _, o := range s.keys {
+		for _, a := range [][]byte{o.EncryptKey, o.MaskKey} {
+			if bytes.Equal(a, k.EncryptKey) || bytes.Equal(a, k.MaskKey) {
+				return fmt.Errorf("secagg: client %d repeats a key of client %d", k.ID, o.ID)
+			}
 		}
 	}
 	if len(k.Cert) > 0 {

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/dptune/dptune/federated"
+)
+
+// The clients tune --tuner vote starts hold the curator's own ε, δ and c
+// as their limits, and accept a non-private final training only when the
+// curator chose one.
+func TestVoteClientArgsCarryTheCuratorsLimits(t *testing.T) {
+	for _, final := range []string{federated.FinalDPSGD, federated.FinalNonPrivate} {
+		var f tuneFlags
+		f.epsilon, f.delta, f.data.dataset = 2.5, 3e-7, "mnist"
+		f.vote.colluding, f.vote.finalTraining = 2, final
+		args := voteClientArgs(f, "127.0.0.1:1", 2, 5, "certs")
+		cmd := newVoteClientCmd()
+		if args[0] != "vote" || args[1] != "client" {
+			t.Fatalf("args %v", args)
+		}
+		if err := cmd.Flags().Parse(args[2:]); err != nil {
+			t.Fatal(err)
+		}
+		fl := cmd.Flags()
+		eps, _ := fl.GetFloat64("max-epsilon")
+		delta, _ := fl.GetFloat64("max-delta")
+		c, _ := fl.GetInt("colluding")
+		allow, _ := fl.GetBool("allow-non-private")
+		if eps != 2.5 || delta != 3e-7 || c != 2 || allow != (final == federated.FinalNonPrivate) {
+			t.Errorf("%s: client limits ε %v, δ %v, c %d, non-private %v", final, eps, delta, c, allow)
+		}
+	}
+}
