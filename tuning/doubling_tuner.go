@@ -3,6 +3,7 @@ package tuning
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -120,4 +121,130 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 		res.Model = net
 	}
 	return res, err
+}
+
+// DoublingOptions are the doubling tuner's settings (its Options).
+type DoublingOptions struct {
+	Partitions    int     // k disjoint parts of the training data
+	Epsilon0      float64 // ϵ of one search iteration, nats
+	Granularity   float64 // utility granularity g
+	U0            float64 // utility lower bound u₀
+	MaxIterations int     // the cap T_max; 0: DefaultMaxIterations
+	PartEpochs    int     // epochs of each part run
+	// Private trains the parts with DP-SGD at PartitionNoise (counted);
+	// otherwise they are clipped without noise, covered by the search's
+	// Laplace noise (Lemma 2).
+	Private        bool
+	PartitionNoise float64
+	// Cache is the curator-only file of finished part scores (NOT PRIVATE,
+	// mode 0600), reused by a rerun with the same seed and settings; "" for
+	// none.
+	Cache string
+}
+
+// Values returns o as the doubling tuner's Spec.Options.
+func (o DoublingOptions) Values() Values {
+	return Values{"partitions": o.Partitions, "epsilon0": o.Epsilon0, "granularity": o.Granularity, "u0": o.U0,
+		"max-iterations": o.MaxIterations, "private-partitions": o.Private, "partition-noise": o.PartitionNoise,
+		"part-epochs": o.PartEpochs, "cache": o.Cache}
+}
+
+// DoublingOptionsOf returns the doubling tuner's options in s.
+func DoublingOptionsOf(s Spec) DoublingOptions {
+	var d doublingTuner
+	return DoublingOptions{Partitions: value[int](s, d, "partitions"), Epsilon0: value[float64](s, d, "epsilon0"),
+		Granularity: value[float64](s, d, "granularity"), U0: value[float64](s, d, "u0"), MaxIterations: value[int](s, d, "max-iterations"),
+		PartEpochs: value[int](s, d, "part-epochs"), Private: value[bool](s, d, "private-partitions"),
+		PartitionNoise: value[float64](s, d, "partition-noise"), Cache: value[string](s, d, "cache")}
+}
+
+// NewDoubling returns the doubling tuner of s without its data, seed and
+// final noise multiplier: the search (with the default cap when none is
+// given), the partition scorer's settings at the nominal part size
+// s.TrainN/k, and the final run's at s.TrainN.
+func NewDoubling(s Spec, arch model.Arch) *DoublingTuner {
+	o := DoublingOptionsOf(s)
+	if o.MaxIterations == 0 {
+		o.MaxIterations = DefaultMaxIterations(o.U0, o.Granularity)
+	}
+	search := DoublingConfig{Partitions: o.Partitions, Epsilon0: o.Epsilon0, Granularity: o.Granularity, U0: o.U0, MaxIterations: o.MaxIterations}
+	var partQ float64
+	if o.Partitions > 0 && s.TrainN/o.Partitions > 0 {
+		partQ = float64(s.BatchSize) / float64(s.TrainN/o.Partitions)
+	}
+	q := float64(s.BatchSize) / float64(s.TrainN)
+	scorer := &PartitionScorer{Arch: arch, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: s.BatchSize, SamplingRate: partQ,
+		Momentum: s.Momentum, Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache}
+	return &DoublingTuner{Space: s.Space, Search: search, Arch: arch, Seed: s.Seed, Scorer: scorer,
+		Final: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum}}
+}
+
+// doublingTuner is the "doubling" tuner: DoublingTuner, with
+// DoublingOptions as its options.
+type doublingTuner struct{}
+
+func (doublingTuner) Name() string { return "doubling" }
+func (doublingTuner) Summary() string {
+	return "Ding et al.: every candidate trained on k disjoint parts, a capped doubling AboveThreshold search, one final DP-SGD run"
+}
+func (doublingTuner) Options() []Option {
+	return []Option{
+		{Name: "partitions", Default: 10, Help: "number k of disjoint training parts"},
+		{Name: "epsilon0", Default: 0.1, Help: "ϵ in nats of one search iteration"},
+		{Name: "granularity", Default: 0.01, Help: "utility granularity g"},
+		{Name: "u0", Default: 0.0, Help: "utility lower bound u₀"},
+		{Name: "max-iterations", Default: 0, Help: "iteration cap T_max (default ⌈5·log₂((1−u₀)/g)⌉)"},
+		{Name: "private-partitions", Default: false, Help: "train the parts with DP-SGD (default: clipped, without noise)"},
+		{Name: "partition-noise", Default: 1.0, Help: "noise multiplier of private part runs"},
+		{Name: "part-epochs", Default: 3, Help: "epochs of each part run"},
+		{Name: "cache", Default: "", Help: "file of finished part scores, reused on a rerun (default: OUT/partition-scores.csv)", CuratorFile: "partition-scores.csv"},
+	}
+}
+func (doublingTuner) Uses() Uses { return Uses{} }
+
+// Check refuses search settings outside Algorithm 1's domain, any
+// accountant but rdp, fewer validation examples than parts (a score's
+// sensitivity 1/n_val would exceed 1/k), parts smaller than a batch, a
+// non-finite partition noise and part epochs a part cannot hold.
+func (doublingTuner) Check(s Spec) error {
+	o := DoublingOptionsOf(s)
+	d := NewDoubling(s, model.Arch{})
+	if err := d.Search.Check(); err != nil {
+		return invalid(err)
+	}
+	switch {
+	case s.Accountant != "" && s.Accountant != "rdp":
+		return invalidf("the doubling tuner is counted by the rdp accountant only, not %s", s.Accountant)
+	case s.ValSize < o.Partitions:
+		return invalidf("validation size %d is smaller than the %d partitions: a score's sensitivity 1/n_val would exceed 1/k", s.ValSize, o.Partitions)
+	case s.BatchSize < 1 || o.Partitions > s.TrainN/s.BatchSize:
+		return invalidf("%d partitions leave fewer than the batch size %d examples per part", o.Partitions, s.BatchSize)
+	case o.Private && (!(o.PartitionNoise > 0) || math.IsInf(o.PartitionNoise, 1)):
+		return invalidf("partition noise multiplier %v must be positive and finite", o.PartitionNoise)
+	}
+	if err := dpsgd.CheckEpochs(o.PartEpochs, d.Scorer.SamplingRate); err != nil {
+		return invalidf("part epochs %d: %v", o.PartEpochs, err)
+	}
+	return nil
+}
+
+func (doublingTuner) Accountant(Spec) accounting.Accountant { return accounting.RDP{} }
+
+// Event is the search's cost at its cap (and the private part runs') and
+// the final run, base.
+func (doublingTuner) Event(base accounting.Event, s Spec) accounting.Event {
+	search := NewDoubling(s, model.Arch{}).SearchLedger()
+	return accounting.Composed{Events: []accounting.Event{search.Event(), base}}
+}
+func (doublingTuner) Label(Spec) string     { return "final DP-SGD run with the selected candidate" }
+func (doublingTuner) Partitions(s Spec) int { return DoublingOptionsOf(s).Partitions }
+
+// Shortfall says what the search alone spends: nothing is left for the
+// final run.
+func (doublingTuner) Shortfall(s Spec, delta float64) string {
+	d := NewDoubling(s, model.Arch{})
+	l := d.SearchLedger()
+	over, _ := l.Spent(accounting.RDP{}, delta)
+	return fmt.Sprintf("the search alone (at most %d iterations of ϵ = %g) spends ε = %.4f at δ = %g, leaving nothing for the final run",
+		d.Search.MaxIterations, d.Search.Epsilon0, over.Epsilon, delta)
 }

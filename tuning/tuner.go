@@ -220,34 +220,3 @@ func (s sequence) next(*rand.Rand) int {
 }
 func (sequence) observe(int, float64) {}
 func (sequence) nonAdaptive()         {}
-
-// RandomStop is random-stop tuning (Liu & Talwar 2019; Papernot & Steinke
-// 2022; Algorithm 2 of Xiang et al., "Selection leaks privacy"): K ∼
-// cfg.Repetitions runs, each on a candidate drawn uniformly from the space,
-// and the best run's candidate, model and score are released. Its cost is
-// accounting.RepeatAndSelect of the trainer's event (Papernot & Steinke,
-// Theorems 2 and 6).
-func RandomStop(ctx context.Context, cfg Config) (Result, error) {
-	ev := accounting.RepeatAndSelect{Event: cfg.Trainer.Event(), Repetitions: cfg.Repetitions}
-	return run(ctx, cfg, uniform{cfg.Space.Size()}, ev, "random-stop tuning, "+cfg.Repetitions.String()+" runs, best released")
-}
-
-// GridEvent is the cost of grid search over n candidates whose every run is
-// base: the n runs composed (the best run's release is post-processing of
-// all of them).
-func GridEvent(base accounting.Event, n int) accounting.Event {
-	return accounting.SelfComposed{Event: base, Count: n}
-}
-
-// Grid is the naive baseline: every candidate of the space trained once,
-// in order, and the best run's candidate, model and score released. Its
-// cost is GridEvent — the composition of all runs, which the accountant
-// counts in full, so at a fixed total budget each run gets far more noise
-// than random-stop's. cfg.Repetitions is ignored (K is the space's size,
-// public).
-func Grid(ctx context.Context, cfg Config) (Result, error) {
-	n := cfg.Space.Size()
-	cfg.Repetitions = accounting.FixedRepetitions(n)
-	var i int
-	return run(ctx, cfg, sequence{&i}, GridEvent(cfg.Trainer.Event(), n), fmt.Sprintf("grid search, all %d candidates, best released", n))
-}

@@ -167,7 +167,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	}
 	cfg := bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		GP: tuning.DefaultGPOptions(), Doubling: job.DoublingSpec{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
+		GP: tuning.DefaultGPOptions(), Doubling: tuning.DoublingOptions{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
 		DoublingShare: f.share, Dir: f.out}
 	infeasible, err := bench.CheckCompare(cmd.Context(), cfg)
 	if err != nil {

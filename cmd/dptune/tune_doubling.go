@@ -4,33 +4,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/spf13/pflag"
-
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 )
-
-type doublingFlags struct {
-	partitions, maxIterations, partEpochs int
-	epsilon0, granularity, u0             float64
-	private                               bool
-	partitionNoise                        float64
-	cache                                 string
-}
-
-var doublingFlagNames = []string{"partitions", "epsilon0", "granularity", "u0", "max-iterations", "private-partitions", "partition-noise", "part-epochs", "cache"}
-
-func addDoublingFlags(fl *pflag.FlagSet, d *doublingFlags) {
-	fl.IntVar(&d.partitions, "partitions", 10, "doubling: number k of disjoint training parts")
-	fl.Float64Var(&d.epsilon0, "epsilon0", 0.1, "doubling: ϵ in nats of one search iteration")
-	fl.Float64Var(&d.granularity, "granularity", 0.01, "doubling: utility granularity g")
-	fl.Float64Var(&d.u0, "u0", 0, "doubling: utility lower bound u₀")
-	fl.IntVar(&d.maxIterations, "max-iterations", 0, "doubling: iteration cap T_max (default ⌈5·log₂((1−u₀)/g)⌉)")
-	fl.BoolVar(&d.private, "private-partitions", false, "doubling: train the parts with DP-SGD (default: clipped, without noise)")
-	fl.Float64Var(&d.partitionNoise, "partition-noise", 1, "doubling: noise multiplier of private part runs")
-	fl.IntVar(&d.partEpochs, "part-epochs", 3, "doubling: epochs of each part run")
-	fl.StringVar(&d.cache, "cache", "", "doubling: file of finished part scores, reused on a rerun (default: OUT/partition-scores.csv)")
-}
 
 func printDoubling(w io.Writer, r *job.DoublingReport) {
 	if r.Selected != nil {
