@@ -33,12 +33,6 @@ func repeatEvent(base accounting.Event, rep accounting.Repetitions, opt *GPOptio
 	return accounting.RepeatAndSelect{Event: base, Repetitions: rep}
 }
 
-// Pipeline is the event of a random-stop tuning (opt nil) or DP-HyPO tuning
-// whose every run is base: the whole tuning's cost, known before it starts.
-func Pipeline(base accounting.Event, rep accounting.Repetitions, opt *GPOptions) accounting.Event {
-	return repeatEvent(base, rep, opt)
-}
-
 // XiangO is the name of the accountant that counts random-stop tuning of
 // DP-SGD runs by Xiang et al.'s Algorithm 3 with μ = τ√T/σ
 // (accounting.GaussianSelect): an APPROXIMATION, not a proved bound, for
