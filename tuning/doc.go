@@ -31,13 +31,13 @@
 //     Gaussian-process UCB softmax projected onto densities within [c, C]
 //     times the uniform prior; its event is
 //     accounting.AdaptiveRepeatAndSelect (Theorem 1), K ∼ TNB only.
-//   - doubling (doubling_tuner.go, with the search in doubling.go, the part
-//     runs in partitioned.go and their curator-side cache in cache.go): Ding
-//     et al.'s Algorithm 1 made unconditional by an iteration cap — every
-//     candidate trained on k disjoint parts, the capped doubling
-//     AboveThreshold search on Laplace-noised mean scores, one final DP-SGD
-//     run; its event is the search at its cap (and private part runs)
-//     composed with the final run's. A Partitioned tuner.
+//   - doubling (doubling.go, with the part runs in partitioned.go and their
+//     curator-side score cache in cache.go): Ding et al.'s Algorithm 1 made
+//     unconditional by an iteration cap — every candidate trained on k
+//     disjoint parts, the capped doubling AboveThreshold search on
+//     Laplace-noised mean scores, one final DP-SGD run; its event is the
+//     search at its cap (and private part runs) composed with the final
+//     run's. A Partitioned tuner.
 //   - grid (grid.go): the naive baseline, every candidate trained once and
 //     the best released; its event is the composition of all |S| runs.
 //   - vote: DP-Hype's federated vote — distributed clients vote on the

@@ -112,7 +112,7 @@ func GPTune(ctx context.Context, cfg Config, opt GPOptions) (Result, error) {
 	if cfg.Repetitions.Distribution != accounting.TNB {
 		return Result{}, fmt.Errorf("tuning: DP-HyPO's guarantee needs TNB repetitions, have %s", cfg.Repetitions)
 	}
-	return run(ctx, cfg, newGPSampler(cfg.Space, opt), repeatEvent(cfg.Trainer.Event(), cfg.Repetitions, &opt), gpLabel(cfg.Repetitions, opt))
+	return run(ctx, cfg, newGPSampler(cfg.Space, opt), SelectionEvent(cfg.Trainer.Event(), cfg.Repetitions, &opt), gpLabel(cfg.Repetitions, opt))
 }
 
 func gpLabel(rep accounting.Repetitions, opt GPOptions) string {
@@ -170,7 +170,7 @@ func (gpTuner) Check(s Spec) error {
 func (gpTuner) Accountant(Spec) accounting.Accountant { return accounting.RDP{} }
 func (gpTuner) Event(base accounting.Event, s Spec) accounting.Event {
 	o := GPOptionsOf(s)
-	return repeatEvent(base, s.Repetitions, &o)
+	return SelectionEvent(base, s.Repetitions, &o)
 }
 func (gpTuner) Label(s Spec) string { return gpLabel(s.Repetitions, GPOptionsOf(s)) }
 func (gpTuner) Run(ctx context.Context, s Spec, t Trainer, r runner.Runner) (Result, error) {

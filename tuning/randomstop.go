@@ -15,7 +15,7 @@ import (
 // accounting.RepeatAndSelect of the trainer's event (Papernot & Steinke,
 // Theorems 2 and 6).
 func RandomStop(ctx context.Context, cfg Config) (Result, error) {
-	ev := repeatEvent(cfg.Trainer.Event(), cfg.Repetitions, nil)
+	ev := SelectionEvent(cfg.Trainer.Event(), cfg.Repetitions, nil)
 	return run(ctx, cfg, uniform{cfg.Space.Size()}, ev, randomStopLabel(cfg.Repetitions))
 }
 
@@ -23,10 +23,11 @@ func randomStopLabel(rep accounting.Repetitions) string {
 	return "random-stop tuning, " + rep.String() + " runs, best released"
 }
 
-// repeatEvent is the event of a random-stop tuning (opt nil) or DP-HyPO
-// tuning whose every run is base: the whole tuning's cost, known before it
-// starts (Papernot & Steinke, Theorem 2; Wang et al., Theorem 1).
-func repeatEvent(base accounting.Event, rep accounting.Repetitions, opt *GPOptions) accounting.Event {
+// SelectionEvent is the event of a random-stop tuning (opt nil) or DP-HyPO
+// tuning (density bounds of opt) whose every run is base: the whole
+// tuning's cost, known before it starts (Papernot & Steinke, Theorem 2;
+// Wang et al., Theorem 1). It is the one place these events are built.
+func SelectionEvent(base accounting.Event, rep accounting.Repetitions, opt *GPOptions) accounting.Event {
 	if opt != nil {
 		return accounting.AdaptiveRepeatAndSelect{Event: base, Repetitions: rep, MaxRatio: opt.MaxRatio, MinRatio: opt.MinRatio}
 	}
@@ -109,7 +110,7 @@ func (randomStop) Event(base accounting.Event, s Spec) accounting.Event {
 	if s.Accountant == XiangO {
 		return XiangEvent(base, s.Repetitions)
 	}
-	return repeatEvent(base, s.Repetitions, nil)
+	return SelectionEvent(base, s.Repetitions, nil)
 }
 
 func (randomStop) Label(s Spec) string {
