@@ -403,7 +403,7 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 				row.EpsilonXiang = &x
 			}
 		}
-	case *job.DoublingReport:
+	case *tuning.DoublingReport:
 		row.NoiseMultiplier, row.Selected = r.BaseNoiseMultiplier, r.Selected
 		if r.TestAccuracy != nil {
 			row.TestAccuracy, row.Released = *r.TestAccuracy, true

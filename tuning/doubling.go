@@ -373,3 +373,99 @@ func (r SearchRecord) check() error {
 	}
 	return nil
 }
+
+// Plan is the doubling tuning of s before its data is read, its final run
+// on arch at noise multiplier sigma.
+func (doublingTuner) Plan(s Spec, arch model.Arch, sigma float64) PartitionedPlan {
+	d := NewDoubling(s, arch)
+	d.Final.NoiseMultiplier = sigma
+	return &doublingPlan{d: d, spec: s}
+}
+
+// doublingPlan is a doubling tuning before its data is read.
+type doublingPlan struct {
+	d    *DoublingTuner
+	spec Spec
+}
+
+// Worst is the search's ledger at its cap and the whole final run.
+func (p *doublingPlan) Worst() accounting.Ledger {
+	l := p.d.SearchLedger()
+	l.Add("final DP-SGD run with the selected candidate", accounting.DPSGD(p.d.Final.NoiseMultiplier, p.d.Final.SamplingRate, p.d.Final.Steps))
+	return l
+}
+
+// Notes warns when k·ϵ is below 5, where Ding et al. find the search picks
+// poor candidates.
+func (p *doublingPlan) Notes() []string {
+	o := DoublingOptionsOf(p.spec)
+	if k := float64(o.Partitions) * o.Epsilon0; k < 5 {
+		return []string{fmt.Sprintf("k·ϵ = %g is below 5; Ding et al. advise k ≥ 5/ϵ (here %d partitions), else the search picks poor candidates", k, int(math.Ceil(5/o.Epsilon0)))}
+	}
+	return nil
+}
+
+func (p *doublingPlan) Scorer() *PartitionScorer { return p.d.Scorer }
+
+// Run scores, searches and trains the final run on fit (DoublingTuner.Run).
+func (p *doublingPlan) Run(ctx context.Context, fit *data.Dataset, seed *uint64, key *randsrc.Key, noise dpsgd.NoiseMode) (PartitionedResult, error) {
+	d := p.d
+	d.Seed, d.Key, d.Final.Noise, d.Train = seed, key, noise, fit
+	res, err := d.Run(ctx)
+	return PartitionedResult{Result: res.Result, Report: func(f ReportFacts) any { return p.report(res, f) }}, err
+}
+
+// report is report.json of a doubling tuning.
+func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport {
+	o, d := DoublingOptionsOf(p.spec), p.d
+	rep := &DoublingReport{Tuner: f.Tuner, Dataset: f.Dataset, NominalSize: f.NominalSize, Space: p.spec.Space.Name, Candidates: p.spec.Space.Size(),
+		Selected: f.Selected, Fallback: res.Fallback, TestAccuracy: f.TestAccuracy, Epsilon: f.Epsilon, Delta: f.Delta, Accountant: f.Accountant,
+		BaseNoiseMultiplier: d.Final.NoiseMultiplier, Partitions: o.Partitions, Epsilon0: o.Epsilon0,
+		Granularity: o.Granularity, U0: o.U0, MaxIterations: d.Search.MaxIterations, RealisedIterations: res.Iterations,
+		EarlierSearches: len(res.EarlierSearches), PrivatePartitions: o.Private, Epochs: p.spec.Epochs, FinalSteps: res.FinalSteps,
+		PartEpochs: o.PartEpochs, Seeded: f.Seeded, SecureNoise: f.SecureNoise, Interrupted: f.Interrupted, Failed: f.Failed, Ledger: f.Ledger}
+	if fe, err := (accounting.RDP{}).Epsilon(accounting.DPSGD(d.Final.NoiseMultiplier, d.Final.SamplingRate, res.FinalSteps), f.Delta); err == nil {
+		rep.FinalEpsilon = fe.Epsilon
+	}
+	rep.TuningOverhead = float64(d.Search.MaxIterations) * d.Search.IterationEpsilon()
+	rep.PaperWHPEpsilon = rep.FinalEpsilon + 3*math.Log2(math.Max((1-o.U0)/o.Granularity, 2))*o.Epsilon0
+	return rep
+}
+
+// DoublingReport is report.json of the doubling tuner: the caller's
+// ReportFacts and the search's settings and outcome.
+type DoublingReport struct {
+	Tuner               string             `json:"tuner"`
+	Dataset             string             `json:"dataset"`
+	NominalSize         int                `json:"nominal_size"`
+	Space               string             `json:"space"`
+	Candidates          int                `json:"candidates"`
+	Selected            map[string]float64 `json:"selected"`
+	Fallback            bool               `json:"fallback_first_candidate"`
+	TestAccuracy        *float64           `json:"test_accuracy"`
+	Epsilon             float64            `json:"epsilon"` // the ledger's: what was spent
+	Delta               float64            `json:"delta"`
+	Accountant          string             `json:"accountant"`
+	FinalEpsilon        float64            `json:"final_run_epsilon"`       // of the final run's completed steps
+	TuningOverhead      float64            `json:"tuning_overhead_epsilon"` // T_max·ϵ
+	BaseNoiseMultiplier float64            `json:"base_noise_multiplier"`   // the final run's σ
+	Partitions          int                `json:"partitions"`
+	Epsilon0            float64            `json:"epsilon0"`
+	Granularity         float64            `json:"granularity"`
+	U0                  float64            `json:"u0"`
+	MaxIterations       int                `json:"max_iterations"`
+	// Realised iterations and the paper's with-high-probability figure,
+	// for comparison only: the guarantee is the ledger's, at the cap.
+	RealisedIterations int               `json:"realised_iterations_not_the_guarantee"`
+	PaperWHPEpsilon    float64           `json:"paper_whp_epsilon_not_the_guarantee"`
+	EarlierSearches    int               `json:"earlier_searches_on_this_cache"`
+	PrivatePartitions  bool              `json:"private_partitions"`
+	Epochs             int               `json:"final_epochs"`
+	FinalSteps         int               `json:"final_steps_done"`
+	PartEpochs         int               `json:"part_epochs"`
+	Seeded             bool              `json:"seeded"` // the seed itself is never written
+	SecureNoise        bool              `json:"secure_noise"`
+	Interrupted        bool              `json:"interrupted"`
+	Failed             string            `json:"failed,omitempty"`
+	Ledger             accounting.Ledger `json:"ledger"`
+}

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
 )
@@ -87,6 +90,47 @@ type Runner interface {
 type Partitioned interface {
 	Tuner
 	Partitions(spec Spec) int
+	// Plan is the tuning of spec before its data is read, its final run on
+	// arch at noise multiplier sigma (calibrated with Event).
+	Plan(spec Spec, arch model.Arch, sigma float64) PartitionedPlan
+}
+
+// PartitionedPlan is a partitioned tuning before its data is read.
+type PartitionedPlan interface {
+	// Worst is the whole tuning's ledger at its caps: the budget charge.
+	Worst() accounting.Ledger
+	// Notes are curator-side warnings about the settings.
+	Notes() []string
+	// Scorer is the part runs' scorer: its caller gives it the parts, the
+	// validation split, their keys, a runner and the cache directory.
+	Scorer() *PartitionScorer
+	// Run scores the candidates, selects one and trains the final run on
+	// fit, its randomness from seed or key (see DoublingTuner). The ledger
+	// is charged whatever happens.
+	Run(ctx context.Context, fit *data.Dataset, seed *uint64, key *randsrc.Key, noise dpsgd.NoiseMode) (PartitionedResult, error)
+}
+
+// PartitionedResult is a partitioned tuning's release and its report.
+type PartitionedResult struct {
+	Result
+	// Report is report.json given its caller's facts.
+	Report func(ReportFacts) any
+}
+
+// ReportFacts are what a tuner's caller knows for its report: the data,
+// what the ledger spent, the selected candidate's values and test accuracy
+// (nil when nothing is released), and how the tuning ended.
+type ReportFacts struct {
+	Tuner, Dataset      string
+	NominalSize         int
+	Selected            map[string]float64
+	TestAccuracy        *float64
+	Epsilon, Delta      float64
+	Accountant          string
+	Seeded, SecureNoise bool
+	Interrupted         bool
+	Failed              string
+	Ledger              accounting.Ledger
 }
 
 // Uses says which common settings of a Spec a tuner reads; a caller refuses

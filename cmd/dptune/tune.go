@@ -146,7 +146,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	switch rep := rel.Report.(type) {
 	case *job.TuneReport:
 		printTune(cmd.OutOrStdout(), rep)
-	case *job.DoublingReport:
+	case *tuning.DoublingReport:
 		printDoubling(cmd.OutOrStdout(), rep)
 	}
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
@@ -292,7 +292,7 @@ func printTune(w io.Writer, r *job.TuneReport) {
 }
 
 // printDoubling prints a partitioned (doubling) tuning's report.
-func printDoubling(w io.Writer, r *job.DoublingReport) {
+func printDoubling(w io.Writer, r *tuning.DoublingReport) {
 	if r.Selected != nil {
 		note := ""
 		if r.Fallback {
