@@ -20,25 +20,16 @@ import (
 // is refused before any work.
 var ErrInvalid = errors.New("invalid tuning request")
 
-// invalidError is a one-line message wrapping ErrInvalid (and err, when
-// set).
-type invalidError struct {
-	msg string
-	err error
-}
+// invalidError is err, refused: it wraps ErrInvalid and err, with err's
+// message.
+type invalidError struct{ error }
 
-func (e invalidError) Error() string { return e.msg }
-func (e invalidError) Unwrap() []error {
-	if e.err != nil {
-		return []error{ErrInvalid, e.err}
-	}
-	return []error{ErrInvalid}
-}
+func (e invalidError) Unwrap() []error { return []error{ErrInvalid, e.error} }
 
-func invalidf(format string, a ...any) error { return invalidError{msg: fmt.Sprintf(format, a...)} }
+func invalidf(format string, a ...any) error { return invalidError{fmt.Errorf(format, a...)} }
 
 // invalid marks err as a refused request, keeping its message and chain.
-func invalid(err error) error { return invalidError{msg: err.Error(), err: err} }
+func invalid(err error) error { return invalidError{err} }
 
 // Tuner is one private hyperparameter tuning algorithm around a base
 // training algorithm (a Trainer). It owns its privacy plan: the whole
