@@ -39,8 +39,8 @@ the ledger — never the number of runs or the other runs' scores.
 
 ` + tunerHelp() + `
 For every tuner --epsilon and --delta are the total budget of tuning and
-release together: each run's noise multiplier (for a tuner on disjoint parts, the final run's)
-is calibrated so that the whole pipeline meets them.
+release together: each run's noise multiplier (for a tuner on disjoint
+parts, the final run's) is calibrated so that the whole pipeline meets them.
 
 Validation scores are private by default: each run's number of correct
 validation predictions is released as an integer plus discrete Gaussian noise

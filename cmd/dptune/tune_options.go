@@ -96,7 +96,7 @@ func tunerHelp() string {
 	for _, t := range job.Tuners() {
 		line := fmt.Sprintf("  %-10s ", t.Name)
 		for _, w := range strings.Fields(t.Summary) {
-			if len([]rune(line))+1+len([]rune(w)) > 78 {
+			if len([]rune(line))+1+len([]rune(w)) > 77 {
 				b.WriteString(strings.TrimRight(line, " ") + "\n")
 				line = strings.Repeat(" ", 13)
 			}
