@@ -458,6 +458,9 @@ func Tuners() []TunerInfo {
 	return out
 }
 
+// DefaultTuner is the tuner used when none is named (tuning.Default).
+const DefaultTuner = tuning.Default
+
 // TunerNames lists the registered tuners and extra as English ("a, b or
 // c"), for help text and errors.
 func TunerNames(extra ...string) string { return tuning.NamesList(extra) }

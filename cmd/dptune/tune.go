@@ -47,7 +47,7 @@ validation predictions is released as an integer plus discrete Gaussian noise
 (--score-noise is its noise multiplier, in examples), counted in the ledger.
 --validation public scores on a set you declare public and disjoint from the
 private training data, read from --public-val-dir; it costs nothing.`,
-		Example: `  dptune tune --tuner randomstop --epsilon 8 --out out/tune
+		Example: `  dptune tune --epsilon 8 --out out/tune
   dptune tune --tuner gp --space mnist-dphypo --mean-runs 10 --epsilon 8 --out out/gp
   dptune tune --tuner doubling --space mnist-doubling --epsilon 8 --out out/doubling
   dptune tune --tuner grid --space mnist-doubling --epochs 1 --epsilon 8 --out out/grid
@@ -57,7 +57,7 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.tuner, "tuner", "randomstop", job.TunerNames("vote (DP-Hype: client processes over gRPC)"))
+	fl.StringVar(&f.tuner, "tuner", job.DefaultTuner, job.TunerNames("vote (DP-Hype: client processes over gRPC)"))
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
 	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file (default: the dataset's DP-HyPO grid)")
@@ -70,7 +70,7 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	fl.IntVar(&f.valSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
 	fl.StringVar(&f.validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
 	fl.StringVar(&f.publicVal, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "randomstop with --validation public: rdp (Papernot & Steinke, proved) or xiang-o (Xiang et al.'s Algorithm 3 for DP-SGD bases: an APPROXIMATION, reported beside the proved ε)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "random-stop tuning with --validation public: rdp (Papernot & Steinke, proved) or xiang-o (Xiang et al.'s Algorithm 3 for DP-SGD bases: an APPROXIMATION, reported beside the proved ε)")
 	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score: standard deviation of the discrete Gaussian added to the count of correct predictions")
 	fl.Uint64Var(&f.seed, "seed", 0, "makes the tuning reproducible, with fast (not secure) noise (default: crypto/rand and secure noise)")
 	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
