@@ -16,8 +16,8 @@ import (
 
 // TuneSpec is one private hyperparameter tuning around complete DP-SGD runs:
 // Epsilon (nats) and Delta are the total budget of tuning and release, and
-// each run's noise multiplier (for a partitioned tuner, the final run's) is calibrated
-// so that the whole pipeline meets them.
+// each run's noise multiplier (for a partitioned tuner, the final run's) is
+// calibrated so that the whole pipeline meets them.
 type TuneSpec struct {
 	Data  Source
 	Tuner string       // a registered tuner's name (tuning.Names)
