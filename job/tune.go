@@ -235,6 +235,9 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	spec := tuning.Spec{Space: s.Space, Repetitions: s.Repetitions, Accountant: s.Accountant, Validation: validation, ValSize: s.ValSize,
 		TrainN: n, BatchSize: s.BatchSize, Epochs: s.Epochs, Momentum: s.Momentum, Budget: s.Budget != "", Options: s.Options,
 		Seed: s.Seed, Progress: s.Progress, Diagnostics: s.Diagnostics}
+	if err := tuning.CheckOptions(tu, spec); err != nil {
+		return nil, invalid(err)
+	}
 	if err := tu.Check(spec); err != nil {
 		return nil, invalid(err)
 	}

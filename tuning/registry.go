@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -285,4 +286,16 @@ func Calibrate(ctx context.Context, tu Tuner, spec Spec, base func(sigma float64
 // fixed part spends at delta, for the error of a failed calibration.
 type Shortfall interface {
 	Shortfall(spec Spec, delta float64) string
+}
+
+// CheckOptions refuses a value in spec.Options whose type is not its
+// option's default's (an option of another tuner is ignored).
+func CheckOptions(tu Tuner, spec Spec) error {
+	for _, o := range tu.Options() {
+		v, ok := spec.Options[o.Name]
+		if ok && reflect.TypeOf(v) != reflect.TypeOf(o.Default) {
+			return invalidf("option %s of the %s tuner is a %T, want a %T", o.Name, tu.Name(), v, o.Default)
+		}
+	}
+	return nil
 }

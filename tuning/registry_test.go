@@ -121,3 +121,15 @@ func TestOptionDefaults(t *testing.T) {
 		}
 	}
 }
+
+// An option of the wrong type is refused, not read as its default; another
+// tuner's option is not this one's business.
+func TestCheckOptions(t *testing.T) {
+	tu, _ := Lookup("doubling")
+	if err := CheckOptions(tu, Spec{Options: Values{"partitions": 2.0}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a float partitions: %v", err)
+	}
+	if err := CheckOptions(tu, Spec{Options: Values{"partitions": 2, "tau": 0.5}}); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
+}
