@@ -11,10 +11,10 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
-// TunerCanary audits private tuning (Xiang et al., Algorithm 2, and
+// TunerCanary audits private tuning (e.g. Xiang et al., Algorithm 2, and
 // DP-HyPO) on real DP-SGD runs in their ETCV setting with the score
-// manipulation "first coordinate of w₀ − w_N": dptune's own tuner
-// (tuning.RandomStop, or tuning.GPTune when GP is set) runs K ∼ Repetitions
+// manipulation "first coordinate of w₀ − w_N": one of dptune's own tuners
+// (Tuner, a tuning.Runner with its Options) runs K ∼ Repetitions
 // trainings, each a DPSGDCanary trial in the same world whose score is its
 // own statistic, and releases the best; the adversary's statistic is the
 // released score (−Inf when nothing is released). The candidates (a small
@@ -23,7 +23,8 @@ import (
 type TunerCanary struct {
 	Run         DPSGDCanary
 	Repetitions accounting.Repetitions
-	GP          *tuning.GPOptions // nil: random-stop
+	Tuner       tuning.Runner
+	Options     tuning.Values
 }
 
 // canaryTrainer is a tuning.Trainer whose every run is a canary trial.
@@ -48,14 +49,11 @@ func (t canaryTrainer) Train(ctx context.Context, _ tuning.Candidate, seed *uint
 func (p TunerCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64, error) {
 	seed := rng.Uint64()
 	space := tuning.Space{Name: "audit", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.2, 0.4, 0.8}, Log: true}}}
-	cfg := tuning.Config{Space: space, Trainer: canaryTrainer{p.Run, b}, Repetitions: p.Repetitions, Seed: &seed}
-	var res tuning.Result
-	var err error
-	if p.GP != nil {
-		res, err = tuning.GPTune(ctx, cfg, *p.GP)
-	} else {
-		res, err = tuning.RandomStop(ctx, cfg)
+	if p.Tuner == nil {
+		return 0, fmt.Errorf("audit: a tuner canary needs a tuner")
 	}
+	spec := tuning.Spec{Space: space, Repetitions: p.Repetitions, Seed: &seed, Options: p.Options}
+	res, err := p.Tuner.Run(ctx, spec, canaryTrainer{p.Run, b}, nil)
 	if err != nil {
 		return 0, err
 	}

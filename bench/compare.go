@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ import (
 // `dptune tune --tuner` names it, and for random-stop the distribution of
 // its number of runs.
 type CompareEntry struct {
-	Tuner   string `json:"tuner"`             // job.Grid, job.RandomStop, job.GP or job.Doubling
+	Tuner   string `json:"tuner"`             // a registered tuner (tuning.Names)
 	Variant string `json:"variant,omitempty"` // random-stop: accounting.TNB or accounting.Poisson
 }
 
@@ -43,8 +44,8 @@ func (e CompareEntry) Name() string {
 
 // CompareEntries are every central tuner: grid, random-stop with TNB and
 // with Poisson runs, GP (DP-HyPO) and doubling.
-var CompareEntries = []CompareEntry{{Tuner: job.Grid}, {Tuner: job.RandomStop, Variant: accounting.TNB},
-	{Tuner: job.RandomStop, Variant: accounting.Poisson}, {Tuner: job.GP}, {Tuner: job.Doubling}}
+var CompareEntries = []CompareEntry{{Tuner: "grid"}, {Tuner: "randomstop", Variant: accounting.TNB},
+	{Tuner: "randomstop", Variant: accounting.Poisson}, {Tuner: "gp"}, {Tuner: "doubling"}}
 
 // CompareConfig is a comparison of the central private tuners at equal
 // total example-level budgets (ε, δ) covering tuning and the released
@@ -78,7 +79,7 @@ type CompareConfig struct {
 	// seed under Dir. The part scores do not depend on the budget (the
 	// parts are trained without noise), so the budgets of one seed share
 	// them: common random numbers, exactly the scores a rerun would draw.
-	Doubling job.DoublingSpec
+	Doubling tuning.DoublingOptions
 	// DoublingShare is the fraction of each budget the doubling search
 	// spends at its cap: ϵ₀ = DoublingShare·ε/T_max (the final run gets
 	// the rest); in (0, 1).
@@ -328,32 +329,39 @@ func CheckCompare(ctx context.Context, cfg CompareConfig) ([]CompareInfeasible, 
 	return out, nil
 }
 
-// compareSpec is the tuning of entry e at total budget eps and seed.
+// compareSpec is the tuning of entry e at total budget eps and seed. Every
+// tuner gets the same options map and reads its own (cfg.GP, cfg.Doubling);
+// a tuner that trains every candidate once scores with GridScoreNoise.
 func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (job.TuneSpec, error) {
 	spec := job.TuneSpec{Data: cfg.Data, Tuner: e.Tuner, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs,
 		BatchSize: cfg.BatchSize, Validation: "private", ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, Seed: &seed,
 		Runner: cfg.Runner, Diagnostics: true, Progress: cfg.RunProgress}
-	var err error
-	switch e.Tuner {
-	case job.Grid:
+	tu, err := tuning.Lookup(e.Tuner)
+	if err != nil {
+		return spec, fmt.Errorf("%w: %v", job.ErrInvalid, err)
+	}
+	uses := tu.Uses()
+	switch {
+	case !uses.TrainerScores:
+		spec.Validation = ""
+	case !uses.Repetitions:
 		spec.ScoreNoise = cfg.GridScoreNoise
-	case job.RandomStop, job.GP:
-		if e.Variant == accounting.Poisson {
-			spec.Repetitions = accounting.PoissonRepetitions(cfg.MeanRuns)
-		} else if spec.Repetitions, err = accounting.TNBWithMean(1, cfg.MeanRuns); err != nil {
+	case e.Variant == accounting.Poisson:
+		spec.Repetitions = accounting.PoissonRepetitions(cfg.MeanRuns)
+	default:
+		if spec.Repetitions, err = accounting.TNBWithMean(1, cfg.MeanRuns); err != nil {
 			return spec, fmt.Errorf("%w: %v", job.ErrInvalid, err)
 		}
-		spec.GPOptions = cfg.GP
-	case job.Doubling:
-		spec.Validation = ""
-		spec.Doubling = cfg.Doubling
-		tmax := spec.Doubling.MaxIterations
-		if tmax == 0 {
-			tmax = tuning.DefaultMaxIterations(spec.Doubling.U0, spec.Doubling.Granularity)
-		}
-		spec.Doubling.Epsilon0 = cfg.DoublingShare * eps / float64(max(tmax, 1))
-		spec.Doubling.Cache = filepath.Join(cfg.Dir, "curator", fmt.Sprintf("doubling-seed%d.csv", seed))
 	}
+	d := cfg.Doubling
+	tmax := d.MaxIterations
+	if tmax == 0 {
+		tmax = tuning.DefaultMaxIterations(d.U0, d.Granularity)
+	}
+	d.Epsilon0 = cfg.DoublingShare * eps / float64(max(tmax, 1))
+	d.Cache = filepath.Join(cfg.Dir, "curator", fmt.Sprintf("%s-seed%d.csv", e.Tuner, seed))
+	spec.Options = d.Values()
+	maps.Copy(spec.Options, cfg.GP.Values())
 	return spec, nil
 }
 
@@ -365,8 +373,9 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 	if err != nil {
 		return row, err
 	}
-	if e.Tuner == job.Doubling {
-		_, statErr := os.Stat(spec.Doubling.Cache)
+	tu, _ := tuning.Lookup(e.Tuner)
+	if _, ok := tu.(tuning.Partitioned); ok {
+		_, statErr := os.Stat(tuning.DoublingOptionsOf(tuning.Spec{Options: spec.Options}).Cache)
 		row.PartsReused = statErr == nil
 	}
 	start := time.Now()
@@ -387,12 +396,14 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 		}
 		row.Runs = len(diag.Runs)
 		row.TrainingEpochs = float64(row.Runs * cfg.Epochs)
-		if e.Tuner == job.RandomStop {
+		// The xiang-o accountant's ε beside the proved one, for a tuner that
+		// takes it.
+		if tu.Check(tuning.Spec{Space: cfg.Space, Repetitions: r.Repetitions, Accountant: tuning.XiangO, Validation: "public"}) == nil {
 			if x, err := job.XiangEpsilon(r); err == nil {
 				row.EpsilonXiang = &x
 			}
 		}
-	case *job.DoublingReport:
+	case *tuning.DoublingReport:
 		row.NoiseMultiplier, row.Selected = r.BaseNoiseMultiplier, r.Selected
 		if r.TestAccuracy != nil {
 			row.TestAccuracy, row.Released = *r.TestAccuracy, true

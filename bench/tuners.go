@@ -71,14 +71,12 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 					return out, err
 				}
 				seed := cfg.Seed + uint64(1_000_003*gi+r)
-				tc := tuning.Config{Space: l.Space, Trainer: landscapeTrainer{l, cfg.ScoreNoise}, Repetitions: rep, Seed: &seed}
-				var res tuning.Result
-				var err error
-				if m == 0 {
-					res, err = tuning.GPTune(ctx, tc, cfg.GPOptions)
-				} else {
-					res, err = tuning.RandomStop(ctx, tc)
+				tu, err := simTuner(m)
+				if err != nil {
+					return out, err
 				}
+				spec := tuning.Spec{Space: l.Space, Repetitions: rep, Seed: &seed, Options: cfg.GPOptions.Values()}
+				res, err := tu.Run(ctx, spec, landscapeTrainer{l, cfg.ScoreNoise}, nil)
 				if err != nil {
 					return out, err
 				}
@@ -108,13 +106,39 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 // tuners' base DP-SGD runs (steps at sampling rate q) such that each whole
 // tuning, with geometric repetitions TNB(1, refGamma), is (eps, delta)-DP by
 // RDP: DP-HyPO's Theorem 1 with the density bounds of gp for the first,
-// Papernot & Steinke's Theorem 2 for the second (tuning.CalibrateBase).
+// Papernot & Steinke's Theorem 2 for the second (tuning.Calibrate).
 func SimulationNoise(ctx context.Context, q float64, steps int, refGamma float64, gp tuning.GPOptions, eps, delta float64) (sigmaGP, sigmaUniform float64, err error) {
 	base := func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }
-	ref := accounting.TNBRepetitions(1, refGamma)
-	if sigmaUniform, err = tuning.CalibrateBase(ctx, base, ref, nil, eps, delta); err != nil {
+	spec := tuning.Spec{Repetitions: accounting.TNBRepetitions(1, refGamma), Options: gp.Values()}
+	if err := spec.Repetitions.Check(); err != nil {
 		return 0, 0, err
 	}
-	sigmaGP, err = tuning.CalibrateBase(ctx, base, ref, &gp, eps, delta)
-	return sigmaGP, sigmaUniform, err
+	if err := gp.Check(); err != nil {
+		return 0, 0, err
+	}
+	var sigma [2]float64
+	for m := range sigma {
+		tu, err := simTuner(m)
+		if err != nil {
+			return 0, 0, err
+		}
+		if sigma[m], err = tuning.Calibrate(ctx, tu, spec, base, eps, delta); err != nil {
+			return 0, 0, err
+		}
+	}
+	return sigma[0], sigma[1], nil
+}
+
+// simTuner is the simulation's tuner m: DP-HyPO's GP tuner (0) or its
+// uniform baseline, random-stop (1).
+func simTuner(m int) (tuning.Runner, error) {
+	tu, err := tuning.Lookup([]string{"gp", "randomstop"}[m])
+	if err != nil {
+		return nil, err
+	}
+	r, ok := tu.(tuning.Runner)
+	if !ok {
+		return nil, fmt.Errorf("bench: tuner %s does not run around a trainer", tu.Name())
+	}
+	return r, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning"
 )
 
 // AccountSpec asks one question about DP-SGD with Poisson sampling rate
@@ -77,9 +78,9 @@ func (s AccountSpec) event(sigma float64, steps int) accounting.Event {
 	case s.Repetitions == nil:
 		return base
 	case s.MaxRatio > 0:
-		return accounting.AdaptiveRepeatAndSelect{Event: base, Repetitions: *s.Repetitions, MaxRatio: s.MaxRatio, MinRatio: s.MinRatio}
+		return tuning.SelectionEvent(base, *s.Repetitions, &tuning.GPOptions{MaxRatio: s.MaxRatio, MinRatio: s.MinRatio})
 	}
-	return accounting.RepeatAndSelect{Event: base, Repetitions: *s.Repetitions}
+	return tuning.SelectionEvent(base, *s.Repetitions, nil)
 }
 
 // check returns an error wrapping ErrInvalid for an impossible question.
@@ -212,14 +213,13 @@ func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
 		if !(res.NoiseMultiplier > 0) || math.IsInf(res.NoiseMultiplier, 1) {
 			return res, invalidf("noise multiplier %v must be positive and finite", res.NoiseMultiplier)
 		}
-		if s.Accountant == "xiang-o" {
-			mu = accounting.XiangMu(s.SamplingRate, res.NoiseMultiplier, s.Steps)
+		if s.Accountant == tuning.XiangO {
+			mu = tuning.XiangEvent(accounting.DPSGD(res.NoiseMultiplier, s.SamplingRate, s.Steps), *s.Repetitions).(accounting.GaussianSelect).Mu
 		} else {
 			mu = accounting.GDPMuUniform(s.SamplingRate, res.NoiseMultiplier, s.Steps)
 		}
 		if r := s.Repetitions.Distribution; r == accounting.TNB || r == accounting.Poisson {
-			g, err := accounting.RDP{}.Epsilon(accounting.RepeatAndSelect{Event: accounting.DPSGD(res.NoiseMultiplier, s.SamplingRate, s.Steps),
-				Repetitions: *s.Repetitions}, s.Delta)
+			g, err := accounting.RDP{}.Epsilon(tuning.SelectionEvent(accounting.DPSGD(res.NoiseMultiplier, s.SamplingRate, s.Steps), *s.Repetitions, nil), s.Delta)
 			res.GenericEpsilon, _, _ = finiteEpsilon(g, err)
 		}
 	}

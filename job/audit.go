@@ -246,24 +246,29 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		if err := s.checkRepetitions(); err != nil {
 			return nil, nil, err
 		}
+		// The tuner's own check and event: the audit claims what tune
+		// would charge.
+		name, spec := "randomstop", tuning.Spec{Repetitions: s.Repetitions, Validation: "public"}
 		if s.Protocol == AuditGP {
-			if err := s.GPOptions.Check(); err != nil {
-				return nil, nil, invalid(err)
-			}
-			if s.Repetitions.Distribution != accounting.TNB {
-				return nil, nil, invalidf("the gp tuner needs TNB repetitions (DP-HyPO's Theorem 1)")
-			}
-			o := s.GPOptions
-			claims["rdp"] = tuning.Pipeline(base, s.Repetitions, &o)
-			return audit.TunerCanary{Run: run, Repetitions: s.Repetitions, GP: &o}, claims, nil
+			name, spec.Options = "gp", s.GPOptions.Values()
 		}
-		if mu := accounting.XiangMu(s.SamplingRate, sigma, s.Steps); mu <= accounting.MaxGaussianSelectMu {
-			claims["xiang-o"] = accounting.GaussianSelect{Mu: mu, Repetitions: s.Repetitions, Reduction: "xiang-o"}
+		tu, err := tuning.Lookup(name)
+		if err != nil {
+			return nil, nil, invalid(err)
+		}
+		if err := tu.Check(spec); err != nil {
+			return nil, nil, invalid(err)
 		}
 		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
-			claims["rdp"] = accounting.RepeatAndSelect{Event: base, Repetitions: s.Repetitions}
+			claims["rdp"] = tu.Event(base, spec) // the proved bounds' domain
 		}
-		return audit.TunerCanary{Run: run, Repetitions: s.Repetitions}, claims, nil
+		if xiang := spec; s.Protocol != AuditGP {
+			xiang.Accountant = tuning.XiangO
+			if x, ok := tu.Event(base, xiang).(accounting.GaussianSelect); ok && x.Mu <= accounting.MaxGaussianSelectMu {
+				claims["xiang-o"] = x
+			}
+		}
+		return audit.TunerCanary{Run: run, Repetitions: s.Repetitions, Tuner: tu.(tuning.Runner), Options: spec.Options}, claims, nil
 	case AuditNatural:
 		if err := s.Data.Check(); err != nil {
 			return nil, nil, err

@@ -23,7 +23,7 @@ func TestRefusalsComeBeforeTheData(t *testing.T) {
 	space := tuning.Space{Name: "s", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1}}}}
 	seed := uint64(1)
 	train := TrainSpec{Data: src, Epsilon: 1, Delta: 1e-5, ClipNorm: 1, BatchSize: 100, Epochs: 1, LearningRate: 0.5}
-	tune := TuneSpec{Data: src, Tuner: RandomStop, Space: space, Epsilon: 8, Delta: 1e-5, Epochs: 1, BatchSize: 100,
+	tune := TuneSpec{Data: src, Tuner: "randomstop", Space: space, Epsilon: 8, Delta: 1e-5, Epochs: 1, BatchSize: 100,
 		Repetitions: accounting.PoissonRepetitions(2), Validation: "private", ValSize: 200, ScoreNoise: 10}
 	trains := map[string]func(*TrainSpec){
 		"batch above nominal":  func(s *TrainSpec) { s.BatchSize = 1001 },
@@ -56,20 +56,20 @@ func TestRefusalsComeBeforeTheData(t *testing.T) {
 		"unknown dimension":  func(s *TuneSpec) { s.Space.Dims[0].Name = "lr" },
 		"public without set": func(s *TuneSpec) { s.Validation = "public" },
 		"public is private":  func(s *TuneSpec) { s.Validation, s.PublicVal = "public", &src },
-		"gp with poisson":    func(s *TuneSpec) { s.Tuner = GP; s.GPOptions = tuning.DefaultGPOptions() },
-		"gp with c = 0":      func(s *TuneSpec) { s.Tuner, s.GPOptions = GP, tuning.GPOptions{MaxRatio: 2, Beta: 1} },
+		"gp with poisson":    func(s *TuneSpec) { s.Tuner, s.Options = "gp", tuning.DefaultGPOptions().Values() },
+		"gp with c = 0":      func(s *TuneSpec) { s.Tuner, s.Options = "gp", tuning.GPOptions{MaxRatio: 2, Beta: 1}.Values() },
 		"validation too big": func(s *TuneSpec) { s.ValSize = 500 },
 		"no score noise":     func(s *TuneSpec) { s.ScoreNoise = 0 },
 		"budget too small":   func(s *TuneSpec) { s.Epsilon = 0.01 },
 		"doubling, small ε": func(s *TuneSpec) {
-			s.Tuner, s.Doubling = Doubling, DoublingSpec{Partitions: 2, Epsilon0: 1, Granularity: 0.01, PartEpochs: 1}
+			s.Tuner, s.Options = "doubling", tuning.DoublingOptions{Partitions: 2, Epsilon0: 1, Granularity: 0.01, PartEpochs: 1}.Values()
 		},
 		"doubling, many k": func(s *TuneSpec) {
-			s.Tuner, s.Doubling = Doubling, DoublingSpec{Partitions: 9, Epsilon0: 0.1, Granularity: 0.01, PartEpochs: 1}
+			s.Tuner, s.Options = "doubling", tuning.DoublingOptions{Partitions: 9, Epsilon0: 0.1, Granularity: 0.01, PartEpochs: 1}.Values()
 		},
 		"seeded under budget": func(s *TuneSpec) { s.Seed, s.Budget = &seed, "any.budget" },
 		"xiang for doubling": func(s *TuneSpec) {
-			s.Tuner, s.Accountant, s.Doubling = Doubling, "xiang-o", DoublingSpec{Partitions: 2, Epsilon0: 0.1, Granularity: 0.1, PartEpochs: 1}
+			s.Tuner, s.Accountant, s.Options = "doubling", "xiang-o", tuning.DoublingOptions{Partitions: 2, Epsilon0: 0.1, Granularity: 0.1, PartEpochs: 1}.Values()
 		},
 		"xiang, private scores": func(s *TuneSpec) { s.Accountant = "xiang-o" },
 	}

@@ -15,12 +15,14 @@
 //	err = rel.Save("out/mnist")
 //
 // Choose hyperparameters privately, under one total budget for tuning and
-// release (random-stop, DP-HyPO's GP, or the doubling tuner):
+// release, with any tuner registered in package tuning (Tuners lists them;
+// the tuner checks the spec, supplies the whole tuning's event for one
+// calibration, and runs):
 //
 //	space, _ := tuning.LoadSpace("mnist-dphypo")
-//	rel, diag, err := job.Tune(ctx, job.TuneSpec{Data: src, Tuner: job.GP, Space: space,
+//	rel, diag, err := job.Tune(ctx, job.TuneSpec{Data: src, Tuner: "gp", Space: space,
 //		Epsilon: 8, Delta: 1e-5, Epochs: 3, BatchSize: 256,
-//		Repetitions: reps, GPOptions: tuning.DefaultGPOptions(),
+//		Repetitions: reps, Options: tuning.DefaultGPOptions().Values(),
 //		Validation: "private", ValSize: 5000, ScoreNoise: 20})
 //
 // Answer an accounting question — ε of a run, σ for a target, the steps a

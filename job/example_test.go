@@ -65,7 +65,7 @@ func ExampleTune_randomStop() {
 	seed := uint64(3)
 	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.5}}}}
 	rel, _, err := job.Tune(context.Background(), job.TuneSpec{
-		Data: tinyMNIST(600), Tuner: job.RandomStop, Space: space, Epsilon: 8, Delta: 1e-5,
+		Data: tinyMNIST(600), Tuner: "randomstop", Space: space, Epsilon: 8, Delta: 1e-5,
 		Epochs: 1, BatchSize: 50, Repetitions: accounting.PoissonRepetitions(2),
 		Validation: "private", ValSize: 100, ScoreNoise: 5, Seed: &seed,
 	})

@@ -18,7 +18,7 @@ import (
 // when nothing but the ledger is released), the selected hyperparameters and
 // the released score of a tuning, the guarantee, the ledger of every
 // mechanism that touched the private data, and Report, the report.json of the
-// job (*TrainReport, *TuneReport or *DoublingReport), which holds the same
+// job (*TrainReport, *TuneReport or a partitioned tuner's own), which holds the same
 // facts with the job's public settings. Never the number of tuning runs, the
 // other runs' scores, the seed, the wall time or a count of the private data.
 type Release struct {

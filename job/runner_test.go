@@ -41,7 +41,7 @@ func TestTuneOnKeyedRunner(t *testing.T) {
 	tune := func(key [32]byte, seed *uint64) ([]runner.Task, *job.Release) {
 		var jobs []runner.Task
 		rel, _, err := job.Tune(context.Background(), job.TuneSpec{
-			Data: tinyMNIST(600), Tuner: job.RandomStop, Space: space, Epsilon: 8, Delta: 1e-5,
+			Data: tinyMNIST(600), Tuner: "randomstop", Space: space, Epsilon: 8, Delta: 1e-5,
 			Epochs: 1, BatchSize: 50, Repetitions: accounting.PoissonRepetitions(4),
 			Validation: "private", ValSize: 100, ScoreNoise: 5, Seed: seed, Runner: keyedLocal{key: key, jobs: &jobs},
 		})
@@ -119,8 +119,8 @@ func TestDoublingOnKeyedRunner(t *testing.T) {
 	tune := func(key [32]byte) ([]runner.Task, *job.Release) {
 		var jobs []runner.Task
 		rel, _, err := job.Tune(context.Background(), job.TuneSpec{
-			Data: tinyMNIST(600), Tuner: job.Doubling, Space: space, Epsilon: 8, Delta: 1e-5, Epochs: 1, BatchSize: 50,
-			ValSize: 100, Doubling: job.DoublingSpec{Partitions: 2, Epsilon0: 0.2, Granularity: 0.2, MaxIterations: 4, PartEpochs: 1},
+			Data: tinyMNIST(600), Tuner: "doubling", Space: space, Epsilon: 8, Delta: 1e-5, Epochs: 1, BatchSize: 50,
+			ValSize: 100, Options: tuning.DoublingOptions{Partitions: 2, Epsilon0: 0.2, Granularity: 0.2, MaxIterations: 4, PartEpochs: 1}.Values(),
 			Runner: keyedLocal{key: key, jobs: &jobs},
 		})
 		if err != nil {

@@ -14,23 +14,13 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
-// The tuners Tune runs.
-const (
-	RandomStop = "randomstop" // Liu & Talwar 2019; Papernot & Steinke 2022
-	GP         = "gp"         // DP-HyPO, Wang et al. 2023, Algorithm 3
-	Doubling   = "doubling"   // Ding et al., Algorithm 1
-	// Grid is the naive baseline (DESIGN.md): every candidate trained,
-	// the runs composed, the best released.
-	Grid = "grid"
-)
-
 // TuneSpec is one private hyperparameter tuning around complete DP-SGD runs:
 // Epsilon (nats) and Delta are the total budget of tuning and release, and
-// each run's noise multiplier (for doubling, the final run's) is calibrated
-// so that the whole pipeline meets them.
+// each run's noise multiplier (for a partitioned tuner, the final run's) is
+// calibrated so that the whole pipeline meets them.
 type TuneSpec struct {
 	Data  Source
-	Tuner string       // RandomStop, GP, Doubling or Grid
+	Tuner string       // a registered tuner's name (tuning.Names)
 	Space tuning.Space // must pass tuning.CheckDPSGDSpace
 	// Epsilon and Delta are the total budget.
 	Epsilon, Delta float64
@@ -38,40 +28,37 @@ type TuneSpec struct {
 	Epochs, BatchSize int
 	Momentum          float64
 
-	// Repetitions is the distribution of the number of runs K (random-stop:
-	// TNB or Poisson; GP: TNB; ignored by Grid, whose K is the space's
-	// size); GPOptions are DP-HyPO's (GP only).
+	// Repetitions is the distribution of the number of runs K, for a
+	// tuner that draws K (tuning.Uses.Repetitions; a tuner that does not
+	// trains every candidate once: K is the space's size).
 	Repetitions accounting.Repetitions
-	GPOptions   tuning.GPOptions
+	// Options are the tuner's own settings (tuning.Tuner.Options); a
+	// missing one takes its default.
+	Options tuning.Values
 
 	// Validation is "private" (scores on ValSize examples held out of the
 	// training data by a keyed hash, released as integer counts with
 	// discrete Gaussian noise of multiplier ScoreNoise, counted) or "public"
 	// (scores on PublicVal's training set, which the user declares public
-	// and disjoint from the private data; not counted). Doubling always
-	// holds out ValSize private examples and scores its parts on them.
+	// and disjoint from the private data; not counted), for a tuner whose
+	// scores are the trainer's (tuning.Uses.TrainerScores); any other
+	// tuner holds out ValSize private examples and scores on them itself.
 	Validation string
 	ValSize    int
 	ScoreNoise float64
 	PublicVal  *Source
 
-	// Doubling holds the doubling tuner's settings.
-	Doubling DoublingSpec
-
-	// Accountant is "rdp" (default: Papernot & Steinke, DP-HyPO) or
-	// "xiang-o": random-stop tuning counted by Xiang et al.'s Algorithm 3
-	// with μ = τ√T/σ (accounting.GaussianSelect) — an APPROXIMATION,
-	// labelled so in the report beside Papernot & Steinke's ε, for
-	// random-stop with public validation and no budget file only.
+	// Accountant is "rdp" (default: proved bounds) or one the tuner adds
+	// (tuning.Tuner.Accountant): an approximate one's ε is labelled so in
+	// the report, beside the proved ε of the tuner's ledger.
 	Accountant string
 
 	// Seed makes the tuning reproducible (fast noise); nil: crypto/rand,
 	// or, with a keyed Runner (a durable one), its invocation's secret key,
 	// so that a resumed invocation repeats the same draws.
 	Seed *uint64
-	// Runner runs the training runs (random-stop's all at once, GP's one
-	// after another, doubling's partition runs) as jobs; nil: OpenRunner's,
-	// or runner.Local in this process.
+	// Runner runs the training runs (or part runs) as jobs; nil:
+	// OpenRunner's, or runner.Local in this process.
 	Runner runner.Runner
 	// OpenRunner, if not nil and Runner is nil, opens the runner once every
 	// check has passed and before the budget is charged (so that bad input
@@ -81,11 +68,11 @@ type TuneSpec struct {
 	// the tuning is, in it.
 	Budget, Label string
 	// Diagnostics asks for every run's candidate and score in the
-	// NotPrivateDiagnostics (random-stop and GP).
+	// NotPrivateDiagnostics (tuning.Uses.Diagnostics).
 	Diagnostics bool
 	// Progress, if not nil, is called as each run starts (run = 1, …,
 	// runs): it shows K, which the release must not; the curator's only.
-	// Doubling calls it after each partition run instead.
+	// A partitioned tuner calls it after each part run instead.
 	Progress func(run, runs int)
 	// Warn, if not nil, receives curator-side notes.
 	Warn func(string)
@@ -98,10 +85,11 @@ type TuneSpec struct {
 type TuneStart struct {
 	Tuner           string
 	Candidates      int
-	NoiseMultiplier float64 // each run's σ (doubling: the final run's)
+	NoiseMultiplier float64 // each run's σ (a partitioned tuner: the final run's)
 }
 
-// TuneReport is report.json of a random-stop or GP tuning: what the tuner
+// TuneReport is report.json of a tuning around whole runs (a
+// tuning.Runner): what the tuner
 // released. It has no number of runs and no other run's score, and every
 // size in it is nominal.
 type TuneReport struct {
@@ -141,24 +129,14 @@ type TuneReport struct {
 	Ledger         accounting.Ledger `json:"ledger"`
 }
 
-// xiangOrders are the RDP orders of the xiang-o accountant in tuning: its
-// Algorithm 3 integrates numerically at every order, so a compact set keeps
-// calibration fast (the ε it gives is at least the full set's).
-var xiangOrders = []float64{1.25, 1.5, 1.75, 2, 2.5, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64}
-
-// xiangEvent is the xiang-o accountant's event of random-stop tuning of
-// trainer's runs at noise multiplier sigma.
-func xiangEvent(t *tuning.DPSGDTrainer, rep accounting.Repetitions, sigma float64) accounting.Event {
-	return accounting.GaussianSelect{Mu: accounting.XiangMu(t.SamplingRate, sigma, t.Steps), Repetitions: rep, Reduction: "xiang-o"}
-}
-
 // XiangEpsilon is the ε at r's δ of Xiang et al.'s Algorithm 3 (the
-// xiang-o accountant) for a random-stop report's DP-SGD runs and selection
-// at its noise multiplier — an APPROXIMATION, not a proved bound, and
-// without the private scores' noise — for comparison beside the proved ε.
+// xiang-o accountant, tuning.XiangEvent) for a report's K DP-SGD runs and
+// selection at its noise multiplier — an APPROXIMATION, not a proved bound,
+// and without the private scores' noise — for comparison beside the proved
+// ε.
 func XiangEpsilon(r *TuneReport) (float64, error) {
-	ev := accounting.GaussianSelect{Mu: accounting.XiangMu(r.SamplingRate, r.BaseNoiseMultiplier, r.Steps), Repetitions: r.Repetitions, Reduction: "xiang-o"}
-	g, err := accounting.RDP{Orders: xiangOrders}.Epsilon(ev, r.Delta)
+	ev := tuning.XiangEvent(accounting.DPSGD(r.BaseNoiseMultiplier, r.SamplingRate, r.Steps), r.Repetitions)
+	g, err := tuning.XiangAccountant().Epsilon(ev, r.Delta)
 	return g.Epsilon, err
 }
 
@@ -185,154 +163,138 @@ func (s TuneSpec) checkCommon() error {
 	return nil
 }
 
-// plan checks a random-stop or GP spec and calibrates its base run, all
-// from nominal sizes and before any data is read.
-func (s TuneSpec) plan(ctx context.Context) (*tuning.DPSGDTrainer, *tuning.GPOptions, error) {
-	if err := s.checkCommon(); err != nil {
-		return nil, nil, err
+// tunePlan is a checked tuning: its tuner, the tuner's spec and the base
+// run with its calibrated noise multiplier.
+type tunePlan struct {
+	tuner   tuning.Tuner
+	spec    tuning.Spec
+	trainer *tuning.DPSGDTrainer
+}
+
+// plan looks up s.Tuner, checks s and calibrates the base run (for a
+// partitioned tuner, the final run) so that the whole tuning, the tuner's
+// Event, meets s's budget — all from nominal sizes and before any data is
+// read.
+func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
+	tu, err := tuning.Lookup(s.Tuner)
+	if err != nil {
+		return nil, invalid(err)
 	}
+	_, runs := tu.(tuning.Runner)
+	_, parts := tu.(tuning.Partitioned)
+	if runs == parts {
+		return nil, invalidf("the %s tuner cannot run as a job", s.Tuner)
+	}
+	if err := s.checkCommon(); err != nil {
+		return nil, err
+	}
+	uses := tu.Uses()
 	n := s.Data.NominalN
-	switch s.Validation {
+	validation := s.Validation
+	if !uses.TrainerScores {
+		if s.Validation != "" && s.Validation != "private" || s.PublicVal != nil {
+			return nil, invalidf("the %s tuner scores on a private validation split only", s.Tuner)
+		}
+		validation = "private"
+	}
+	switch validation {
 	case "private":
 		if s.PublicVal != nil {
-			return nil, nil, invalidf("a public validation set needs validation \"public\"")
+			return nil, invalidf("a public validation set needs validation \"public\"")
 		}
 		if s.ValSize < 100 || s.ValSize >= n/2 {
-			return nil, nil, invalidf("validation size %d is outside [100, %d)", s.ValSize, n/2)
+			return nil, invalidf("validation size %d is outside [100, %d)", s.ValSize, n/2)
 		}
-		if !(s.ScoreNoise > 0 && s.ScoreNoise <= noise.MaxDiscreteSigma) {
-			return nil, nil, invalidf("score noise multiplier %v must be a number in (0, %g]", s.ScoreNoise, noise.MaxDiscreteSigma)
+		if uses.TrainerScores && !(s.ScoreNoise > 0 && s.ScoreNoise <= noise.MaxDiscreteSigma) {
+			return nil, invalidf("score noise multiplier %v must be a number in (0, %g]", s.ScoreNoise, noise.MaxDiscreteSigma)
 		}
 		n -= s.ValSize
 	case "public":
 		if s.PublicVal == nil {
-			return nil, nil, invalidf("validation \"public\" needs a public validation set: data you declare disjoint from the private training data")
+			return nil, invalidf("validation \"public\" needs a public validation set: data you declare disjoint from the private training data")
 		}
 		if err := s.PublicVal.Check(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if sameDir(s.PublicVal.Dir, s.Data.Dir) || (s.PublicVal.Dir == s.Data.Dir && s.PublicVal.Name == s.Data.Name) {
-			return nil, nil, invalidf("the public validation set %s is the private training data: public validation data must be disjoint from it", s.PublicVal.Dir)
+			return nil, invalidf("the public validation set %s is the private training data: public validation data must be disjoint from it", s.PublicVal.Dir)
 		}
 	default:
-		return nil, nil, invalidf("validation %q: want private or public", s.Validation)
+		return nil, invalidf("validation %q: want private or public", s.Validation)
 	}
 	if s.BatchSize > n {
-		return nil, nil, invalidf("batch size %d is outside [1, %d]", s.BatchSize, n)
+		return nil, invalidf("batch size %d is outside [1, %d]", s.BatchSize, n)
 	}
 	q := float64(s.BatchSize) / float64(n)
 	if err := dpsgd.CheckEpochs(s.Epochs, q); err != nil {
-		return nil, nil, invalidf("epochs %d: %v", s.Epochs, err)
+		return nil, invalidf("epochs %d: %v", s.Epochs, err)
 	}
-	if s.Tuner == Grid {
+	if !uses.Repetitions {
 		s.Repetitions = accounting.FixedRepetitions(s.Space.Size())
 	}
-	check := s.Repetitions.CheckSampled // K is drawn: E[K] ≤ accounting.MaxMeanRuns
-	if s.Tuner == Grid {
-		check = s.Repetitions.Check
+	spec := tuning.Spec{Space: s.Space, Repetitions: s.Repetitions, Accountant: s.Accountant, Validation: validation, ValSize: s.ValSize,
+		TrainN: n, BatchSize: s.BatchSize, Epochs: s.Epochs, Momentum: s.Momentum, Budget: s.Budget != "", Options: s.Options,
+		Seed: s.Seed, Progress: s.Progress, Diagnostics: s.Diagnostics}
+	if err := tuning.CheckOptions(tu, spec); err != nil {
+		return nil, invalid(err)
 	}
-	if err := check(); err != nil {
-		return nil, nil, invalid(err)
-	}
-	var gp *tuning.GPOptions
-	if s.Tuner == GP {
-		if err := s.GPOptions.Check(); err != nil {
-			return nil, nil, invalid(err)
-		}
-		if s.Repetitions.Distribution != accounting.TNB {
-			return nil, nil, invalidf("the gp tuner needs TNB repetitions (DP-HyPO's Theorem 1)")
-		}
-		o := s.GPOptions
-		gp = &o
+	if err := tu.Check(spec); err != nil {
+		return nil, invalid(err)
 	}
 	t := &tuning.DPSGDTrainer{Arch: s.Data.Arch, SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize),
 		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: DefaultLearningRate, ClipNorm: 1}
-	if s.Validation == "private" {
+	if validation == "private" && uses.TrainerScores {
 		t.ScoreNoise, t.ValSize = s.ScoreNoise, s.ValSize
 	}
-	var sigma float64
-	var err error
-	switch s.Accountant {
-	case "", "rdp":
-		if s.Tuner == Grid {
-			n := s.Space.Size()
-			sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{},
-				func(z float64) accounting.Event { return tuning.GridEvent(t.EventFor(z), n) }, s.Epsilon, s.Delta)
-			break
-		}
-		sigma, err = tuning.CalibrateBase(ctx, t.EventFor, s.Repetitions, gp, s.Epsilon, s.Delta)
-	case "xiang-o":
-		switch {
-		case s.Tuner != RandomStop || s.Validation != "public":
-			return nil, nil, invalidf("the xiang-o accountant counts random-stop tuning with public validation only")
-		case s.Budget != "":
-			return nil, nil, invalidf("the xiang-o accountant is an approximation: a budget file composes proved bounds only")
-		}
-		sigma, err = accounting.CalibrateNoise(ctx, accounting.RDP{Orders: xiangOrders},
-			func(z float64) accounting.Event { return xiangEvent(t, s.Repetitions, z) }, s.Epsilon, s.Delta)
-	default:
-		return nil, nil, invalidf("unknown tuning accountant %q (want rdp or xiang-o)", s.Accountant)
-	}
+	sigma, err := tuning.Calibrate(ctx, tu, spec, t.EventFor, s.Epsilon, s.Delta)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return nil, nil, err
+			return nil, err
 		}
-		return nil, nil, invalidWrapf(err, "ε = %g at δ = %g is too small for this tuning: %v", s.Epsilon, s.Delta, err)
+		if sh, ok := tu.(tuning.Shortfall); ok {
+			return nil, invalidWrapf(err, "ε = %g is too small: %s: %v", s.Epsilon, sh.Shortfall(spec, s.Delta), err)
+		}
+		return nil, invalidWrapf(err, "ε = %g at δ = %g is too small for this tuning: %v", s.Epsilon, s.Delta, err)
 	}
 	t.NoiseMultiplier = sigma
-	return t, gp, nil
+	return &tunePlan{tuner: tu, spec: spec, trainer: t}, nil
 }
 
 // Tune runs the tuner s.Tuner and releases only what its guarantee covers:
 // the selected hyperparameters, the model trained with them, its released
 // score and test accuracy, and the ledger — never the number of runs or the
 // other runs' scores, which go to the NotPrivateDiagnostics when asked for.
+// A tuning.Runner tunes around whole DP-SGD runs (tuning.DPSGDTrainer) on a
+// keyed private validation split or public validation data; a
+// tuning.Partitioned tuner gets the training data cut into keyed disjoint
+// parts (see tunePartitioned).
 //
-//   - RandomStop: K ∼ s.Repetitions runs on uniformly drawn candidates, the
-//     best released (tuning.RandomStop; Papernot & Steinke 2022, Theorem 2).
-//   - GP: DP-HyPO (tuning.GPTune; Wang et al. 2023, Theorem 1).
-//   - Doubling: Ding et al.'s doubling search on partitioned scores, then one
-//     final DP-SGD run (see DoublingSpec).
-//   - Grid: every candidate trained once, the best released (tuning.Grid);
-//     the runs compose, so each gets the noise of a budget split |S| ways.
-//
-// The whole tuning's cost is known before it starts: the budget file, if
-// any, is charged with it before the data is read. A refused request is an
-// error wrapping ErrInvalid. Once the data is touched the release is always
-// returned with the error: cancelled (ctx's error; nothing but the ledger is
-// released) or failed (Release.Failed).
-// Except when the budget file could not record the spending (an error
-// wrapping ErrUncommitted): then nothing is returned but the error, and
-// the worst case stays charged.
+// The whole tuning's cost, the tuner's Event, is known before it starts:
+// the budget file, if any, is charged with it before the data is read. A
+// refused request is an error wrapping ErrInvalid. Once the data is touched
+// the release is always returned with the error: cancelled (ctx's error;
+// nothing but the ledger is released) or failed (Release.Failed) — except
+// when the budget file could not record the spending (an error wrapping
+// ErrUncommitted): then nothing is returned but the error, and the worst
+// case stays charged.
 func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
 	return withheld(tuneRelease(ctx, s))
 }
 
 func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
-	if s.Tuner == Doubling {
-		return tuneDoubling(ctx, s)
-	}
-	if s.Tuner != RandomStop && s.Tuner != GP && s.Tuner != Grid {
-		return nil, nil, invalidf("unknown tuner %q (want randomstop, gp, doubling or grid)", s.Tuner)
-	}
-	trainer, gp, err := s.plan(ctx)
+	p, err := s.plan(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	label := "random-stop tuning, " + s.Repetitions.String() + " runs, best released"
-	pipeline := tuning.Pipeline(trainer.Event(), s.Repetitions, gp)
-	switch {
-	case gp != nil:
-		label = fmt.Sprintf("DP-HyPO (GP) tuning, %s runs, densities in [%g, %g] × prior, best released", s.Repetitions, gp.MinRatio, gp.MaxRatio)
-	case s.Tuner == Grid:
-		s.Repetitions = accounting.FixedRepetitions(s.Space.Size())
-		label = fmt.Sprintf("grid search, all %d candidates, best released", s.Space.Size())
-		pipeline = tuning.GridEvent(trainer.Event(), s.Space.Size())
+	tu, ok := p.tuner.(tuning.Runner)
+	if !ok {
+		return tunePartitioned(ctx, s, p)
 	}
+	trainer, spec := p.trainer, p.spec
 	if s.Runner, err = s.openRunner(ctx); err != nil {
 		return nil, nil, err
 	}
-	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(label, pipeline))
+	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -346,8 +308,8 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	seed, key, run := s.invocationSeed()
 	trainer.Noise = s.noiseMode()
 	ref := s.Data.ref()
-	ref.Validation = s.Validation
-	if s.Validation == "public" {
+	ref.Validation = spec.Validation
+	if spec.Validation == "public" {
 		trainer.Data = train
 		if trainer.Val, _, err = s.PublicVal.Load(); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, fmt.Errorf("the public validation set: %w", err))
@@ -362,39 +324,29 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	}
 	// The jobs of this process read the data loaded here.
 	cachePut(cacheKey(ref), loaded{train: trainer.Data, val: trainer.Val})
-	cfg := tuning.Config{Space: s.Space, Trainer: trainer, Repetitions: s.Repetitions, Seed: seed, Key: key,
-		Diagnostics: s.Diagnostics, Progress: s.Progress, Runner: run, Jobs: dpsgdJobs{t: trainer, data: ref, model: true}}
-	var res tuning.Result
-	var tuneErr error
-	switch {
-	case gp != nil:
-		res, tuneErr = tuning.GPTune(ctx, cfg, *gp)
-	case s.Tuner == Grid:
-		res, tuneErr = tuning.Grid(ctx, cfg)
-	default:
-		res, tuneErr = tuning.RandomStop(ctx, cfg)
-	}
+	spec.Seed, spec.Key, spec.Jobs = seed, key, dpsgdJobs{t: trainer, data: ref, model: true}
+	res, tuneErr := tu.Run(ctx, spec, trainer, run)
 	interrupted := errors.Is(tuneErr, context.Canceled)
+	accName, acc := "rdp", tu.Accountant(spec)
+	if spec.Accountant != "" {
+		accName = spec.Accountant
+	}
 	rep := &TuneReport{Tuner: s.Tuner, Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Space: s.Space.Name, Validation: s.Validation,
 		ValidationSize: trainer.ValSize, Delta: s.Delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
-		Repetitions: s.Repetitions, MeanRuns: s.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
+		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
 		Steps: trainer.Steps, Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	diag := &NotPrivateDiagnostics{Runs: res.Diagnostics}
-	if s.Accountant == "xiang-o" {
-		// The ledger says what the release claims: Algorithm 3's event
-		// (approximate); Papernot & Steinke's proved ε goes beside it.
+	if accName != "rdp" {
+		// An approximate accountant: the ledger says what the release
+		// claims, the tuner's event under it; the proved ε of the tuner's
+		// own ledger goes beside it.
 		if len(res.Ledger.Entries) > 0 {
 			g, err := res.Ledger.Spent(accounting.RDP{}, s.Delta)
 			rep.GenericEpsilon, _, _ = finiteEpsilon(g, err)
-			rep.Ledger = ledgerOf("random-stop tuning, "+s.Repetitions.String()+" runs, best released (Xiang et al., Algorithm 3: APPROXIMATE)",
-				xiangEvent(trainer, s.Repetitions, trainer.NoiseMultiplier))
+			rep.Ledger = ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec))
 		}
-		rel.Ledger, rep.Accountant, rel.Accountant, rep.Approximate = rep.Ledger, "xiang-o", "xiang-o", true
-	}
-	acc := accounting.Accountant(accounting.RDP{})
-	if s.Accountant == "xiang-o" {
-		acc = accounting.RDP{Orders: xiangOrders}
+		rel.Ledger, rep.Accountant, rel.Accountant, rep.Approximate = rep.Ledger, accName, accName, true
 	}
 	if g, err := rel.Ledger.Spent(acc, s.Delta); err == nil {
 		rep.Epsilon = g.Epsilon
@@ -434,23 +386,13 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 
 // CheckTune checks s and calibrates its noise as Tune would, without
 // reading data, opening a runner or charging a budget: the σ of each run
-// (doubling: of the final run), or an error wrapping ErrInvalid.
+// (a partitioned tuner: of the final run), or an error wrapping ErrInvalid.
 func CheckTune(ctx context.Context, s TuneSpec) (float64, error) {
-	switch s.Tuner {
-	case Doubling:
-		p, err := s.planDoubling(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return p.sigma, nil
-	case RandomStop, GP, Grid:
-		t, _, err := s.plan(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return t.NoiseMultiplier, nil
+	p, err := s.plan(ctx)
+	if err != nil {
+		return 0, err
 	}
-	return 0, invalidf("unknown tuner %q (want randomstop, gp, doubling or grid)", s.Tuner)
+	return p.trainer.NoiseMultiplier, nil
 }
 
 // invocationSeed returns what the tuning's randomness comes from — s.Seed,
@@ -504,3 +446,31 @@ func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key cutKey) (f
 	}
 	return parts[0], parts[1], nil
 }
+
+// TunerInfo describes a registered tuner for a command line: its name, one
+// line of help, its own options (flags), the common settings it reads, and
+// whether it trains on disjoint parts of the data (its progress counts part
+// runs).
+type TunerInfo struct {
+	Name, Summary string
+	Options       []tuning.Option
+	Uses          tuning.Uses
+	Partitioned   bool
+}
+
+// Tuners describes the registered tuners, in registration order.
+func Tuners() []TunerInfo {
+	var out []TunerInfo
+	for _, t := range tuning.Tuners() {
+		_, parts := t.(tuning.Partitioned)
+		out = append(out, TunerInfo{Name: t.Name(), Summary: t.Summary(), Options: t.Options(), Uses: t.Uses(), Partitioned: parts})
+	}
+	return out
+}
+
+// DefaultTuner is the tuner used when none is named (tuning.Default).
+const DefaultTuner = tuning.Default
+
+// TunerNames lists the registered tuners and extra as English ("a, b or
+// c"), for help text and errors.
+func TunerNames(extra ...string) string { return tuning.NamesList(extra) }

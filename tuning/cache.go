@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -45,18 +44,6 @@ type SearchRecord struct {
 	// (pure DP), positive and finite.
 	Epsilon float64 `json:"epsilon"`
 	Time    string  `json:"time"` // when the search ran, RFC 3339
-}
-
-// check returns an error for a record no search can have produced.
-func (r SearchRecord) check() error {
-	c := DoublingConfig{Partitions: 1, Epsilon0: r.Epsilon0, Granularity: r.Granularity, U0: r.U0, MaxIterations: r.MaxIterations}
-	if err := c.Check(); err != nil {
-		return err
-	}
-	if !(r.Epsilon > 0) || math.IsInf(r.Epsilon, 1) {
-		return fmt.Errorf("charged ε = %v must be positive and finite", r.Epsilon)
-	}
-	return nil
 }
 
 // fingerprint is the cache header for space s: a readable summary and the

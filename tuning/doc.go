@@ -1,25 +1,57 @@
 // Package tuning chooses DP-SGD hyperparameters privately: a search space, a
 // Trainer (the base algorithm: candidate → trained model, score, privacy
 // event), and tuners whose result — selected hyperparameters, model, released
-// score and ledger — is all that leaves them (DESIGN.md, "What is
-// released").
+// score and ledger — is all that leaves them.
 //
-// Tuners:
+// A tuner is a Tuner registered by name (Register, Lookup, Names). It owns
+// its privacy plan: Check refuses what it cannot run before any data is
+// read (errors wrap ErrInvalid), Event is the whole tuning's ledger event
+// for one base run's event, Accountant counts it, Label names it, and
+// Options and Uses declare its own settings and the common ones it reads,
+// from which the command line makes its flags. Calibration is one generic
+// call for every tuner, Calibrate: accounting.CalibrateNoise over
+// σ ↦ Event(base(σ)). A Runner tunes around whole training runs (Run); a
+// Partitioned tuner is given the training data cut into keyed disjoint
+// parts by its caller (package job).
 //
-//   - RandomStop: random-stop tuning (Liu & Talwar 2019; Papernot & Steinke
-//     2022; Algorithm 2 of Xiang et al.): K ∼ TNB(η, γ) or Poisson(μ) runs
-//     on uniformly drawn candidates, the best released. K is drawn by
-//     DrawRuns, exactly from the distribution the accounting assumes: a mean
-//     above accounting.MaxMeanRuns is refused before any work, and a draw
-//     above MaxRuns is an error, never a truncated K.
-//   - GP: DP-HyPO (Wang et al. 2023, Framework 1 and Algorithm 3): as
-//     RandomStop, but each candidate is drawn from a Gaussian-process UCB
-//     softmax projected onto densities within [c, C] times the uniform prior.
+// The tuners:
 //
-// Their privacy cost is one ledger event, accounting.RepeatAndSelect or
-// accounting.AdaptiveRepeatAndSelect of the base run's event; the base run's
-// noise multiplier is calibrated so the whole pipeline meets the user's
-// total (ε, δ) (CalibrateBase).
+//   - randomstop (randomstop.go): random-stop tuning (Liu & Talwar 2019;
+//     Papernot & Steinke 2022; Algorithm 2 of Xiang et al.): K ∼ TNB(η, γ)
+//     or Poisson(μ) runs on uniformly drawn candidates, the best released;
+//     its event is accounting.RepeatAndSelect of the base run's. K is drawn
+//     by DrawRuns, exactly from the distribution the accounting assumes: a
+//     mean above accounting.MaxMeanRuns is refused before any work, and a
+//     draw above MaxRuns is an error, never a truncated K. It also takes
+//     the xiang-o accountant (XiangEvent: Xiang et al.'s Algorithm 3, an
+//     APPROXIMATION) for public validation.
+//   - gp (gptuner.go, with the Gaussian process in gp.go and the density
+//     projection in projection.go): DP-HyPO (Wang et al. 2023, Framework 1
+//     and Algorithm 3): as randomstop, but each candidate is drawn from a
+//     Gaussian-process UCB softmax projected onto densities within [c, C]
+//     times the uniform prior; its event is
+//     accounting.AdaptiveRepeatAndSelect (Theorem 1), K ∼ TNB only.
+//   - doubling (doubling.go, with the part runs in partitioned.go and their
+//     curator-side score cache in cache.go): Ding et al.'s Algorithm 1 made
+//     unconditional by an iteration cap — every candidate trained on k
+//     disjoint parts, the capped doubling AboveThreshold search on
+//     Laplace-noised mean scores, one final DP-SGD run; its event is the
+//     search at its cap (and private part runs) composed with the final
+//     run's. A Partitioned tuner.
+//   - grid (grid.go): the naive baseline, every candidate trained once and
+//     the best released; its event is the composition of all |S| runs.
+//   - vote: DP-Hype's federated vote — distributed clients vote on the
+//     candidates under a client-level guarantee, then one final training.
+//     Its protocol (gRPC server and clients, secure aggregation) is a
+//     federated system in the top-level package federated, and
+//     `dptune tune --tuner vote` runs it through package job's vote path;
+//     it is not registered here. A Tuner for it is an adapter over that
+//     protocol: its Run drives a federated server and its clients, and its
+//     Event is the vote's client-level event composed with the final
+//     training's.
+//
+// builtin.go registers the built-in tuners in the order help text and
+// errors list them.
 //
 // A search space's name and its dimensions' names are printable text (no
 // control bytes, valid UTF-8): they are shown on the curator's terminal.

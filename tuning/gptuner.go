@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/runner"
 )
 
 // GPOptions are DP-HyPO's Algorithm 3 parameters, used as given (a zero τ
@@ -111,33 +112,67 @@ func GPTune(ctx context.Context, cfg Config, opt GPOptions) (Result, error) {
 	if cfg.Repetitions.Distribution != accounting.TNB {
 		return Result{}, fmt.Errorf("tuning: DP-HyPO's guarantee needs TNB repetitions, have %s", cfg.Repetitions)
 	}
-	ev := accounting.AdaptiveRepeatAndSelect{Event: cfg.Trainer.Event(), Repetitions: cfg.Repetitions,
-		MaxRatio: opt.MaxRatio, MinRatio: opt.MinRatio}
-	return run(ctx, cfg, newGPSampler(cfg.Space, opt), ev,
-		fmt.Sprintf("DP-HyPO (GP) tuning, %s runs, densities in [%g, %g] × prior, best released", cfg.Repetitions, opt.MinRatio, opt.MaxRatio))
+	return run(ctx, cfg, newGPSampler(cfg.Space, opt), SelectionEvent(cfg.Trainer.Event(), cfg.Repetitions, &opt), gpLabel(cfg.Repetitions, opt))
 }
 
-// CalibrateBase returns the noise multiplier σ of the base run such that the
-// whole tuning pipeline — K runs of base(σ), best released, adaptive with
-// density bounds [c, C] when opt is not nil — is (eps, delta)-DP under the
-// RDP accountant, never above eps. Pipeline gives that pipeline's event.
-func CalibrateBase(ctx context.Context, base func(sigma float64) accounting.Event, rep accounting.Repetitions, opt *GPOptions, eps, delta float64) (float64, error) {
-	if err := rep.Check(); err != nil {
-		return 0, err
-	}
-	if opt != nil {
-		if err := opt.Check(); err != nil {
-			return 0, err
-		}
-	}
-	return accounting.CalibrateNoise(ctx, accounting.RDP{}, func(s float64) accounting.Event { return Pipeline(base(s), rep, opt) }, eps, delta)
+func gpLabel(rep accounting.Repetitions, opt GPOptions) string {
+	return fmt.Sprintf("DP-HyPO (GP) tuning, %s runs, densities in [%g, %g] × prior, best released", rep, opt.MinRatio, opt.MaxRatio)
 }
 
-// Pipeline is the event of a random-stop tuning (opt nil) or DP-HyPO tuning
-// whose every run is base: the whole tuning's cost, known before it starts.
-func Pipeline(base accounting.Event, rep accounting.Repetitions, opt *GPOptions) accounting.Event {
-	if opt != nil {
-		return accounting.AdaptiveRepeatAndSelect{Event: base, Repetitions: rep, MaxRatio: opt.MaxRatio, MinRatio: opt.MinRatio}
+// gpTuner is the "gp" tuner: GPTune, with GPOptions as its options C, c,
+// tau and beta.
+type gpTuner struct{}
+
+func (gpTuner) Name() string { return "gp" }
+func (gpTuner) Summary() string {
+	return "DP-HyPO (Wang et al. 2023): candidates from a Gaussian-process UCB softmax kept within [c, C] × the uniform prior; K ~ TNB"
+}
+func (gpTuner) Options() []Option {
+	d := DefaultGPOptions()
+	return []Option{
+		{Name: "C", Default: d.MaxRatio, Help: "upper density bound C (× the uniform prior)"},
+		{Name: "c", Default: d.MinRatio, Help: "lower density bound c, in (0, 1]"},
+		{Name: "tau", Default: d.Tau, Help: "UCB weight τ ≥ 0 (0: the posterior mean alone)"},
+		{Name: "beta", Default: d.Beta, Help: "softmax inverse temperature β > 0"},
 	}
-	return accounting.RepeatAndSelect{Event: base, Repetitions: rep}
+}
+func (gpTuner) Uses() Uses {
+	return Uses{Repetitions: true, DefaultRuns: accounting.TNB, TrainerScores: true, Diagnostics: true}
+}
+
+// GPOptionsOf returns the GP tuner's options in s.
+func GPOptionsOf(s Spec) GPOptions {
+	var g gpTuner
+	return GPOptions{MaxRatio: value[float64](s, g, "C"), MinRatio: value[float64](s, g, "c"), Tau: value[float64](s, g, "tau"), Beta: value[float64](s, g, "beta")}
+}
+
+// Values returns o as the GP tuner's Spec.Options.
+func (o GPOptions) Values() Values {
+	return Values{"C": o.MaxRatio, "c": o.MinRatio, "tau": o.Tau, "beta": o.Beta}
+}
+
+// Check refuses a mean of K above accounting.MaxMeanRuns, invalid options,
+// repetitions other than TNB (DP-HyPO's Theorem 1) and any accountant but
+// rdp.
+func (gpTuner) Check(s Spec) error {
+	if err := s.Repetitions.CheckSampled(); err != nil {
+		return invalid(err)
+	}
+	if err := GPOptionsOf(s).Check(); err != nil {
+		return invalid(err)
+	}
+	if s.Repetitions.Distribution != accounting.TNB {
+		return invalidf("the gp tuner needs TNB repetitions (DP-HyPO's Theorem 1)")
+	}
+	return checkRDPOnly(s)
+}
+
+func (gpTuner) Accountant(Spec) accounting.Accountant { return accounting.RDP{} }
+func (gpTuner) Event(base accounting.Event, s Spec) accounting.Event {
+	o := GPOptionsOf(s)
+	return SelectionEvent(base, s.Repetitions, &o)
+}
+func (gpTuner) Label(s Spec) string { return gpLabel(s.Repetitions, GPOptionsOf(s)) }
+func (gpTuner) Run(ctx context.Context, s Spec, t Trainer, r runner.Runner) (Result, error) {
+	return GPTune(ctx, s.config(t, r), GPOptionsOf(s))
 }

@@ -97,108 +97,136 @@ func run(ctx context.Context, cfg Config, s sampler, event accounting.Event, lab
 	if err != nil {
 		return Result{}, err
 	}
-	var res Result
+	l := &loop{cfg: cfg, s: s, rng: rng, best: -1}
 	// The budget is spent whatever happens next (an interrupted tuner has
 	// already released nothing, but its runs touched the data).
-	res.Ledger.Add(label, event)
-	best := -1.0
-	record := func(i int, r Run) {
-		c := cfg.Space.At(i)
-		if cfg.Diagnostics {
-			rec := RunRecord{Candidate: c, Score: r.Score, Failed: r.Failed}
-			if rec.Failed {
-				rec.Score = 0 // −∞ has no JSON
-			}
-			res.Diagnostics = append(res.Diagnostics, rec)
-		}
-		if r.Failed {
-			// The sampler learns the worst score; the run is never selected.
-			s.observe(i, 0)
-			return
-		}
-		s.observe(i, r.Score)
-		if res.Selected == nil || r.Score > best {
-			best = r.Score
-			res.Selected, res.Model, res.Score, res.NoisyCount = &c, r.Model, r.Score, r.NoisyCount
-		}
-	}
-	seedOf := func(j int) *uint64 {
-		if cfg.Seed == nil || cfg.Key != nil {
-			return nil
-		}
-		v := *cfg.Seed ^ (uint64(j) * 0x9e3779b97f4a7c15)
-		return &v
-	}
-	keyOf := func(j int) *randsrc.Key {
-		if cfg.Key == nil {
-			return nil
-		}
-		return cfg.Key.Derive(fmt.Sprintf("run %d", j))
-	}
+	l.res.Ledger.Add(label, event)
 	if cfg.Runner != nil {
-		if cfg.Jobs == nil {
-			return res, fmt.Errorf("tuning: a runner needs the trainer's jobs")
-		}
-		// A non-adaptive sampler draws every candidate up front and the
-		// K runs go out at once; an adaptive one waits for each score.
-		batch := 1
-		if _, ok := s.(nonAdaptive); ok {
-			batch = max(k, 1)
-		}
-		finished := 0
-		for j0 := 1; j0 <= k; j0 += batch {
-			n := min(batch, k-j0+1)
-			idx := make([]int, n)
-			tasks := make([]runner.Task, n)
-			for t := range n {
-				idx[t] = s.next(rng)
-				task, err := cfg.Jobs.Task(fmt.Sprintf("run %d", j0+t), cfg.Space.At(idx[t]), seedOf(j0+t), keyOf(j0+t))
-				if err != nil {
-					return res, err
-				}
-				tasks[t] = task
-			}
-			runs := make([]Run, n)
-			err := cfg.Runner.Run(ctx, tasks, func(t int, out []byte) error {
-				r, err := cfg.Jobs.Decode(out)
-				if err != nil {
-					return fmt.Errorf("tuning: %s: %w", tasks[t].ID, err)
-				}
-				runs[t] = r
-				finished++
-				if cfg.Progress != nil {
-					cfg.Progress(finished, k)
-				}
-				return nil
-			})
-			if err != nil {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				return res, fmt.Errorf("tuning: a training run failed: %w", err)
-			}
-			// Selection goes in run order, as in one process.
-			for t := range n {
-				record(idx[t], runs[t])
-			}
-		}
-		return res, nil
+		err = l.viaRunner(ctx, k)
+	} else {
+		err = l.inProcess(ctx, k)
 	}
+	return l.res, err
+}
+
+// loop is one tuning's K runs: its sampler, its draws and the best run so
+// far.
+type loop struct {
+	cfg  Config
+	s    sampler
+	rng  *rand.Rand
+	res  Result
+	best float64
+}
+
+// record learns run r of candidate i and keeps it if it is the best.
+func (l *loop) record(i int, r Run) {
+	c := l.cfg.Space.At(i)
+	if l.cfg.Diagnostics {
+		rec := RunRecord{Candidate: c, Score: r.Score, Failed: r.Failed}
+		if rec.Failed {
+			rec.Score = 0 // −∞ has no JSON
+		}
+		l.res.Diagnostics = append(l.res.Diagnostics, rec)
+	}
+	if r.Failed {
+		// The sampler learns the worst score; the run is never selected.
+		l.s.observe(i, 0)
+		return
+	}
+	l.s.observe(i, r.Score)
+	if l.res.Selected == nil || r.Score > l.best {
+		l.best = r.Score
+		l.res.Selected, l.res.Model, l.res.Score, l.res.NoisyCount = &c, r.Model, r.Score, r.NoisyCount
+	}
+}
+
+// seedOf is run j's seed: nil unless the tuning is seeded without a key.
+func (l *loop) seedOf(j int) *uint64 {
+	if l.cfg.Seed == nil || l.cfg.Key != nil {
+		return nil
+	}
+	v := *l.cfg.Seed ^ (uint64(j) * 0x9e3779b97f4a7c15)
+	return &v
+}
+
+// keyOf is run j's subkey of a keyed tuning, else nil.
+func (l *loop) keyOf(j int) *randsrc.Key {
+	if l.cfg.Key == nil {
+		return nil
+	}
+	return l.cfg.Key.Derive(fmt.Sprintf("run %d", j))
+}
+
+// viaRunner runs the k runs as the runner's jobs: a non-adaptive sampler's
+// candidates are all drawn up front and the k runs go out at once; an
+// adaptive one's one at a time, each waiting for the scores before it.
+func (l *loop) viaRunner(ctx context.Context, k int) error {
+	cfg := l.cfg
+	if cfg.Jobs == nil {
+		return fmt.Errorf("tuning: a runner needs the trainer's jobs")
+	}
+	batch := 1
+	if _, ok := l.s.(nonAdaptive); ok {
+		batch = max(k, 1)
+	}
+	finished := 0
+	for j0 := 1; j0 <= k; j0 += batch {
+		n := min(batch, k-j0+1)
+		idx := make([]int, n)
+		tasks := make([]runner.Task, n)
+		for t := range n {
+			idx[t] = l.s.next(l.rng)
+			task, err := cfg.Jobs.Task(fmt.Sprintf("run %d", j0+t), cfg.Space.At(idx[t]), l.seedOf(j0+t), l.keyOf(j0+t))
+			if err != nil {
+				return err
+			}
+			tasks[t] = task
+		}
+		runs := make([]Run, n)
+		err := cfg.Runner.Run(ctx, tasks, func(t int, out []byte) error {
+			r, err := cfg.Jobs.Decode(out)
+			if err != nil {
+				return fmt.Errorf("tuning: %s: %w", tasks[t].ID, err)
+			}
+			runs[t] = r
+			finished++
+			if cfg.Progress != nil {
+				cfg.Progress(finished, k)
+			}
+			return nil
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("tuning: a training run failed: %w", err)
+		}
+		// Selection goes in run order, as in one process.
+		for t := range n {
+			l.record(idx[t], runs[t])
+		}
+	}
+	return nil
+}
+
+// inProcess runs the k runs one after another with the Trainer.
+func (l *loop) inProcess(ctx context.Context, k int) error {
 	for j := 1; j <= k; j++ {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
-		if cfg.Progress != nil {
-			cfg.Progress(j, k)
+		if l.cfg.Progress != nil {
+			l.cfg.Progress(j, k)
 		}
-		i := s.next(rng)
-		r, err := cfg.Trainer.Train(ctx, cfg.Space.At(i), seedOf(j))
+		i := l.s.next(l.rng)
+		r, err := l.cfg.Trainer.Train(ctx, l.cfg.Space.At(i), l.seedOf(j))
 		if err != nil {
-			return res, fmt.Errorf("tuning: a training run failed: %w", err)
+			return fmt.Errorf("tuning: a training run failed: %w", err)
 		}
-		record(i, r)
+		l.record(i, r)
 	}
-	return res, nil
+	return nil
 }
 
 // nonAdaptive is a sampler whose candidates do not depend on the scores.
@@ -220,34 +248,3 @@ func (s sequence) next(*rand.Rand) int {
 }
 func (sequence) observe(int, float64) {}
 func (sequence) nonAdaptive()         {}
-
-// RandomStop is random-stop tuning (Liu & Talwar 2019; Papernot & Steinke
-// 2022; Algorithm 2 of Xiang et al., "Selection leaks privacy"): K ∼
-// cfg.Repetitions runs, each on a candidate drawn uniformly from the space,
-// and the best run's candidate, model and score are released. Its cost is
-// accounting.RepeatAndSelect of the trainer's event (Papernot & Steinke,
-// Theorems 2 and 6).
-func RandomStop(ctx context.Context, cfg Config) (Result, error) {
-	ev := accounting.RepeatAndSelect{Event: cfg.Trainer.Event(), Repetitions: cfg.Repetitions}
-	return run(ctx, cfg, uniform{cfg.Space.Size()}, ev, "random-stop tuning, "+cfg.Repetitions.String()+" runs, best released")
-}
-
-// GridEvent is the cost of grid search over n candidates whose every run is
-// base: the n runs composed (the best run's release is post-processing of
-// all of them).
-func GridEvent(base accounting.Event, n int) accounting.Event {
-	return accounting.SelfComposed{Event: base, Count: n}
-}
-
-// Grid is the naive baseline: every candidate of the space trained once,
-// in order, and the best run's candidate, model and score released. Its
-// cost is GridEvent — the composition of all runs, which the accountant
-// counts in full, so at a fixed total budget each run gets far more noise
-// than random-stop's. cfg.Repetitions is ignored (K is the space's size,
-// public).
-func Grid(ctx context.Context, cfg Config) (Result, error) {
-	n := cfg.Space.Size()
-	cfg.Repetitions = accounting.FixedRepetitions(n)
-	var i int
-	return run(ctx, cfg, sequence{&i}, GridEvent(cfg.Trainer.Event(), n), fmt.Sprintf("grid search, all %d candidates, best released", n))
-}

@@ -132,13 +132,22 @@ func TestTunerReleaseAndLedger(t *testing.T) {
 	}
 }
 
-// CalibrateBase meets the total budget with the pipeline's event.
-func TestCalibrateBase(t *testing.T) {
+// Calibrate meets the total budget with the random-stop and GP tuners'
+// events, built here independently from the papers' theorems.
+func TestCalibrate(t *testing.T) {
 	base := func(s float64) accounting.Event { return accounting.DPSGD(s, 0.01, 300) }
 	rep, _ := accounting.TNBWithMean(1, 10)
 	def := DefaultGPOptions()
 	for _, opt := range []*GPOptions{nil, &def} {
-		sigma, err := CalibrateBase(context.Background(), base, rep, opt, 8, 1e-5)
+		name, spec := "randomstop", Spec{Repetitions: rep}
+		if opt != nil {
+			name, spec.Options = "gp", opt.Values()
+		}
+		tu, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sigma, err := Calibrate(context.Background(), tu, spec, base, 8, 1e-5)
 		if err != nil {
 			t.Fatal(err)
 		}

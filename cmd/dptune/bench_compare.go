@@ -97,78 +97,11 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 const compareSubsetKey = 1
 
 func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
-	src, err := f.data.source(cmd)
+	cfg, whole, err := f.config(cmd)
 	if err != nil {
 		return err
 	}
-	if cmd.Flags().Changed("budget") {
-		return usagef("--budget: a benchmark is not a release; it charges no budget file")
-	}
-	whole := src // DP-Hype's table deals its own --vote-subset among clients
-	if f.trainSubset != 0 {
-		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
-			return usagef("--train-subset: %v", err)
-		}
-	}
-	switch {
-	case f.seeds < 1 || f.seeds > 1000:
-		return usagef("--seeds %d is outside [1, 1000]", f.seeds)
-	case f.lrStride < 1 || f.clipStride < 1:
-		return usagef("--lr-stride and --clip-stride must be at least 1")
-	case f.epochs < 1 || f.partEpochs < 1:
-		return usagef("--epochs and --part-epochs must be at least 1")
-	case f.valSize < 1 || f.valSize >= src.NominalN:
-		return usagef("--val-size %d must be at least 1 and below the nominal training-set size %d (the runs train on the rest)", f.valSize, src.NominalN)
-	case f.batchSize < 1 || f.batchSize > src.NominalN-f.valSize:
-		return usagef("--batch-size %d is outside [1, %d], the nominal size %d less --val-size %d", f.batchSize, src.NominalN-f.valSize, src.NominalN, f.valSize)
-	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
-		return usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
-	case !(f.share > 0 && f.share < 1):
-		return usagef("--doubling-share %v is outside (0, 1)", f.share)
-	case f.voteSubset < 0 || f.voteReps < 1:
-		return usagef("--vote-subset must be non-negative and --vote-reps at least 1")
-	case len(f.budgets) == 0:
-		return usagef("--epsilon needs at least one budget")
-	}
-	for _, e := range f.budgets {
-		if err := accounting.CheckEpsilon(e); err != nil {
-			return usagef("--epsilon %v: %v", e, err)
-		}
-	}
-	if err := accounting.CheckDelta(f.delta); err != nil {
-		return usagef("--delta: %v", err)
-	}
-	var entries []bench.CompareEntry
-	for _, t := range f.tuners {
-		i := slices.IndexFunc(bench.CompareEntries, func(e bench.CompareEntry) bool { return e.ID() == t })
-		if i < 0 {
-			return usagef("unknown --tuners entry %q (want grid, randomstop-tnb, randomstop-poisson, gp or doubling)", t)
-		}
-		entries = append(entries, bench.CompareEntries[i])
-	}
-	full, err := loadSpace(f.space, f.data.dataset)
-	if err != nil {
-		return usageError{err}
-	}
-	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
-	q := float64(f.batchSize) / float64(src.NominalN-f.valSize)
-	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
-		return usagef("--epochs %d: %v", f.epochs, err)
-	}
-	if err := job.CheckOut(f.out); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	if err := f.run.check(cmd); err != nil {
-		return err
-	}
-	seeds := make([]uint64, f.seeds)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
-	}
-	cfg := bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
-		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		GP: tuning.DefaultGPOptions(), Doubling: job.DoublingSpec{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
-		DoublingShare: f.share, Dir: f.out}
+	src, space, entries, seeds := cfg.Data, cfg.Space, cfg.Entries, cfg.Seeds
 	infeasible, err := bench.CheckCompare(cmd.Context(), cfg)
 	if err != nil {
 		return usageError{err}
@@ -248,4 +181,91 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	}
 	fmt.Fprintf(w, "wall time %.0f s (%d tunings from the cache); compare.json, compare.md and the plot in %s\n", rep.Wall, rep.Cached, f.out)
 	return closeErr
+}
+
+// config checks the flags and returns the comparison's settings, and the
+// whole training set (before --train-subset) for DP-Hype's table.
+func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, whole job.Source, err error) {
+	src, err := f.data.source(cmd)
+	if err != nil {
+		return cfg, whole, err
+	}
+	if cmd.Flags().Changed("budget") {
+		return cfg, whole, usagef("--budget: a benchmark is not a release; it charges no budget file")
+	}
+	whole = src // DP-Hype's table deals its own --vote-subset among clients
+	if f.trainSubset != 0 {
+		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
+			return cfg, whole, usagef("--train-subset: %v", err)
+		}
+	}
+	switch {
+	case f.seeds < 1 || f.seeds > 1000:
+		return cfg, whole, usagef("--seeds %d is outside [1, 1000]", f.seeds)
+	case f.lrStride < 1 || f.clipStride < 1:
+		return cfg, whole, usagef("--lr-stride and --clip-stride must be at least 1")
+	case f.epochs < 1 || f.partEpochs < 1:
+		return cfg, whole, usagef("--epochs and --part-epochs must be at least 1")
+	case f.valSize < 1 || f.valSize >= src.NominalN:
+		return cfg, whole, usagef("--val-size %d must be at least 1 and below the nominal training-set size %d (the runs train on the rest)", f.valSize, src.NominalN)
+	case f.batchSize < 1 || f.batchSize > src.NominalN-f.valSize:
+		return cfg, whole, usagef("--batch-size %d is outside [1, %d], the nominal size %d less --val-size %d", f.batchSize, src.NominalN-f.valSize, src.NominalN, f.valSize)
+	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
+		return cfg, whole, usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
+	case !(f.share > 0 && f.share < 1):
+		return cfg, whole, usagef("--doubling-share %v is outside (0, 1)", f.share)
+	case f.voteSubset < 0 || f.voteReps < 1:
+		return cfg, whole, usagef("--vote-subset must be non-negative and --vote-reps at least 1")
+	case len(f.budgets) == 0:
+		return cfg, whole, usagef("--epsilon needs at least one budget")
+	}
+	for _, e := range f.budgets {
+		if err := accounting.CheckEpsilon(e); err != nil {
+			return cfg, whole, usagef("--epsilon %v: %v", e, err)
+		}
+	}
+	if err := accounting.CheckDelta(f.delta); err != nil {
+		return cfg, whole, usagef("--delta: %v", err)
+	}
+	var entries []bench.CompareEntry
+	for _, t := range f.tuners {
+		i := slices.IndexFunc(bench.CompareEntries, func(e bench.CompareEntry) bool { return e.ID() == t })
+		if i < 0 {
+			return cfg, whole, usagef("unknown --tuners entry %q (want %s)", t, compareEntryIDs())
+		}
+		entries = append(entries, bench.CompareEntries[i])
+	}
+	full, err := loadSpace(f.space, f.data.dataset)
+	if err != nil {
+		return cfg, whole, usageError{err}
+	}
+	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
+	q := float64(f.batchSize) / float64(src.NominalN-f.valSize)
+	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
+		return cfg, whole, usagef("--epochs %d: %v", f.epochs, err)
+	}
+	if err := job.CheckOut(f.out); err != nil {
+		return cfg, whole, fmt.Errorf("--out: %w", err)
+	}
+	if err := f.run.check(cmd); err != nil {
+		return cfg, whole, err
+	}
+	seeds := make([]uint64, f.seeds)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
+		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
+		GP: tuning.DefaultGPOptions(), Doubling: tuning.DoublingOptions{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
+		DoublingShare: f.share, Dir: f.out}
+	return cfg, whole, nil
+}
+
+// compareEntryIDs lists the --tuners entries as English ("a, b or c").
+func compareEntryIDs() string {
+	var ids []string
+	for _, e := range bench.CompareEntries {
+		ids = append(ids, e.ID())
+	}
+	return strings.Join(ids[:len(ids)-1], ", ") + " or " + ids[len(ids)-1]
 }

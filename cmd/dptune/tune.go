@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -22,10 +21,9 @@ type tuneFlags struct {
 	tuner, space, runsDist, validation, publicVal  string
 	out, diagnostics, accountant                   string
 	epsilon, delta, eta, meanRuns, momentum, score float64
-	maxRatio, minRatio, tau, beta                  float64
 	epochs, batchSize, valSize                     int
 	seed                                           uint64
-	doubling                                       doublingFlags
+	options                                        tunerFlags
 	vote                                           voteFlags
 	run                                            runnerFlags
 }
@@ -39,26 +37,17 @@ func newTuneCmd() *cobra.Command {
 only the selected hyperparameters, the model trained with them, its score and
 the ledger — never the number of runs or the other runs' scores.
 
-  randomstop  K ~ TNB(η, γ) or Poisson(μ) runs on uniformly drawn candidates
-              (Liu & Talwar 2019; Papernot & Steinke 2022)
-  gp          DP-HyPO (Wang et al. 2023): candidates from a Gaussian-process
-              UCB softmax kept within [c, C] × the uniform prior; K ~ TNB
-  doubling    Ding et al.: every candidate trained on k disjoint parts, a
-              capped doubling AboveThreshold search, one final DP-SGD run
-  grid        the naive baseline: every candidate trained once and the best
-              released; the runs compose, so each gets the noise of the
-              budget split |S| ways
-
+` + tunerHelp() + `
 For every tuner --epsilon and --delta are the total budget of tuning and
-release together: each run's noise multiplier (for doubling, the final run's)
-is calibrated so that the whole pipeline meets them.
+release together: each run's noise multiplier (for a tuner on disjoint
+parts, the final run's) is calibrated so that the whole pipeline meets them.
 
 Validation scores are private by default: each run's number of correct
 validation predictions is released as an integer plus discrete Gaussian noise
 (--score-noise is its noise multiplier, in examples), counted in the ledger.
 --validation public scores on a set you declare public and disjoint from the
 private training data, read from --public-val-dir; it costs nothing.`,
-		Example: `  dptune tune --tuner randomstop --epsilon 8 --out out/tune
+		Example: `  dptune tune --epsilon 8 --out out/tune
   dptune tune --tuner gp --space mnist-dphypo --mean-runs 10 --epsilon 8 --out out/gp
   dptune tune --tuner doubling --space mnist-doubling --epsilon 8 --out out/doubling
   dptune tune --tuner grid --space mnist-doubling --epochs 1 --epsilon 8 --out out/grid
@@ -68,11 +57,11 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.tuner, "tuner", "randomstop", "randomstop, gp, doubling, grid (every candidate, runs composed) or vote (DP-Hype: client processes over gRPC)")
+	fl.StringVar(&f.tuner, "tuner", job.DefaultTuner, job.TunerNames("vote (DP-Hype: client processes over gRPC)"))
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
 	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file (default: the dataset's DP-HyPO grid)")
-	fl.StringVar(&f.runsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: poisson for randomstop, tnb for gp, which needs it)")
+	fl.StringVar(&f.runsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: "+defaultRunsHelp()+")")
 	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
 	fl.Float64Var(&f.meanRuns, "mean-runs", 20, "expected number of runs E[K]")
 	fl.IntVar(&f.epochs, "epochs", 3, "epochs of each DP-SGD run")
@@ -81,16 +70,12 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	fl.IntVar(&f.valSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
 	fl.StringVar(&f.validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
 	fl.StringVar(&f.publicVal, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "randomstop with --validation public: rdp (Papernot & Steinke, proved) or xiang-o (Xiang et al.'s Algorithm 3 for DP-SGD bases: an APPROXIMATION, reported beside the proved ε)")
+	fl.StringVar(&f.accountant, "accountant", "rdp", "random-stop tuning with --validation public: rdp (Papernot & Steinke, proved) or xiang-o (Xiang et al.'s Algorithm 3 for DP-SGD bases: an APPROXIMATION, reported beside the proved ε)")
 	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score: standard deviation of the discrete Gaussian added to the count of correct predictions")
-	fl.Float64Var(&f.maxRatio, "C", 2, "gp: upper density bound C (× the uniform prior)")
-	fl.Float64Var(&f.minRatio, "c", 0.75, "gp: lower density bound c, in (0, 1]")
-	fl.Float64Var(&f.tau, "tau", 0.1, "gp: UCB weight τ ≥ 0 (0: the posterior mean alone)")
-	fl.Float64Var(&f.beta, "beta", 1, "gp: softmax inverse temperature β > 0")
 	fl.Uint64Var(&f.seed, "seed", 0, "makes the tuning reproducible, with fast (not secure) noise (default: crypto/rand and secure noise)")
 	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
 	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
-	addDoublingFlags(fl, &f.doubling)
+	f.options = addTunerFlags(fl)
 	addVoteFlags(fl, &f.vote)
 	addRunnerFlags(fl, &f.run)
 	return cmd
@@ -113,7 +98,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	spec.Progress = func(run, runs int) {
 		if bar == nil {
 			desc := "tuning runs (curator-side, not private)"
-			if spec.Tuner == job.Doubling {
+			if t, ok := tunerInfo(spec.Tuner); ok && t.Partitioned {
 				desc = "part runs"
 			}
 			bar = progressbar.NewOptions(runs, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(desc), progressbar.OptionShowCount(),
@@ -161,7 +146,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	switch rep := rel.Report.(type) {
 	case *job.TuneReport:
 		printTune(cmd.OutOrStdout(), rep)
-	case *job.DoublingReport:
+	case *tuning.DoublingReport:
 		printDoubling(cmd.OutOrStdout(), rep)
 	}
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
@@ -192,31 +177,34 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 			return spec, err
 		}
 	}
-	notMine := append([]string(nil), voteOnly...)
-	switch f.tuner {
-	case job.RandomStop, job.GP:
-		notMine = append(notMine, doublingFlagNames...)
-	case job.Grid:
-		notMine = append(notMine, doublingFlagNames...)
+	t, ok := tunerInfo(f.tuner)
+	if !ok {
+		return spec, usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames(job.Vote))
+	}
+	for _, n := range voteOnly {
+		if ch(n) {
+			return spec, usagef("--%s is not a --tuner %s option", n, f.tuner)
+		}
+	}
+	var notMine []string
+	if !t.Uses.Repetitions {
 		notMine = append(notMine, "eta", "mean-runs", "runs-dist")
-	case job.Doubling:
-		notMine = append(notMine, "C", "c", "tau", "beta", "eta", "mean-runs", "runs-dist", "validation", "public-val-dir", "score-noise", "diagnostics")
-	default:
-		return spec, usagef("unknown --tuner %q (want randomstop, gp, doubling, grid or vote)", f.tuner)
+	}
+	if !t.Uses.TrainerScores {
+		notMine = append(notMine, "validation", "public-val-dir", "score-noise")
+	}
+	if !t.Uses.Diagnostics {
+		notMine = append(notMine, "diagnostics")
 	}
 	for _, n := range notMine {
 		if ch(n) {
 			return spec, usagef("--%s is not a --tuner %s option", n, f.tuner)
 		}
 	}
-	if f.tuner != job.GP {
-		for _, n := range []string{"C", "c", "tau", "beta"} {
-			if ch(n) {
-				return spec, usagef("--%s is a --tuner gp option", n)
-			}
-		}
-	}
 	var err error
+	if spec.Options, err = f.options.values(cmd, t, f.out); err != nil {
+		return spec, err
+	}
 	if spec.Data, err = f.data.source(cmd); err != nil {
 		return spec, err
 	}
@@ -231,38 +219,16 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 			return spec, fmt.Errorf("--diagnostics: %w", err)
 		}
 	}
-	if f.tuner == job.Doubling {
-		d := f.doubling
+	if !t.Uses.TrainerScores {
 		spec.Validation = "private"
-		spec.Doubling = job.DoublingSpec{Partitions: d.partitions, Epsilon0: d.epsilon0, Granularity: d.granularity, U0: d.u0,
-			MaxIterations: d.maxIterations, PartEpochs: d.partEpochs, Private: d.private, PartitionNoise: d.partitionNoise, Cache: d.cache}
-		if spec.Doubling.Cache == "" {
-			spec.Doubling.Cache = filepath.Join(filepath.Clean(f.out)+"-curator", "partition-scores.csv")
-		}
-		return spec, nil
+	} else if err := f.publicValidation(cmd, &spec); err != nil {
+		return spec, err
 	}
-	switch {
-	case f.validation == "public" && f.publicVal == "":
-		return spec, usagef("--validation public needs --public-val-dir DIR: public validation data you declare disjoint from the private training data")
-	case f.validation != "public" && ch("public-val-dir"):
-		return spec, usagef("--public-val-dir needs --validation public")
-	case f.validation == "public" && (ch("score-noise") || ch("val-size")):
-		return spec, usagef("--score-noise and --val-size apply to --validation private only")
-	case f.validation == "public":
-		pub, err := job.Dataset(f.data.dataset, f.publicVal)
-		if err == nil {
-			pub, err = withModel(pub, f.data.model)
-		}
-		if err != nil {
-			return spec, err
-		}
-		spec.PublicVal = &pub
-	}
-	if f.tuner == job.Grid {
-		return spec, nil // K is the space's size
+	if !t.Uses.Repetitions {
+		return spec, nil // K is fixed by the tuner
 	}
 	if f.runsDist == "" {
-		f.runsDist = map[string]string{job.RandomStop: accounting.Poisson, job.GP: accounting.TNB}[f.tuner]
+		f.runsDist = t.Uses.DefaultRuns
 	}
 	switch f.runsDist {
 	case accounting.TNB:
@@ -280,10 +246,31 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	default:
 		return spec, usagef("unknown --runs-dist %q (want tnb or poisson)", f.runsDist)
 	}
-	if f.tuner == job.GP {
-		spec.GPOptions = tuning.GPOptions{MaxRatio: f.maxRatio, MinRatio: f.minRatio, Tau: f.tau, Beta: f.beta}
-	}
 	return spec, nil
+}
+
+// publicValidation checks the validation flags and, for --validation
+// public, reads where the public set is.
+func (f *tuneFlags) publicValidation(cmd *cobra.Command, spec *job.TuneSpec) error {
+	ch := cmd.Flags().Changed
+	switch {
+	case f.validation == "public" && f.publicVal == "":
+		return usagef("--validation public needs --public-val-dir DIR: public validation data you declare disjoint from the private training data")
+	case f.validation != "public" && ch("public-val-dir"):
+		return usagef("--public-val-dir needs --validation public")
+	case f.validation == "public" && (ch("score-noise") || ch("val-size")):
+		return usagef("--score-noise and --val-size apply to --validation private only")
+	case f.validation == "public":
+		pub, err := job.Dataset(f.data.dataset, f.publicVal)
+		if err == nil {
+			pub, err = withModel(pub, f.data.model)
+		}
+		if err != nil {
+			return err
+		}
+		spec.PublicVal = &pub
+	}
+	return nil
 }
 
 func printTune(w io.Writer, r *job.TuneReport) {
@@ -302,6 +289,32 @@ func printTune(w io.Writer, r *job.TuneReport) {
 		fmt.Fprintf(w, "               APPROXIMATE (Xiang et al.'s Algorithm 3, not a proved bound); Papernot–Steinke's proved ε of the same run: %s\n", fmtEpsilon(r.GenericEpsilon))
 	}
 	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps, %s\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
+}
+
+// printDoubling prints a partitioned (doubling) tuning's report.
+func printDoubling(w io.Writer, r *tuning.DoublingReport) {
+	if r.Selected != nil {
+		note := ""
+		if r.Fallback {
+			note = "  (no candidate passed the search: the first candidate, fixed in advance)"
+		}
+		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g%s\n", r.Selected[tuning.LearningRate], r.Selected[tuning.ClipNorm], note)
+	} else {
+		fmt.Fprintln(w, "released       nothing (interrupted or failed)")
+	}
+	if r.TestAccuracy != nil {
+		fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
+	}
+	final := fmt.Sprintf("final run %.4f", r.FinalEpsilon)
+	if r.FinalSteps == 0 {
+		final = "no final run"
+	} else if r.Interrupted || r.Failed != "" {
+		final = fmt.Sprintf("final run %.4f (%d steps done)", r.FinalEpsilon, r.FinalSteps)
+	}
+	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g spent (rdp): %s + search at most %d × %g = %.4f\n",
+		r.Epsilon, r.Delta, final, r.MaxIterations, r.Epsilon0, r.TuningOverhead)
+	fmt.Fprintf(w, "iterations     %d realised of the cap %d; the paper's w.h.p. figure ε + 3·log₂(n)·ϵ = %.4f (not a guarantee)\n",
+		r.RealisedIterations, r.MaxIterations, r.PaperWHPEpsilon)
 }
 
 // warnSeeded tells the user that a seeded run's noise can be recomputed from

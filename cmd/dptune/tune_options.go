@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/dptune/dptune/job"
+)
+
+// tunerFlags are the registered tuners' own options as flags, by name; a
+// name two tuners share is one flag (its first tuner's default and help).
+type tunerFlags struct {
+	flags map[string]any // *int, *float64, *bool or *string
+	owner map[string]string
+}
+
+// addTunerFlags registers every tuner's options (job.Tuners) on fl, each
+// help line led by its tuner's name.
+func addTunerFlags(fl *pflag.FlagSet) tunerFlags {
+	f := tunerFlags{flags: map[string]any{}, owner: map[string]string{}}
+	for _, t := range job.Tuners() {
+		for _, o := range t.Options {
+			if _, dup := f.flags[o.Name]; dup {
+				continue
+			}
+			help := t.Name + ": " + o.Help
+			switch d := o.Default.(type) {
+			case int:
+				f.flags[o.Name] = fl.Int(o.Name, d, help)
+			case float64:
+				f.flags[o.Name] = fl.Float64(o.Name, d, help)
+			case bool:
+				f.flags[o.Name] = fl.Bool(o.Name, d, help)
+			case string:
+				f.flags[o.Name] = fl.String(o.Name, d, help)
+			default:
+				panic(fmt.Sprintf("tuner %s: option %s has a default of type %T", t.Name, o.Name, o.Default))
+			}
+			f.owner[o.Name] = t.Name
+		}
+	}
+	return f
+}
+
+// values returns tuner t's options from the flags, refusing another tuner's
+// option that was set. A file option left empty names a file in the
+// curator's directory beside out.
+func (f tunerFlags) values(cmd *cobra.Command, t job.TunerInfo, out string) (map[string]any, error) {
+	mine := map[string]bool{}
+	for _, o := range t.Options {
+		mine[o.Name] = true
+	}
+	for name, owner := range f.owner {
+		if !mine[name] && cmd.Flags().Changed(name) {
+			return nil, usagef("--%s is a --tuner %s option", name, owner)
+		}
+	}
+	v := map[string]any{}
+	for _, o := range t.Options {
+		switch p := f.flags[o.Name].(type) {
+		case *int:
+			v[o.Name] = *p
+		case *float64:
+			v[o.Name] = *p
+		case *bool:
+			v[o.Name] = *p
+		case *string:
+			s := *p
+			if s == "" && o.CuratorFile != "" {
+				s = filepath.Join(filepath.Clean(out)+"-curator", o.CuratorFile)
+			}
+			v[o.Name] = s
+		}
+	}
+	return v, nil
+}
+
+// tunerInfo returns the registered tuner called name.
+func tunerInfo(name string) (job.TunerInfo, bool) {
+	for _, t := range job.Tuners() {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return job.TunerInfo{}, false
+}
+
+// tunerHelp lists the registered tuners with their summaries, wrapped, for
+// tune's long help.
+func tunerHelp() string {
+	var b strings.Builder
+	for _, t := range job.Tuners() {
+		line := fmt.Sprintf("  %-10s ", t.Name)
+		for _, w := range strings.Fields(t.Summary) {
+			if len([]rune(line))+1+len([]rune(w)) > 77 {
+				b.WriteString(strings.TrimRight(line, " ") + "\n")
+				line = strings.Repeat(" ", 13)
+			}
+			line += " " + w
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// defaultRunsHelp says each tuner's default distribution of the number of
+// runs, for --runs-dist's help.
+func defaultRunsHelp() string {
+	var parts []string
+	for _, t := range job.Tuners() {
+		if t.Uses.Repetitions {
+			parts = append(parts, t.Uses.DefaultRuns+" for "+t.Name)
+		}
+	}
+	return strings.Join(parts, ", ")
+}

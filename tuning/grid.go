@@ -1,0 +1,59 @@
+package tuning
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/runner"
+)
+
+// GridEvent is the cost of grid search over n candidates whose every run is
+// base: the n runs composed (the best run's release is post-processing of
+// all of them).
+func GridEvent(base accounting.Event, n int) accounting.Event {
+	return accounting.SelfComposed{Event: base, Count: n}
+}
+
+// Grid is the naive baseline: every candidate of the space trained once,
+// in order, and the best run's candidate, model and score released. Its
+// cost is GridEvent — the composition of all runs, which the accountant
+// counts in full, so at a fixed total budget each run gets far more noise
+// than random-stop's. cfg.Repetitions is ignored (K is the space's size,
+// public).
+func Grid(ctx context.Context, cfg Config) (Result, error) {
+	n := cfg.Space.Size()
+	cfg.Repetitions = accounting.FixedRepetitions(n)
+	var i int
+	return run(ctx, cfg, sequence{&i}, GridEvent(cfg.Trainer.Event(), n), gridLabel(n))
+}
+
+func gridLabel(n int) string { return fmt.Sprintf("grid search, all %d candidates, best released", n) }
+
+// gridTuner is the "grid" tuner: Grid.
+type gridTuner struct{}
+
+func (gridTuner) Name() string { return "grid" }
+func (gridTuner) Summary() string {
+	return "the naive baseline: every candidate trained once and the best released; the runs compose, so each gets the noise of the budget split |S| ways"
+}
+func (gridTuner) Options() []Option { return nil }
+func (gridTuner) Uses() Uses        { return Uses{TrainerScores: true, Diagnostics: true} }
+
+// Check refuses a space too large to count K = |S| and any accountant but
+// rdp.
+func (gridTuner) Check(s Spec) error {
+	if err := accounting.FixedRepetitions(s.Space.Size()).Check(); err != nil {
+		return invalid(err)
+	}
+	return checkRDPOnly(s)
+}
+
+func (gridTuner) Accountant(Spec) accounting.Accountant { return accounting.RDP{} }
+func (gridTuner) Event(base accounting.Event, s Spec) accounting.Event {
+	return GridEvent(base, s.Space.Size())
+}
+func (gridTuner) Label(s Spec) string { return gridLabel(s.Space.Size()) }
+func (gridTuner) Run(ctx context.Context, s Spec, t Trainer, r runner.Runner) (Result, error) {
+	return Grid(ctx, s.config(t, r))
+}
