@@ -291,3 +291,27 @@ func CheckDelta(delta float64) error { return accounting.CheckDelta(delta) }
 
 // CheckEpsilon returns an error unless 0 < eps < +∞ (nats).
 func CheckEpsilon(eps float64) error { return accounting.CheckEpsilon(eps) }
+
+// Repetitions is the distribution of the number of runs K of random-stop
+// tuning (accounting.Repetitions); RepeatFixed names a fixed K.
+type Repetitions = accounting.Repetitions
+
+// RepeatFixed is a fixed number of runs (accounting.Fixed).
+const RepeatFixed = accounting.Fixed
+
+// TNBRepetitions is K ∼ TNB(η, γ) (accounting.TNBRepetitions).
+func TNBRepetitions(eta, gamma float64) Repetitions { return accounting.TNBRepetitions(eta, gamma) }
+
+// TNBWithMean is the TNB of shape η with mean E[K] = mean
+// (accounting.TNBWithMean).
+func TNBWithMean(eta, mean float64) (Repetitions, error) { return accounting.TNBWithMean(eta, mean) }
+
+// PoissonRepetitions is K ∼ Poisson(μ) (accounting.PoissonRepetitions).
+func PoissonRepetitions(mu float64) Repetitions { return accounting.PoissonRepetitions(mu) }
+
+// BinaryRepetitions is K = 1 with probability s, else L
+// (accounting.BinaryRepetitions).
+func BinaryRepetitions(l int, s float64) Repetitions { return accounting.BinaryRepetitions(l, s) }
+
+// FixedRepetitions is K = k (accounting.FixedRepetitions).
+func FixedRepetitions(k int) Repetitions { return accounting.FixedRepetitions(k) }

@@ -489,3 +489,9 @@ func auditTask(s AuditSpec) func([]int) (runner.Task, error) {
 		return runner.Task{ID: fmt.Sprintf("trials %d-%d", trials[0], trials[len(trials)-1]), Kind: KindAuditTrials, Input: b}, err
 	}
 }
+
+// LandscapeJobsFor is LandscapeJobs with the data bound, in the form the
+// landscape benchmark takes (bench.LandscapeConfig's Jobs).
+func LandscapeJobsFor(src Source, train, test *data.Dataset) func(*tuning.DPSGDTrainer) tuning.Jobs {
+	return func(t *tuning.DPSGDTrainer) tuning.Jobs { return LandscapeJobs(src, train, test, t) }
+}

@@ -474,3 +474,21 @@ const DefaultTuner = tuning.Default
 // TunerNames lists the registered tuners and extra as English ("a, b or
 // c"), for help text and errors.
 func TunerNames(extra ...string) string { return tuning.NamesList(extra) }
+
+// Names of the search dimensions every built-in space has
+// (tuning.LearningRate, tuning.ClipNorm), for printing a selection.
+const (
+	LearningRate = tuning.LearningRate
+	ClipNorm     = tuning.ClipNorm
+)
+
+// GPOptions, DoublingOptions and DoublingReport are the GP and doubling
+// tuners' settings and the doubling tuner's report (package tuning).
+type (
+	GPOptions       = tuning.GPOptions
+	DoublingOptions = tuning.DoublingOptions
+	DoublingReport  = tuning.DoublingReport
+)
+
+// DefaultGPOptions are DP-HyPO's default settings (tuning.DefaultGPOptions).
+func DefaultGPOptions() GPOptions { return tuning.DefaultGPOptions() }

@@ -407,3 +407,26 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 	}
 	return rep, err
 }
+
+// The vote's settings and defaults the command line needs (package
+// federated).
+const (
+	FinalDPSGD             = federated.FinalDPSGD
+	FinalDPFedAvg          = federated.FinalDPFedAvg
+	FinalNonPrivate        = federated.FinalNonPrivate
+	DefaultTrainingTimeout = federated.DefaultTrainingTimeout
+	DefaultMessageTimeout  = federated.DefaultMessageTimeout
+	DefaultMaxEpsilon      = federated.DefaultMaxEpsilon
+	DefaultMaxDelta        = federated.DefaultMaxDelta
+)
+
+// VoteEvent is what the vote server reports as it goes (federated.Event);
+// VoteLimits is what a client demands of a job (federated.Limits).
+type (
+	VoteEvent  = federated.Event
+	VoteLimits = federated.Limits
+)
+
+// CheckVoteSpace returns an error if space cannot be voted on
+// (federated.CheckSpace).
+func CheckVoteSpace(space federated.Space) error { return federated.CheckSpace(space) }

@@ -106,3 +106,12 @@ func (t VoteTransport) CheckClient(addr string, part int) error {
 	}
 	return err
 }
+
+// GenerateVoteCerts writes the curator's CA and the server's and clients'
+// certificates and keys into dir (pki.Generate); VoteCertFiles names them.
+func GenerateVoteCerts(dir string, clients int, hosts []string, keepCAKey bool) error {
+	return pki.Generate(dir, clients, hosts, keepCAKey)
+}
+
+// VoteCertFiles are the names GenerateVoteCerts writes (pki.Files).
+func VoteCertFiles(clients int, keepCAKey bool) []string { return pki.Files(clients, keepCAKey) }

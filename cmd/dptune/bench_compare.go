@@ -15,11 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
-	"github.com/dptune/dptune/tuning"
 )
 
 type benchCompareFlags struct {
@@ -220,11 +217,11 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		return cfg, whole, usagef("--epsilon needs at least one budget")
 	}
 	for _, e := range f.budgets {
-		if err := accounting.CheckEpsilon(e); err != nil {
+		if err := job.CheckEpsilon(e); err != nil {
 			return cfg, whole, usagef("--epsilon %v: %v", e, err)
 		}
 	}
-	if err := accounting.CheckDelta(f.delta); err != nil {
+	if err := job.CheckDelta(f.delta); err != nil {
 		return cfg, whole, usagef("--delta: %v", err)
 	}
 	var entries []bench.CompareEntry
@@ -241,7 +238,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
 	q := float64(f.batchSize) / float64(src.NominalN-f.valSize)
-	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
+	if err := job.CheckEpochs(f.epochs, q); err != nil {
 		return cfg, whole, usagef("--epochs %d: %v", f.epochs, err)
 	}
 	if err := job.CheckOut(f.out); err != nil {
@@ -256,7 +253,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		GP: tuning.DefaultGPOptions(), Doubling: tuning.DoublingOptions{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
+		GP: job.DefaultGPOptions(), Doubling: job.DoublingOptions{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
 		DoublingShare: f.share, Dir: f.out}
 	return cfg, whole, nil
 }

@@ -17,11 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
-	"github.com/dptune/dptune/tuning"
 )
 
 type benchTunersFlags struct {
@@ -95,10 +92,10 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 			return usagef("γ = %v is outside (0, 1)", g)
 		}
 	}
-	if err := accounting.CheckEpsilon(f.epsilon); err != nil {
+	if err := job.CheckEpsilon(f.epsilon); err != nil {
 		return usagef("--epsilon: %v", err)
 	}
-	if err := accounting.CheckDelta(f.delta); err != nil {
+	if err := job.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
 	full, err := loadSpace(f.space, f.dataset)
@@ -108,11 +105,11 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
 	// Each method's noise, for the same total budget at the reference γ.
 	q := float64(f.batchSize) / float64(src.NominalN)
-	if err := dpsgd.CheckEpochs(f.epochs, q); err != nil {
+	if err := job.CheckEpochs(f.epochs, q); err != nil {
 		return usagef("--epochs %d: %v", f.epochs, err)
 	}
-	gpOpt := tuning.DefaultGPOptions()
-	sigmaGP, sigmaU, err := bench.SimulationNoise(cmd.Context(), q, dpsgd.StepsForEpochs(f.epochs, q), f.refGamma, gpOpt, f.epsilon, f.delta)
+	gpOpt := job.DefaultGPOptions()
+	sigmaGP, sigmaU, err := bench.SimulationNoise(cmd.Context(), q, job.StepsForEpochs(f.epochs, q), f.refGamma, gpOpt, f.epsilon, f.delta)
 	if err != nil {
 		return usageError{err}
 	}
@@ -145,7 +142,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		label := []string{"GP landscape", "uniform landscape"}[k]
 		ls[k], err = bench.BuildLandscape(ctx, bench.LandscapeConfig{Arch: src.Arch, Train: train, Test: test, Space: space,
 			NoiseMultiplier: sigma, SamplingRate: q, Epochs: f.epochs, Seeds: f.seeds, Cache: f.cache,
-			Runner: run, Jobs: func(t *tuning.DPSGDTrainer) tuning.Jobs { return job.LandscapeJobs(src, train, test, t) },
+			Runner: run, Jobs: job.LandscapeJobsFor(src, train, test),
 			Progress: func(done, total int) { fmt.Fprintf(w, "\r%s: %d/%d runs", label, done, total) }})
 		fmt.Fprintln(w)
 		if err != nil {

@@ -8,9 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/privacy/accounting"
 )
 
 type benchVoteFlags struct {
@@ -101,11 +99,11 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 		f.dpsgdEps = nil
 	}
 	for _, e := range append(append([]float64{}, f.epsilons...), f.dpsgdEps...) {
-		if err := accounting.CheckEpsilon(e); err != nil {
+		if err := job.CheckEpsilon(e); err != nil {
 			return usagef("ε = %v: %v", e, err)
 		}
 	}
-	if err := accounting.CheckDelta(f.delta); err != nil {
+	if err := job.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
 	sim := bench.DefaultVoteSim
@@ -121,7 +119,7 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 		if err != nil {
 			return usageError{err}
 		}
-		if err := federated.CheckSpace(space); err != nil {
+		if err := job.CheckVoteSpace(space); err != nil {
 			return usageError{err}
 		}
 		if f.votes > space.Size() {

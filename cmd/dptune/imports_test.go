@@ -10,13 +10,6 @@ import (
 	"testing"
 )
 
-// thinPending are the files of this command that still import the layers
-// below job directly, while their own refactoring is under way.
-var thinPending = map[string]bool{
-	"bench_compare.go": true, "bench_tuners.go": true, "bench_vote.go": true, "repeat.go": true,
-	"tune.go": true, "tune_doubling.go": true, "tune_vote.go": true, "vote_certs.go": true,
-}
-
 // The command only builds job specs from flags, shows progress and
 // prints: every type and limit it needs comes through job (or bench, model
 // for spec loading, runner for the worker), never from the packages that
@@ -28,7 +21,7 @@ func TestThinCLI(t *testing.T) {
 	}
 	forbidden := []string{"tuning", "dpsgd", "privacy", "audit", "federated", "data"}
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || thinPending[f] {
+		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
 		src, err := os.ReadFile(f)
@@ -50,11 +43,6 @@ func TestThinCLI(t *testing.T) {
 					t.Errorf("%s imports %s: what it needs should come through job", f, path)
 				}
 			}
-		}
-	}
-	for f := range thinPending {
-		if _, err := os.Stat(f); err != nil {
-			t.Errorf("%s is listed as pending but is gone: drop it from thinPending", f)
 		}
 	}
 }

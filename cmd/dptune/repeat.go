@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/job"
 )
 
 // repeatFlags are the flags of the distribution of the number of runs K of
@@ -30,10 +30,10 @@ func (r *repeatFlags) add(fl *pflag.FlagSet) {
 
 // parse returns the distribution the flags name, nil when --repeat is not
 // given (refusing its options then), or a usage error.
-func (r *repeatFlags) parse(cmd *cobra.Command) (*accounting.Repetitions, error) {
+func (r *repeatFlags) parse(cmd *cobra.Command) (*job.Repetitions, error) {
 	ch := cmd.Flags().Changed
-	own := map[string][]string{accounting.TNB: {"eta", "gamma", "mean-runs"}, accounting.Poisson: {"mean-runs"},
-		accounting.Binary: {"binary-l", "binary-s"}, accounting.Fixed: {"runs"}}
+	own := map[string][]string{job.RepeatTNB: {"eta", "gamma", "mean-runs"}, job.RepeatPoisson: {"mean-runs"},
+		job.RepeatBinary: {"binary-l", "binary-s"}, job.RepeatFixed: {"runs"}}
 	allowed := map[string]bool{}
 	for _, n := range own[r.dist] {
 		allowed[n] = true
@@ -46,11 +46,11 @@ func (r *repeatFlags) parse(cmd *cobra.Command) (*accounting.Repetitions, error)
 			return nil, usagef("--%s is not an option of --repeat %s", n, r.dist)
 		}
 	}
-	var rep accounting.Repetitions
+	var rep job.Repetitions
 	switch r.dist {
 	case "":
 		return nil, nil
-	case accounting.TNB:
+	case job.RepeatTNB:
 		if !(r.eta > -1) || math.IsInf(r.eta, 1) {
 			return nil, usagef("--eta %v must be greater than −1", r.eta)
 		}
@@ -61,7 +61,7 @@ func (r *repeatFlags) parse(cmd *cobra.Command) (*accounting.Repetitions, error)
 			if !(r.gamma > 0 && r.gamma < 1) {
 				return nil, usagef("--gamma %v is outside (0, 1)", r.gamma)
 			}
-			rep = accounting.TNBRepetitions(r.eta, r.gamma)
+			rep = job.TNBRepetitions(r.eta, r.gamma)
 		case ch("mean-runs"):
 			var err error
 			if rep, err = tnbWithMean(r.eta, r.meanRuns); err != nil {
@@ -70,15 +70,15 @@ func (r *repeatFlags) parse(cmd *cobra.Command) (*accounting.Repetitions, error)
 		default:
 			return nil, usagef("--repeat tnb needs --gamma or --mean-runs")
 		}
-	case accounting.Poisson:
+	case job.RepeatPoisson:
 		if !(r.meanRuns >= 1) || math.IsInf(r.meanRuns, 1) {
 			return nil, usagef("--repeat poisson needs --mean-runs μ ≥ 1 (the bound is proved for those), have %v", r.meanRuns)
 		}
-		rep = accounting.PoissonRepetitions(r.meanRuns)
-	case accounting.Binary:
-		rep = accounting.BinaryRepetitions(r.binaryL, r.binaryS)
-	case accounting.Fixed:
-		rep = accounting.FixedRepetitions(r.runs)
+		rep = job.PoissonRepetitions(r.meanRuns)
+	case job.RepeatBinary:
+		rep = job.BinaryRepetitions(r.binaryL, r.binaryS)
+	case job.RepeatFixed:
+		rep = job.FixedRepetitions(r.runs)
 	default:
 		return nil, usagef("unknown --repeat %q (want tnb, poisson, binary or fixed)", r.dist)
 	}
@@ -88,18 +88,18 @@ func (r *repeatFlags) parse(cmd *cobra.Command) (*accounting.Repetitions, error)
 	return &rep, nil
 }
 
-// tnbWithMean is accounting.TNBWithMean(eta, mean) with a usage error that
+// tnbWithMean is job.TNBWithMean(eta, mean) with a usage error that
 // names the flag at fault: --eta outside (−1, ∞), --mean-runs not finite
 // or not above 1, or, with both in range, an --eta so large that no γ
 // representable in float64 gives that mean.
-func tnbWithMean(eta, mean float64) (accounting.Repetitions, error) {
+func tnbWithMean(eta, mean float64) (job.Repetitions, error) {
 	if !(eta > -1) || math.IsInf(eta, 1) {
-		return accounting.Repetitions{}, usagef("--eta %v must be greater than −1", eta)
+		return job.Repetitions{}, usagef("--eta %v must be greater than −1", eta)
 	}
 	if !(mean > 1) || math.IsInf(mean, 1) {
-		return accounting.Repetitions{}, usagef("--mean-runs %v: a TNB's mean must be finite and above 1", mean)
+		return job.Repetitions{}, usagef("--mean-runs %v: a TNB's mean must be finite and above 1", mean)
 	}
-	rep, err := accounting.TNBWithMean(eta, mean)
+	rep, err := job.TNBWithMean(eta, mean)
 	if err != nil {
 		return rep, usagef("--eta %v: no TNB of this shape has --mean-runs %v (%v)", eta, mean, err)
 	}

@@ -11,9 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
-	"github.com/dptune/dptune/tuning"
 )
 
 type tuneFlags struct {
@@ -146,7 +144,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	switch rep := rel.Report.(type) {
 	case *job.TuneReport:
 		printTune(cmd.OutOrStdout(), rep)
-	case *tuning.DoublingReport:
+	case *job.DoublingReport:
 		printDoubling(cmd.OutOrStdout(), rep)
 	}
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
@@ -231,15 +229,15 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 		f.runsDist = t.Uses.DefaultRuns
 	}
 	switch f.runsDist {
-	case accounting.TNB:
+	case job.RepeatTNB:
 		if spec.Repetitions, err = tnbWithMean(f.eta, f.meanRuns); err != nil {
 			return spec, err
 		}
-	case accounting.Poisson:
+	case job.RepeatPoisson:
 		if ch("eta") {
 			return spec, usagef("--eta is the shape of --runs-dist tnb; a Poisson number of runs has none")
 		}
-		spec.Repetitions = accounting.PoissonRepetitions(f.meanRuns)
+		spec.Repetitions = job.PoissonRepetitions(f.meanRuns)
 		if err := spec.Repetitions.Check(); err != nil {
 			return spec, usagef("--mean-runs %v: a Poisson number of runs needs a mean of at least 1", f.meanRuns)
 		}
@@ -277,7 +275,7 @@ func printTune(w io.Writer, r *job.TuneReport) {
 	if r.Selected == nil {
 		fmt.Fprintln(w, "released       nothing (no run was made, every run failed, or tuning was interrupted)")
 	} else {
-		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g\n", r.Selected[tuning.LearningRate], r.Selected[tuning.ClipNorm])
+		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g\n", r.Selected[job.LearningRate], r.Selected[job.ClipNorm])
 		fmt.Fprintf(w, "validation     %.4f (%s score)\n", *r.ValidationScore, r.Validation)
 		if r.TestAccuracy != nil {
 			fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
@@ -292,13 +290,13 @@ func printTune(w io.Writer, r *job.TuneReport) {
 }
 
 // printDoubling prints a partitioned (doubling) tuning's report.
-func printDoubling(w io.Writer, r *tuning.DoublingReport) {
+func printDoubling(w io.Writer, r *job.DoublingReport) {
 	if r.Selected != nil {
 		note := ""
 		if r.Fallback {
 			note = "  (no candidate passed the search: the first candidate, fixed in advance)"
 		}
-		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g%s\n", r.Selected[tuning.LearningRate], r.Selected[tuning.ClipNorm], note)
+		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g%s\n", r.Selected[job.LearningRate], r.Selected[job.ClipNorm], note)
 	} else {
 		fmt.Fprintln(w, "released       nothing (interrupted or failed)")
 	}

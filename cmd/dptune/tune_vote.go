@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/job"
 )
 
@@ -35,12 +34,12 @@ func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
 	fl.Float64Var(&v.dropout, "dropout", 0, "vote: fraction f of clients that may drop with the guarantee intact")
 	fl.Float64Var(&v.alpha, "split-alpha", 0, "vote: 0 for an IID split, else the Dirichlet concentration α of a non-IID split")
 	fl.IntVar(&v.localEpochs, "local-epochs", 1, "vote: epochs of each client's local (non-private) training of each candidate")
-	fl.StringVar(&v.finalTraining, "final-training", federated.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)")
+	fl.StringVar(&v.finalTraining, "final-training", job.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)")
 	fl.IntVar(&v.rounds, "fedavg-rounds", 5, "vote: FedAvg rounds of the winner, one local epoch each")
 	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update")
 	fl.IntVar(&v.colluding, "colluding", 0, "vote: c, the clients that may collude with the server; the secure sum's threshold is t = max(⌊(n+c)/2⌋+1, 2), and ⌈(1−f)n⌉ must reach it")
-	fl.DurationVar(&v.roundTimeout, "round-timeout", federated.DefaultTrainingTimeout, "vote: deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout")
-	fl.DurationVar(&v.messageTimeout, "message-timeout", federated.DefaultMessageTimeout, "vote: deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout")
+	fl.DurationVar(&v.roundTimeout, "round-timeout", job.DefaultTrainingTimeout, "vote: deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout")
+	fl.DurationVar(&v.messageTimeout, "message-timeout", job.DefaultMessageTimeout, "vote: deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout")
 }
 
 // check refuses timeouts that are not positive.
@@ -161,7 +160,7 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 		}
 		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name, how)
 	}
-	spec.Progress = func(e federated.Event) {
+	spec.Progress = func(e job.VoteEvent) {
 		switch e.Stage {
 		case "joined":
 			fmt.Fprintf(w, "client %d joined\n", e.Client)
@@ -259,7 +258,7 @@ func voteClientArgs(f tuneFlags, server string, i, n int, certs string) []string
 		"--ca", filepath.Join(certs, "ca.pem"),
 		"--max-epsilon", strconv.FormatFloat(f.epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(f.delta, 'g', -1, 64),
 		"--colluding", strconv.Itoa(f.vote.colluding)}
-	if f.vote.finalTraining == federated.FinalNonPrivate {
+	if f.vote.finalTraining == job.FinalNonPrivate {
 		args = append(args, "--allow-non-private")
 	}
 	if f.data.dataDir != "" {
@@ -325,7 +324,7 @@ func newVoteClientCmd() *cobra.Command {
 	var d dataFlags
 	var server, part string
 	var tr job.VoteTransport
-	lim := federated.Limits{MaxEpsilon: federated.DefaultMaxEpsilon, MaxDelta: federated.DefaultMaxDelta}
+	lim := job.VoteLimits{MaxEpsilon: job.DefaultMaxEpsilon, MaxDelta: job.DefaultMaxDelta}
 	cmd := &cobra.Command{
 		Use:   "client",
 		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them on this machine)",
@@ -381,8 +380,8 @@ status 2, before it sends anything derived from its data.`,
 	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
 	fl.StringVar(&part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: its certificate's, or with --insecure the next free share)")
-	fl.Float64Var(&lim.MaxEpsilon, "max-epsilon", federated.DefaultMaxEpsilon, "the largest total ε (vote + final training, at --max-delta, recomputed by this client) of a job this client takes part in")
-	fl.Float64Var(&lim.MaxDelta, "max-delta", federated.DefaultMaxDelta, "the δ at which this client computes the job's ε")
+	fl.Float64Var(&lim.MaxEpsilon, "max-epsilon", job.DefaultMaxEpsilon, "the largest total ε (vote + final training, at --max-delta, recomputed by this client) of a job this client takes part in")
+	fl.Float64Var(&lim.MaxDelta, "max-delta", job.DefaultMaxDelta, "the δ at which this client computes the job's ε")
 	fl.IntVar(&lim.Colluding, "colluding", 0, "c, the clients this client assumes may collude with the server: a job assuming fewer, or with a threshold t < max(⌊(n+c)/2⌋+1, 2), is refused")
 	fl.BoolVar(&lim.AllowNonPrivate, "allow-non-private", false, "take part in a job whose final training is non-private (the model is NOT private; the vote alone must meet --max-epsilon)")
 	addTransportFlags(fl, &tr, "client")

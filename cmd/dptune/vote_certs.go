@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/federated/pki"
 	"github.com/dptune/dptune/job"
 )
 
@@ -23,7 +22,7 @@ func throwawayCA(out string, n int) (job.VoteTransport, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return job.VoteTransport{}, err
 	}
-	if err := pki.Generate(dir, n, nil, false); err != nil {
+	if err := job.GenerateVoteCerts(dir, n, nil, false); err != nil {
 		return job.VoteTransport{}, fmt.Errorf("making the vote's throwaway CA: %w", err)
 	}
 	return job.VoteTransport{Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server.key"), CA: filepath.Join(dir, "ca.pem")}, nil
@@ -65,7 +64,7 @@ never readable by others; a symbolic link in their place is refused).`,
 				}
 			}
 			if !force {
-				for _, name := range pki.Files(clients, true) {
+				for _, name := range job.VoteCertFiles(clients, true) {
 					if _, err := os.Lstat(filepath.Join(out, name)); err == nil {
 						return usagef("%s already holds %s: choose another --out, or --force to replace every certificate and key", out, name)
 					}
@@ -74,7 +73,7 @@ never readable by others; a symbolic link in their place is refused).`,
 			if err := job.CheckOut(out); err != nil {
 				return err
 			}
-			if err := pki.Generate(out, clients, hosts, true); err != nil {
+			if err := job.GenerateVoteCerts(out, clients, hosts, true); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote ca.pem, ca.key, server.pem, server.key and client-1 … client-%d (.pem, .key) to %s\n", clients, out)
