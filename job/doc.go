@@ -58,7 +58,7 @@
 // through, and leaves nothing partial when a write fails; CheckOut,
 // CheckFile and CheckRoom check the outputs before a job starts.
 //
-// Rules every job keeps (DESIGN.md):
+// Rules every job keeps:
 //   - Sizes are nominal: sampling rates, divisors and report fields use
 //     Source.NominalN and the declared validation size, never a count of the
 //     private data.

@@ -16,8 +16,8 @@ import (
 // is the approach of google/differential-privacy's secure noise generation,
 // here with an injectable random source so that seeded runs reproduce.
 //
-// Why this covers the floating-point rule of DESIGN.md ("never release a
-// float with float noise added"): every output is k·g for an integer k, g a
+// Why this covers the floating-point rule ("never release a float
+// with float noise added"; Mironov 2012): every output is k·g for an integer k, g a
 // power of two and |k| < 2⁵³, so it is exactly representable and carries no
 // bits beyond the integer k — it is a discrete Laplace count in units of g,
 // as DP-Hype's and the score's integer releases are. In the doubling tuner

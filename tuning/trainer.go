@@ -55,7 +55,7 @@ type Trainer interface {
 // Kamath, Steinke 2020; noise.NoisyCount), divided by ValSize. Under
 // add/remove adjacency the count has sensitivity 1, so the score is the
 // DiscreteGaussian event with noise multiplier ScoreNoise, joined to the
-// run's event. No float with float noise is released (DESIGN.md).
+// run's event. No float with float noise is released (Mironov 2012).
 type DPSGDTrainer struct {
 	Arch              model.Arch
 	Data              *data.Dataset // training data (private)

@@ -36,8 +36,8 @@ type Gaussian struct {
 // ("The Discrete Gaussian for Differential Privacy", Theorem 4) show it is
 // ½(Δ/σ)²-concentrated DP, i.e. (α, α·Δ²/(2σ²))-RDP at every order — the
 // continuous Gaussian's RDP — so the RDP accountant counts it as such. Its
-// integer output has no low bits to leak (DESIGN.md's rule for releases
-// after noise). The PLD and GDP accountants do not count it.
+// integer output has no low bits to leak (no float is released with float
+// noise added: Mironov 2012). The PLD and GDP accountants do not count it.
 type DiscreteGaussian struct {
 	NoiseMultiplier float64 `json:"noise_multiplier"`
 	Sensitivity     float64 `json:"sensitivity"`
@@ -103,8 +103,8 @@ type AdaptiveRepeatAndSelect struct {
 // noise N(0, NoiseStddev²) per candidate, in votes. Under replace-one-client
 // adjacency the vote vector has L2 sensitivity √(2ℓ), so Vote is the
 // Gaussian mechanism with that sensitivity and noise multiplier
-// NoiseStddev/√(2ℓ): (α, α·ℓ/σ²)-RDP (DESIGN.md's reading of the DP-Hype
-// paper). Ledgers of version 1 called NoiseStddev "noise_multiplier".
+// NoiseStddev/√(2ℓ): (α, α·ℓ/σ²)-RDP (our reading of the DP-Hype paper,
+// whose formulas were lost in extraction; see package federated). Ledgers of version 1 called NoiseStddev "noise_multiplier".
 type Vote struct {
 	NoiseStddev    float64 `json:"noise_stddev"`
 	VotesPerClient int     `json:"votes_per_client"`

@@ -54,7 +54,8 @@ func TestPureDPRDP(t *testing.T) {
 // The Gaussian's RDP is α/(2z²) for noise multiplier z = σ/Δ (Mironov 2017,
 // Proposition 7), whatever its sensitivity; the discrete Gaussian's is the
 // same (Canonne, Kamath, Steinke 2020, Theorem 4); and a vote with ℓ votes
-// per client and noise standard deviation σ is α·ℓ/σ² (DESIGN.md).
+// per client and noise standard deviation σ is α·ℓ/σ² (L2 sensitivity √(2ℓ) under
+// replace-one-client adjacency).
 func TestGaussianSensitivityAndVote(t *testing.T) {
 	acc := RDP{Orders: []float64{2, 7.5, 64}}
 	g, err := acc.RDP(Gaussian{NoiseMultiplier: 3, Sensitivity: 2})
