@@ -1,6 +1,27 @@
-// Package bench holds dptune's reproducible experiments: what per-sample
-// gradients cost (PerSample), with plots of the results. The experiments
-// that run long take a context and stop when it is done; the files they
-// read (reports under WriteReport's inputs, caches) must be regular files
-// of bounded size.
+// Package bench holds dptune's reproducible experiments, each one call that
+// takes a context, writes durable JSON (so a long run resumes from its
+// cache) and plots its figures with gonum/plot:
+//
+//   - PerSample: what per-sample gradients cost — examples per second of
+//     every engine and the phases of a DP-SGD step (dptune bench persample).
+//   - BuildLandscape and SimulateTuners: the landscape of real
+//     DP-SGD runs over a grid, and DP-HyPO's GP tuner against uniform
+//     random-stop on it (Wang et al. 2023, Table 1; dptune bench tuners).
+//   - DoublingFigures: Ding et al.'s doubling tuner, fidelity and iterations
+//     (their Figures 3 and 4; dptune bench doubling).
+//   - AuditFigures: Xiang et al.'s Figure 6 — the reduced tuning game
+//     audited against the generic, GDP and Algorithm 3 bounds — and the
+//     DP-SGD canary audit (dptune bench audit).
+//   - Vote, VoteFigure2 and VoteReal: DP-Hype's figures, simulated and with
+//     real federated runs (dptune bench vote).
+//   - Compare and CompareVote: every private tuner at one total budget on
+//     the same data, seeds and space, with Student-t intervals (dptune bench
+//     compare).
+//   - WriteReport: one report.md and report.html from every benchmark's
+//     JSON, with the papers' results beside ours (dptune bench report).
+//
+// Tuners are found through package tuning's registry; nothing here decides
+// what is private: every run goes through job, which owns the release.
+// The files they read (reports under WriteReport's inputs, caches) must be
+// regular files of bounded size.
 package bench
