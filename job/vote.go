@@ -139,70 +139,37 @@ func LoadVoteSpace(nameOrFile string) (federated.Space, error) {
 // PlanVote checks s and returns the job every client will be sent: the
 // vote's noise calibrated to VoteEpsilon, the training's to the rest of
 // Epsilon, and the clients' LocalTimeout four fifths of the training
-// rounds' deadline. Errors wrap ErrInvalid.
+// rounds' deadline (the vote tuner's tuning.Federated.Plan). Errors wrap
+// ErrInvalid.
 func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
-	if s.Space.Name == "" {
-		s.Space = federated.MNISTSpace
-	}
-	if err := federated.CheckSpace(s.Space); err != nil {
-		return federated.Job{}, invalidError{err: err, msg: err.Error()}
-	}
-	if err := accounting.CheckDelta(s.Delta); err != nil {
-		return federated.Job{}, invalidf("%v", err)
-	}
-	if !(s.VoteEpsilon > 0) || !(s.Epsilon > s.VoteEpsilon) || math.IsInf(s.Epsilon, 1) {
-		return federated.Job{}, invalidf("the vote's ε = %v must be positive and below the total ε = %v", s.VoteEpsilon, s.Epsilon)
-	}
-	if s.TrainingTimeout < 0 || s.MessageTimeout < 0 {
-		return federated.Job{}, invalidf("round deadlines %v and %v must not be negative", s.TrainingTimeout, s.MessageTimeout)
-	}
-	if s.BatchSize < 1 || s.Rounds < 1 || s.LocalEpochs < 1 || !(s.ClipNorm > 0) {
-		return federated.Job{}, invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, s.Rounds, s.LocalEpochs, s.ClipNorm)
-	}
-	if s.Colluding < 0 || s.Colluding >= s.Clients {
-		return federated.Job{}, invalidf("--colluding %d: need 0 ≤ c < %d clients", s.Colluding, s.Clients)
-	}
-	m := federated.Mechanism{Clients: s.Clients, Candidates: s.Space.Size(), VotesPerClient: s.VotesPerClient,
-		Scale: federated.DefaultScale, Dropout: s.Dropout, Colluding: s.Colluding}
-	t := federated.Threshold(s.Clients, s.Colluding)
-	if m.MinSurvivors() < t {
-		return federated.Job{}, invalidf("--dropout %g of %d clients leaves ⌈(1−f)n⌉ = %d survivors, fewer than the threshold t = %d that 2t > n + c needs with --colluding %d: lower --dropout or --colluding, or add clients",
-			s.Dropout, s.Clients, m.MinSurvivors(), t, s.Colluding)
-	}
-	m, err := federated.Calibrate(ctx, m, s.VoteEpsilon, s.Delta)
+	tu, err := tuning.Lookup(Vote)
 	if err != nil {
-		return federated.Job{}, invalidf("%v", err)
+		return federated.Job{}, invalid(err)
 	}
-	training, _ := s.timeouts()
-	j := federated.Job{Dataset: s.Data.Name, Arch: s.Data.Arch, Space: s.Space, Clients: s.Clients, SplitAlpha: s.SplitAlpha,
-		SplitSeed: s.Seed, NominalN: s.Data.NominalN, HeldOut: 0.2, LocalEpochs: s.LocalEpochs, LocalBatchSize: s.BatchSize,
-		InitSeed: s.Seed, Mechanism: m, Threshold: t, Colluding: s.Colluding,
-		LocalTimeout: training * 4 / 5,
-		Final:        federated.Final{Mode: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm}}
-	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
-	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
-	voteEvent := m.Event(m.MinSurvivors())
-	switch s.FinalTraining {
-	case federated.FinalDPSGD:
-		j.Final.NoiseMultiplier, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(sigma float64) accounting.Event {
-			return accounting.Composed{Events: []accounting.Event{voteEvent,
-				accounting.DPSGD(sigma, j.Final.SamplingRate, j.Final.Rounds*j.Final.StepsPerRound)}}
-		}, s.Epsilon, s.Delta)
-	case federated.FinalDPFedAvg:
-		var d int
-		if d, err = j.NumParams(); err != nil {
-			return j, invalidf("%v", err)
-		}
-		j.Final.Scale = federated.DefaultUpdateScale(d, s.ClipNorm)
-		j.Final.NoiseMultiplier, err = federated.CalibrateUpdates(ctx, j.Updates(d), voteEvent, j.Final.Rounds, s.Epsilon, s.Delta)
+	fed, ok := tu.(tuning.Federated)
+	if !ok {
+		return federated.Job{}, invalidf("the %s tuner is not federated", Vote)
 	}
+	j, err := fed.Plan(ctx, s.tuningSpec(), s.Epsilon, tuning.FederatedData{Dataset: s.Data.Name, Arch: s.Data.Arch})
 	if err != nil {
-		return j, invalidf("calibrating the final training: %v", err)
-	}
-	if err := j.Check(); err != nil {
-		return j, invalidError{err: err, msg: err.Error()}
+		return j, invalid(err)
 	}
 	return j, nil
+}
+
+// tuningSpec is s as the vote tuner's spec: its settings as the tuner's
+// options (tuning.Tuner.Options), its space as tuning's.
+func (s VoteSpec) tuningSpec() tuning.Spec {
+	seed := s.Seed
+	spec := tuning.Spec{Space: tuning.Space{Name: s.Space.Name}, Delta: s.Delta, TrainN: s.Data.NominalN, BatchSize: s.BatchSize, Seed: &seed,
+		Options: tuning.Values{"clients": s.Clients, "votes-per-client": s.VotesPerClient, "vote-epsilon": s.VoteEpsilon,
+			"dropout": s.Dropout, "split-alpha": s.SplitAlpha, "local-epochs": s.LocalEpochs, "final-training": s.FinalTraining,
+			"fedavg-rounds": s.Rounds, "clip-norm": s.ClipNorm, "colluding": s.Colluding,
+			"round-timeout": s.TrainingTimeout, "message-timeout": s.MessageTimeout}}
+	for _, d := range s.Space.Dims {
+		spec.Space.Dims = append(spec.Space.Dims, tuning.Dim(d))
+	}
+	return spec
 }
 
 // RunVote plans s, serves it on lis (clients connect with VoteClient) until

@@ -142,7 +142,7 @@ type Uses struct {
 }
 
 // Option is one of a tuner's own settings. Default's type (int, float64,
-// bool or string) is the value's type in Spec.Options.
+// bool, string or time.Duration) is the value's type in Spec.Options.
 type Option struct {
 	Name    string // also the command-line flag, without "--"
 	Default any
@@ -174,6 +174,9 @@ type Spec struct {
 	// run's.
 	TrainN, BatchSize, Epochs int
 	Momentum                  float64
+	// Delta is the total δ, for a tuner whose Event depends on it (the
+	// vote calibrates its noise to its own ε at Delta).
+	Delta float64
 	// Budget says a budget file will be charged.
 	Budget bool
 	// Options are the tuner's own settings (Tuner.Options).

@@ -14,7 +14,7 @@ import (
 // The built-in tuners are registered once each, in builtin.go's order, and
 // an unknown name is refused with the list.
 func TestBuiltinTuners(t *testing.T) {
-	want := []string{"randomstop", "gp", "doubling", "grid"}
+	want := []string{"randomstop", "gp", "doubling", "grid", "vote"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -25,12 +25,13 @@ func TestBuiltinTuners(t *testing.T) {
 		}
 		_, runs := tu.(Runner)
 		_, parts := tu.(Partitioned)
-		if runs == parts {
-			t.Errorf("%s: Runner %v, Partitioned %v: want exactly one", n, runs, parts)
+		_, fed := tu.(Federated)
+		if kinds := btoi(runs) + btoi(parts) + btoi(fed); kinds != 1 {
+			t.Errorf("%s: Runner %v, Partitioned %v, Federated %v: want exactly one", n, runs, parts, fed)
 		}
 	}
 	_, err := Lookup("bayes")
-	if !errors.Is(err, ErrInvalid) || err.Error() != `unknown tuner "bayes" (want randomstop, gp, doubling or grid)` {
+	if !errors.Is(err, ErrInvalid) || err.Error() != `unknown tuner "bayes" (want randomstop, gp, doubling, grid or vote)` {
 		t.Errorf("Lookup(bayes): %v", err)
 	}
 	defer func() {
@@ -132,4 +133,11 @@ func TestCheckOptions(t *testing.T) {
 	if err := CheckOptions(tu, Spec{Options: Values{"partitions": 2, "tau": 0.5}}); err != nil {
 		t.Errorf("valid options: %v", err)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -55,7 +55,7 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.tuner, "tuner", job.DefaultTuner, job.TunerNames("vote (DP-Hype: client processes over gRPC)"))
+	fl.StringVar(&f.tuner, "tuner", job.DefaultTuner, job.TunerNames())
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
 	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file (default: the dataset's DP-HyPO grid)")
@@ -74,7 +74,6 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
 	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
 	f.options = addTunerFlags(fl)
-	addVoteFlags(fl, &f.vote)
 	addRunnerFlags(fl, &f.run)
 	return cmd
 }
@@ -177,7 +176,7 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	}
 	t, ok := tunerInfo(f.tuner)
 	if !ok {
-		return spec, usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames(job.Vote))
+		return spec, usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames())
 	}
 	for _, n := range voteOnly {
 		if ch(n) {

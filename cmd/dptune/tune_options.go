@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -14,7 +15,7 @@ import (
 // tunerFlags are the registered tuners' own options as flags, by name; a
 // name two tuners share is one flag (its first tuner's default and help).
 type tunerFlags struct {
-	flags map[string]any // *int, *float64, *bool or *string
+	flags map[string]any // *int, *float64, *bool, *string or *time.Duration
 	owner map[string]string
 }
 
@@ -37,6 +38,8 @@ func addTunerFlags(fl *pflag.FlagSet) tunerFlags {
 				f.flags[o.Name] = fl.Bool(o.Name, d, help)
 			case string:
 				f.flags[o.Name] = fl.String(o.Name, d, help)
+			case time.Duration:
+				f.flags[o.Name] = fl.Duration(o.Name, d, help)
 			default:
 				panic(fmt.Sprintf("tuner %s: option %s has a default of type %T", t.Name, o.Name, o.Default))
 			}
@@ -67,6 +70,8 @@ func (f tunerFlags) values(cmd *cobra.Command, t job.TunerInfo, out string) (map
 		case *float64:
 			v[o.Name] = *p
 		case *bool:
+			v[o.Name] = *p
+		case *time.Duration:
 			v[o.Name] = *p
 		case *string:
 			s := *p

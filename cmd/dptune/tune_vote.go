@@ -83,7 +83,35 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
 	if bad != nil {
 		return bad
 	}
+	t, ok := tunerInfo(job.Vote)
+	if !ok {
+		return usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames())
+	}
+	vals, err := f.options.values(cmd, t, f.out)
+	if err != nil {
+		return err
+	}
+	f.vote = voteFlagsOf(vals)
 	return serveVote(cmd, f, "127.0.0.1:0", true)
+}
+
+// voteFlagsOf are the vote tuner's options (tune's flags, registered from
+// the tuner's Options) as voteFlags.
+func voteFlagsOf(v map[string]any) voteFlags {
+	f := voteFlags{}
+	f.clients, _ = v["clients"].(int)
+	f.votes, _ = v["votes-per-client"].(int)
+	f.voteEpsilon, _ = v["vote-epsilon"].(float64)
+	f.dropout, _ = v["dropout"].(float64)
+	f.alpha, _ = v["split-alpha"].(float64)
+	f.localEpochs, _ = v["local-epochs"].(int)
+	f.finalTraining, _ = v["final-training"].(string)
+	f.rounds, _ = v["fedavg-rounds"].(int)
+	f.clip, _ = v["clip-norm"].(float64)
+	f.colluding, _ = v["colluding"].(int)
+	f.roundTimeout, _ = v["round-timeout"].(time.Duration)
+	f.messageTimeout, _ = v["message-timeout"].(time.Duration)
+	return f
 }
 
 // serveVote plans the vote of f, serves it on listen and, if spawn, starts
