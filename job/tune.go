@@ -79,6 +79,13 @@ type TuneSpec struct {
 	// Started, if not nil, is called once every check has passed and the
 	// budget is charged, before the data is read.
 	Started func(TuneStart)
+
+	// Federation serves a federated tuner (tuning.Federated), whose
+	// clients hold the data; nil: a loopback server and clients in this
+	// process. The fields above that concern DP-SGD runs (Epochs,
+	// Momentum, Repetitions, the validation, the runner, the budget file)
+	// do not apply to it.
+	Federation *Federation
 }
 
 // TuneStart describes a tuning that passed its checks.
@@ -267,7 +274,9 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 // A tuning.Runner tunes around whole DP-SGD runs (tuning.DPSGDTrainer) on a
 // keyed private validation split or public validation data; a
 // tuning.Partitioned tuner gets the training data cut into keyed disjoint
-// parts (see tunePartitioned).
+// parts (see tunePartitioned); a tuning.Federated tuner serves its job to
+// clients that hold the data, over s.Federation (see RunVote), with no
+// NotPrivateDiagnostics.
 //
 // The whole tuning's cost, the tuner's Event, is known before it starts:
 // the budget file, if any, is charged with it before the data is read. A
@@ -278,6 +287,11 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 // ErrUncommitted): then nothing is returned but the error, and the worst
 // case stays charged.
 func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
+	if tu, err := tuning.Lookup(s.Tuner); err == nil {
+		if fed, ok := tu.(tuning.Federated); ok {
+			return s.tuneFederated(ctx, fed)
+		}
+	}
 	return withheld(tuneRelease(ctx, s))
 }
 

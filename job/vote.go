@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -397,3 +398,137 @@ type (
 // CheckVoteSpace returns an error if space cannot be voted on
 // (federated.CheckSpace).
 func CheckVoteSpace(space federated.Space) error { return federated.CheckSpace(space) }
+
+// Federation is how Tune serves a federated tuner (tuning.Federated): where
+// its server listens, how the connections are secured, and who starts the
+// clients.
+type Federation struct {
+	// Listener is where the server serves (Tune closes it); nil: a new one
+	// on 127.0.0.1.
+	Listener net.Listener
+	// Transport secures the connections (mutual TLS unless Insecure).
+	Transport VoteTransport
+	// Test, if set, is the data's test set, already loaded (by a caller
+	// that checked the data before any client starts).
+	Test *data.Dataset
+	// Launch, if set, starts the tuning's clients for the server at addr
+	// once the job is planned; Tune calls wait when the server is done.
+	// Nil: one client per share runs in this process (VoteClient, holding
+	// the whole Data, its share dealt by the job), with the curator's ε, δ
+	// and colluding clients as its limits, over an insecure Transport only.
+	Launch func(ctx context.Context, addr string) (wait func(), err error)
+	// Progress, if set, receives the server's events (curator-side).
+	Progress func(VoteEvent)
+}
+
+// TuneSpec is s as Tune's spec: the vote tuner with s's settings as its
+// options, served over a Federation with s's transport, test set and
+// progress (its Listener and Launch unset).
+func (s VoteSpec) TuneSpec() TuneSpec {
+	ts := s.tuningSpec()
+	return TuneSpec{Data: s.Data, Tuner: Vote, Space: ts.Space, Epsilon: s.Epsilon, Delta: s.Delta, BatchSize: s.BatchSize,
+		Seed: ts.Seed, Options: ts.Options,
+		Federation: &Federation{Transport: s.Transport, Test: s.Test, Progress: s.Progress}}
+}
+
+// voteSpec is the vote of s (a federated tuner fed's spec), its options
+// at their defaults where s has none; it refuses a budget file and an
+// option of the wrong type.
+func (s TuneSpec) voteSpec(fed tuning.Federated) (VoteSpec, error) {
+	if s.Budget != "" {
+		return VoteSpec{}, invalidf("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
+	}
+	if err := tuning.CheckOptions(fed, tuning.Spec{Options: s.Options}); err != nil {
+		return VoteSpec{}, invalid(err)
+	}
+	o := tuning.Values{}
+	for _, opt := range fed.Options() {
+		o[opt.Name] = opt.Default
+	}
+	for k, v := range s.Options {
+		o[k] = v
+	}
+	v := VoteSpec{Data: s.Data, Space: federated.Space{Name: s.Space.Name}, Epsilon: s.Epsilon, Delta: s.Delta, BatchSize: s.BatchSize}
+	for _, d := range s.Space.Dims {
+		v.Space.Dims = append(v.Space.Dims, federated.Dim(d))
+	}
+	if s.Seed != nil {
+		v.Seed = *s.Seed
+	}
+	v.Clients, _ = o["clients"].(int)
+	v.VotesPerClient, _ = o["votes-per-client"].(int)
+	v.VoteEpsilon, _ = o["vote-epsilon"].(float64)
+	v.Dropout, _ = o["dropout"].(float64)
+	v.SplitAlpha, _ = o["split-alpha"].(float64)
+	v.LocalEpochs, _ = o["local-epochs"].(int)
+	v.FinalTraining, _ = o["final-training"].(string)
+	v.Rounds, _ = o["fedavg-rounds"].(int)
+	v.ClipNorm, _ = o["clip-norm"].(float64)
+	v.Colluding, _ = o["colluding"].(int)
+	v.TrainingTimeout, _ = o["round-timeout"].(time.Duration)
+	v.MessageTimeout, _ = o["message-timeout"].(time.Duration)
+	if f := s.Federation; f != nil {
+		v.Transport, v.Test, v.Progress = f.Transport, f.Test, f.Progress
+	} else {
+		v.Transport = VoteTransport{Insecure: true}
+	}
+	return v, nil
+}
+
+// tuneFederated is Tune of a federated tuner: it plans the vote (refusing
+// bad input before any client starts), starts the clients and serves the
+// vote and FedAvg of the winner (RunVote).
+func (s TuneSpec) tuneFederated(ctx context.Context, fed tuning.Federated) (*Release, *NotPrivateDiagnostics, error) {
+	if s.Federation != nil && s.Federation.Listener != nil {
+		defer s.Federation.Listener.Close()
+	}
+	v, err := s.voteSpec(fed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := PlanVote(ctx, v); err != nil {
+		return nil, nil, err
+	}
+	var f Federation
+	if s.Federation != nil {
+		f = *s.Federation
+	}
+	launch := f.Launch
+	if launch == nil {
+		if !v.Transport.Insecure {
+			return nil, nil, invalidf("clients in this process connect over plaintext loopback only: set Federation.Launch to start clients with their own certificates")
+		}
+		launch = v.clientsInProcess
+	}
+	if f.Listener == nil {
+		if f.Listener, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			return nil, nil, err
+		}
+	}
+	wait, err := launch(ctx, f.Listener.Addr().String())
+	if err != nil {
+		f.Listener.Close()
+		return nil, nil, err
+	}
+	rel, err := RunVote(ctx, v, f.Listener)
+	wait()
+	return rel, nil, err
+}
+
+// clientsInProcess starts s.Clients clients (VoteClient) in this process
+// for the server at addr, each holding s.Data, with s's ε, δ and colluding
+// clients as their limits; wait stops any still running and returns when
+// all have.
+func (s VoteSpec) clientsInProcess(ctx context.Context, addr string) (wait func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	lim := federated.Limits{MaxEpsilon: s.Epsilon, MaxDelta: s.Delta, Colluding: s.Colluding}
+	for range s.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			VoteClient(ctx, addr, s.Transport, s.Data, 0, 0, lim, nil)
+		}()
+	}
+	return func() { cancel(); wg.Wait() }, nil
+}

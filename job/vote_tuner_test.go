@@ -2,8 +2,11 @@ package job
 
 import (
 	"context"
+	"errors"
 	"math"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/privacy/accounting"
@@ -62,5 +65,67 @@ func TestVoteTunerEventIsPlanVotesLedger(t *testing.T) {
 		if got.Epsilon > s.Epsilon || got.Epsilon < 0.99*s.Epsilon {
 			t.Errorf("%s: ε = %v, want calibrated just under %v", mode, got.Epsilon, s.Epsilon)
 		}
+	}
+}
+
+// A VoteSpec goes to Tune as the vote tuner's options and comes back the
+// same vote.
+func TestVoteSpecThroughTuneSpec(t *testing.T) {
+	tu, _ := tuning.Lookup(Vote)
+	v := toyVote(t)
+	v.Dropout, v.SplitAlpha, v.Colluding, v.TrainingTimeout, v.MessageTimeout = 0.1, 0.5, 1, time.Minute, time.Second
+	back, err := v.TuneSpec().voteSpec(tu.(tuning.Federated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Data.Name != v.Data.Name || back.Data.NominalN != v.Data.NominalN {
+		t.Errorf("data %+v, want %+v", back.Data, v.Data)
+	}
+	back.Data, v.Data = Source{}, Source{}
+	if !reflect.DeepEqual(back, v) {
+		t.Errorf("through TuneSpec %+v, want %+v", back, v)
+	}
+}
+
+// Tune runs the vote like any other tuner: a Go caller names it and sets
+// its options, and the clients run in this process over loopback. The
+// release's ledger is the vote at its survivors composed with the final
+// DP-SGD, within the budget; a budget file is refused before any client
+// starts.
+func TestTuneRunsTheVote(t *testing.T) {
+	v := toyVote(t)
+	seed := v.Seed
+	ts := TuneSpec{Data: v.Data, Tuner: Vote, Space: tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.1}}}},
+		Epsilon: 20, Delta: 1e-5, BatchSize: 32, Seed: &seed,
+		Options: tuning.Values{"clients": 2, "votes-per-client": 1, "vote-epsilon": 5.0, "fedavg-rounds": 1}}
+	bad := ts
+	bad.Budget = "budget.json"
+	if _, _, err := Tune(context.Background(), bad); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a budget file: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rel, diag, err := Tune(ctx, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, ok := rel.Report.(*VoteReport)
+	if !ok || rep.Tuner != Vote || rep.Survivors != 2 || rel.Model == nil || diag != nil {
+		t.Fatalf("release %+v, report %+v, diagnostics %v", rel, rel.Report, diag)
+	}
+	j, err := PlanVote(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	training, err := j.TrainingEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := accounting.RDP{}.Epsilon(accounting.Composed{Events: []accounting.Event{j.Mechanism.Event(2), training}}, v.Delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.Epsilon == nil || *rel.Epsilon != want.Epsilon || *rel.Epsilon > 20 || len(rel.Ledger.Entries) != 2 {
+		t.Errorf("released ε %v, ledger %+v; want ε = %v ≤ 20 over two entries", rel.Epsilon, rel.Ledger.Entries, want.Epsilon)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -175,13 +176,7 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	}
 	fmt.Fprintf(w, "secure sum: threshold t = %d of %d (2t > n + c, c = %d colluding), %s\n", plan.Threshold, plan.Clients, plan.Colluding, auth)
 	logs := filepath.Join(f.out, "clients")
-	var procs []*exec.Cmd
-	if spawn {
-		if procs, err = startVoteClients(cmd, f, lis.Addr().String(), logs, plan.Clients, filepath.Join(f.out, voteTLSDir)); err != nil {
-			lis.Close()
-			return err
-		}
-	} else {
+	if !spawn {
 		how := "--tls-cert client-<i>.pem --tls-key client-<i>.key --ca ca.pem"
 		if spec.Transport.Insecure {
 			how = "--insecure"
@@ -210,11 +205,29 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 			fmt.Fprintf(w, "FedAvg round %d/%d done\n", e.Round, plan.Final.Rounds)
 		}
 	}
-	rel, err := job.RunVote(cmd.Context(), spec, lis)
-	for _, p := range procs {
-		if werr := p.Wait(); werr != nil && err == nil {
-			fmt.Fprintf(w, "a client exited with %v (see %s)\n", werr, logs)
+	var rel *job.Release
+	if spawn {
+		// The front door of every tuner: the vote's clients are this
+		// machine's processes, started once the job is planned.
+		var exits []error
+		ts := spec.TuneSpec()
+		ts.Federation.Listener = lis
+		ts.Federation.Launch = func(ctx context.Context, server string) (func(), error) {
+			procs, err := startVoteClients(ctx, f, server, logs, plan.Clients, filepath.Join(f.out, voteTLSDir))
+			return func() {
+				for _, p := range procs {
+					exits = append(exits, p.Wait())
+				}
+			}, err
 		}
+		rel, _, err = job.Tune(cmd.Context(), ts)
+		for _, werr := range exits {
+			if werr != nil && err == nil {
+				fmt.Fprintf(w, "a client exited with %v (see %s)\n", werr, logs)
+			}
+		}
+	} else {
+		rel, err = job.RunVote(cmd.Context(), spec, lis)
 	}
 	if rel != nil && rel.Failed {
 		if serr := rel.Save(f.out); serr != nil {
@@ -249,8 +262,8 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 
 // startVoteClients starts n dptune vote client processes for server,
 // logging to dir/client-i.log, client i with certs/client-i.pem. They stop
-// with cmd's context.
-func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int, certs string) ([]*exec.Cmd, error) {
+// with ctx.
+func startVoteClients(ctx context.Context, f tuneFlags, server, dir string, n int, certs string) ([]*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -260,7 +273,7 @@ func startVoteClients(cmd *cobra.Command, f tuneFlags, server, dir string, n int
 	}
 	var procs []*exec.Cmd
 	for i := range n {
-		p := exec.CommandContext(cmd.Context(), exe, voteClientArgs(f, server, i+1, n, certs)...)
+		p := exec.CommandContext(ctx, exe, voteClientArgs(f, server, i+1, n, certs)...)
 		log, err := os.Create(filepath.Join(dir, "client-"+strconv.Itoa(i+1)+".log"))
 		if err != nil {
 			return procs, err
