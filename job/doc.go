@@ -25,6 +25,14 @@
 //		Repetitions: reps, Options: tuning.DefaultGPOptions().Values(),
 //		Validation: "private", ValSize: 5000, ScoreNoise: 20})
 //
+// The vote (DP-Hype, a tuning.Federated tuner) goes through the same call:
+// its settings are its options, and the spec's Federation says where its
+// server listens and who starts its clients (nil: a loopback server and
+// clients in this process):
+//
+//	rel, _, err := job.Tune(ctx, job.TuneSpec{Data: src, Tuner: "vote", Epsilon: 8, Delta: 1e-5,
+//		BatchSize: 64, Options: tuning.Values{"clients": 5, "vote-epsilon": 2.0}})
+//
 // Answer an accounting question — ε of a run, σ for a target, the steps a
 // budget allows — alone or inside random-stop tuning:
 //

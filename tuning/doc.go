@@ -12,7 +12,9 @@
 // call for every tuner, Calibrate: accounting.CalibrateNoise over
 // σ ↦ Event(base(σ)). A Runner tunes around whole training runs (Run); a
 // Partitioned tuner is given the training data cut into keyed disjoint
-// parts by its caller (package job).
+// parts by its caller (package job); a Federated tuner plans a job for
+// clients that each hold a share of the data (Plan), which its caller
+// serves and whose clients it starts.
 //
 // The tuners:
 //
@@ -40,18 +42,20 @@
 //     run's. A Partitioned tuner.
 //   - grid (grid.go): the naive baseline, every candidate trained once and
 //     the best released; its event is the composition of all |S| runs.
-//   - vote: DP-Hype's federated vote — distributed clients vote on the
-//     candidates under a client-level guarantee, then one final training.
-//     Its protocol (gRPC server and clients, secure aggregation) is a
-//     federated system in the top-level package federated, and
-//     `dptune tune --tuner vote` runs it through package job's vote path;
-//     it is not registered here. A Tuner for it is an adapter over that
-//     protocol: its Run drives a federated server and its clients, and its
-//     Event is the vote's client-level event composed with the final
-//     training's.
+//   - vote (vote.go): DP-Hype's federated vote — clients holding shares of
+//     the data each train every candidate locally and vote for their ℓ
+//     best with distributed discrete Gaussian noise over a secure sum
+//     (client-level, replace-one-client), then FedAvg trains the winner
+//     (DP-SGD on every client, DP-FedAvg, or not private). The file is the
+//     adapter that makes the vote a tuner: its options, checks and Event
+//     (the vote at the fewest survivors the plan allows, composed with the
+//     final training's event) and Plan, the job every client is sent. The
+//     protocol itself (gRPC server and clients, secure aggregation) is the
+//     top-level package federated; package job serves it (job.Tune,
+//     job.RunVote). A Federated tuner, registered from its own file.
 //
 // builtin.go registers the built-in tuners in the order help text and
-// errors list them.
+// errors list them; vote.go registers the vote after them.
 //
 // A search space's name and its dimensions' names are printable text (no
 // control bytes, valid UTF-8): they are shown on the curator's terminal.
