@@ -275,7 +275,7 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 // keyed private validation split or public validation data; a
 // tuning.Partitioned tuner gets the training data cut into keyed disjoint
 // parts (see tunePartitioned); a tuning.Federated tuner serves its job to
-// clients that hold the data, over s.Federation (see RunVote), with no
+// clients that hold the data, over s.Federation (tuneFederated), with no
 // NotPrivateDiagnostics.
 //
 // The whole tuning's cost, the tuner's Event, is known before it starts:
@@ -462,14 +462,16 @@ func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key cutKey) (f
 }
 
 // TunerInfo describes a registered tuner for a command line: its name, one
-// line of help, its own options (flags), the common settings it reads, and
+// line of help, its own options (flags), the common settings it reads,
 // whether it trains on disjoint parts of the data (its progress counts part
-// runs).
+// runs), and whether clients that each hold a share of the data run it
+// (tuning.Federated: Tune serves it over a Federation).
 type TunerInfo struct {
 	Name, Summary string
 	Options       []tuning.Option
 	Uses          tuning.Uses
 	Partitioned   bool
+	Federated     bool
 }
 
 // Tuners describes the registered tuners, in registration order.
@@ -477,7 +479,8 @@ func Tuners() []TunerInfo {
 	var out []TunerInfo
 	for _, t := range tuning.Tuners() {
 		_, parts := t.(tuning.Partitioned)
-		out = append(out, TunerInfo{Name: t.Name(), Summary: t.Summary(), Options: t.Options(), Uses: t.Uses(), Partitioned: parts})
+		_, fed := t.(tuning.Federated)
+		out = append(out, TunerInfo{Name: t.Name(), Summary: t.Summary(), Options: t.Options(), Uses: t.Uses(), Partitioned: parts, Federated: fed})
 	}
 	return out
 }

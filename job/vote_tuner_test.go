@@ -25,6 +25,11 @@ func TestVoteTunerEventIsPlanVotesLedger(t *testing.T) {
 	if _, ok := tu.(tuning.Federated); !ok {
 		t.Fatalf("the %s tuner is not a tuning.Federated", Vote)
 	}
+	for _, ti := range Tuners() {
+		if ti.Federated != (ti.Name == Vote) {
+			t.Errorf("TunerInfo %s: Federated %v", ti.Name, ti.Federated)
+		}
+	}
 	for _, mode := range []string{federated.FinalDPSGD, federated.FinalDPFedAvg, federated.FinalNonPrivate} {
 		s := toyVote(t)
 		s.Clients, s.Dropout, s.FinalTraining = 4, 0.25, mode

@@ -79,8 +79,8 @@ private training data, read from --public-val-dir; it costs nothing.`,
 }
 
 func runTune(cmd *cobra.Command, f tuneFlags) error {
-	if f.tuner == job.Vote {
-		return runVoteTune(cmd, f)
+	if t, ok := tunerInfo(f.tuner); ok && t.Federated {
+		return runVoteTune(cmd, f, t)
 	}
 	start := time.Now()
 	spec, err := f.spec(cmd)
@@ -169,16 +169,14 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	spec := job.TuneSpec{Tuner: f.tuner, Epsilon: f.epsilon, Delta: f.delta, Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum,
 		Validation: f.validation, ValSize: f.valSize, ScoreNoise: f.score, Seed: seedFlag(cmd, f.seed), Budget: f.data.budget,
 		Label: fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), Diagnostics: f.diagnostics != "", Accountant: f.accountant}
-	if f.tuner != job.Vote {
-		if err := f.run.check(cmd); err != nil {
-			return spec, err
-		}
+	if err := f.run.check(cmd); err != nil {
+		return spec, err
 	}
 	t, ok := tunerInfo(f.tuner)
 	if !ok {
 		return spec, usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames())
 	}
-	for _, n := range voteOnly {
+	for _, n := range federatedOptions() {
 		if ch(n) {
 			return spec, usagef("--%s is not a --tuner %s option", n, f.tuner)
 		}

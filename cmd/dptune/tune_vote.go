@@ -62,31 +62,37 @@ func addTransportFlags(fl *pflag.FlagSet, t *job.VoteTransport, side string) {
 	fl.BoolVar(&t.Insecure, "insecure", false, "plaintext gRPC without certificates, on a loopback address only (the secure sum then withstands a semi-honest server only)")
 }
 
-// voteOnly are the flags --tuner vote takes besides the data flags.
-var voteOnly = []string{"clients", "votes-per-client", "vote-epsilon", "dropout", "split-alpha", "local-epochs", "final-training", "fedavg-rounds", "clip-norm",
-	"colluding", "round-timeout", "message-timeout"}
+// federatedOptions are the flags of the federated tuners (job.TunerInfo's
+// Federated), which no other tuner takes.
+func federatedOptions() []string {
+	var names []string
+	for _, t := range job.Tuners() {
+		if t.Federated {
+			for _, o := range t.Options {
+				names = append(names, o.Name)
+			}
+		}
+	}
+	return names
+}
 
 // runVoteTune runs DP-Hype: this process is the server, and it starts
 // --clients client processes (dptune vote client) on loopback, over mutual
 // TLS with a throwaway CA in --out (voteTLSDir).
-func runVoteTune(cmd *cobra.Command, f tuneFlags) error {
+func runVoteTune(cmd *cobra.Command, f tuneFlags, t job.TunerInfo) error {
 	allowed := map[string]bool{"tuner": true, "epsilon": true, "delta": true, "space": true, "batch-size": true, "seed": true, "out": true,
 		"dataset": true, "data-dir": true, "model": true, "nominal-size": true}
-	for _, n := range voteOnly {
-		allowed[n] = true
+	for _, o := range t.Options {
+		allowed[o.Name] = true
 	}
 	var bad error
 	cmd.Flags().Visit(func(fl *pflag.Flag) {
 		if !allowed[fl.Name] && bad == nil {
-			bad = usagef("--%s is not a --tuner vote option", fl.Name)
+			bad = usagef("--%s is not a --tuner %s option", fl.Name, t.Name)
 		}
 	})
 	if bad != nil {
 		return bad
-	}
-	t, ok := tunerInfo(job.Vote)
-	if !ok {
-		return usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames())
 	}
 	vals, err := f.options.values(cmd, t, f.out)
 	if err != nil {
