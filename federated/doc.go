@@ -19,8 +19,9 @@
 // (UpdateSum).
 // The package knows no tuner and imports none: it depends on dpsgd, model
 // and data for the clients' local training and on privacy/accounting for
-// the events its releases cost. Package job runs it (job.RunVote,
-// job.VoteClient) and owns the release.
+// the events its releases cost. The vote tuner of package tuning
+// (tuning.Federated) plans its Job; package job runs it (job.Tune,
+// job.RunVote, job.VoteClient) and owns the release.
 //
 // Privacy. Under replace-one-client adjacency a client's vote moves from ℓ
 // candidates to at most ℓ others: L2 sensitivity √(2ℓ) and L1 sensitivity 2ℓ
