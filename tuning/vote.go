@@ -31,11 +31,12 @@ type FederatedData struct {
 }
 
 // voteTuner is DP-Hype ("DP-Hype: Distributed Differentially Private
-// Hyperparameter Search"; its protocol is package federated): each client trains every candidate locally, votes for its ℓ best with
-// its share of distributed discrete Gaussian noise, the secure sum of the
-// votes selects the winner, and FedAvg trains it. The vote is client-level
-// ε-DP (replace one client); the final training is DP-SGD on every
-// client (example-level), DP-FedAvg (client-level) or not private.
+// Hyperparameter Search"; its protocol is package federated): each client
+// trains every candidate locally, votes for its ℓ best with its share of
+// distributed discrete Gaussian noise, the secure sum of the votes selects
+// the winner, and FedAvg trains it. The vote is client-level (ε, δ)-DP
+// (replace one client); the final training is DP-SGD on every client
+// (example-level), DP-FedAvg (client-level) or not private.
 type voteTuner struct{}
 
 // Options of the vote tuner (Spec.Options).
