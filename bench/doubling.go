@@ -65,7 +65,7 @@ func DoublingFigures(ctx context.Context, dir string, seeds, reps int) (Doubling
 			}
 			u := uniform(uint64(s), 100, 1)
 			pts := plotter.XYs{{X: 0, Y: 1}}
-			_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: 0.01, MaxIterations: 10000},
+			_, _, err := tuning.CappedSearch(u, tuning.CappedSearchConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: 0.01, MaxIterations: 10000},
 				randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
 					pts = append(pts, plotter.XY{X: it.U, Y: float64(it.Step)})
 					rows = append(rows, []string{fmtF(ke), strconv.Itoa(s), strconv.Itoa(it.T), fmtF(it.U), strconv.Itoa(it.Step), strconv.Itoa(it.Accepted)})
@@ -107,7 +107,7 @@ func DoublingFigures(ctx context.Context, dir string, seeds, reps int) (Doubling
 				}
 				u := uniform(uint64(1000+r), 100, 0.9)
 				u[0] = 0.9
-				_, T, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: g, MaxIterations: 10000},
+				_, T, err := tuning.CappedSearch(u, tuning.CappedSearchConfig{Partitions: 10, Epsilon0: ke / 10, Granularity: g, MaxIterations: 10000},
 					randsrc.Seeded(uint64(r), "noise"), false, nil)
 				if err != nil {
 					return sum, err
@@ -231,7 +231,7 @@ func fidelityPanel(unit string, uniform func(uint64, int, float64) []float64, ro
 			}
 			var pts plotter.XYs
 			sel := -1
-			_, _, err := tuning.DoublingSearch(u, tuning.DoublingConfig{Partitions: 10, Epsilon0: scale * ke / 10, Granularity: 0.01, MaxIterations: 10000},
+			_, _, err := tuning.CappedSearch(u, tuning.CappedSearchConfig{Partitions: 10, Epsilon0: scale * ke / 10, Granularity: 0.01, MaxIterations: 10000},
 				randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
 					if it.Accepted >= 0 {
 						sel = it.Accepted
@@ -292,4 +292,68 @@ func writeCSV(path string, header []string, rows [][]string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// The doubling tuner in `bench compare`: k, g and the part epochs as flags,
+// and the share of each budget its search spends at its cap, ϵ₀ =
+// share·ε/T_max (the final run gets the rest). Its part scores are cached
+// per seed under Dir/curator; they do not depend on the budget (the parts
+// are trained without noise), so the budgets of one seed share them:
+// common random numbers, exactly the scores a rerun would draw.
+func init() {
+	compareTuners = append(compareTuners, compareTuner{
+		options: []CompareOption{
+			{Tuner: "doubling", Option: tuning.Option{Name: "partitions", Default: 10, Help: "disjoint training parts k"}},
+			{Tuner: "doubling", Option: tuning.Option{Name: "granularity", Default: 0.01, Help: "utility granularity g"}},
+			{Tuner: "doubling", Option: tuning.Option{Name: "doubling-share", Default: 0.5, Help: "fraction of each budget the search spends at its iteration cap"},
+				Check: func(v any) error {
+					if s, _ := v.(float64); !(s > 0 && s < 1) {
+						return fmt.Errorf("--doubling-share %v is outside (0, 1)", v)
+					}
+					return nil
+				}},
+			{Tuner: "doubling", Option: tuning.Option{Name: "part-epochs", Default: 1, Help: "epochs of each part run"},
+				Check: func(v any) error {
+					if e, _ := v.(int); e < 1 {
+						return fmt.Errorf("--epochs and --part-epochs must be at least 1")
+					}
+					return nil
+				}},
+		},
+		spec: func(cfg CompareConfig, tuner string, eps float64, seed uint64) tuning.Values {
+			d := cfg.doublingOptions()
+			tmax := tuning.DefaultMaxIterations(d.U0, d.Granularity)
+			d.Epsilon0 = compareOption[float64](cfg, "doubling-share") * eps / float64(max(tmax, 1))
+			d.Cache = filepath.Join(cfg.Dir, "curator", fmt.Sprintf("%s-seed%d.csv", tuner, seed))
+			return d.Values()
+		},
+	})
+}
+
+// doublingOptions are the doubling tuner's options in a comparison: k, g
+// and the part epochs of cfg.Options, the rest zero.
+func (cfg CompareConfig) doublingOptions() tuning.DoublingOptions {
+	return tuning.DoublingOptions{Partitions: compareOption[int](cfg, "partitions"), Granularity: compareOption[float64](cfg, "granularity"),
+		PartEpochs: compareOption[int](cfg, "part-epochs")}
+}
+
+// tunerSettings are the tuners' own settings in compare.json.
+type tunerSettings struct {
+	Doubling struct {
+		Partitions    int     `json:"partitions"`
+		SearchShare   float64 `json:"search_share_of_budget"`
+		Granularity   float64 `json:"granularity"`
+		U0            float64 `json:"u0"`
+		MaxIterations int     `json:"max_iterations"`
+		PartEpochs    int     `json:"part_epochs"`
+	} `json:"doubling"`
+}
+
+// tunerSettings are cfg's tuners' own settings.
+func (cfg CompareConfig) tunerSettings() tunerSettings {
+	var s tunerSettings
+	d := cfg.doublingOptions()
+	s.Doubling.Partitions, s.Doubling.SearchShare, s.Doubling.Granularity = d.Partitions, compareOption[float64](cfg, "doubling-share"), d.Granularity
+	s.Doubling.PartEpochs = d.PartEpochs
+	return s
 }

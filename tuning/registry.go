@@ -282,6 +282,12 @@ func Calibrate(ctx context.Context, tu Tuner, spec Spec, base func(sigma float64
 	return accounting.CalibrateNoise(ctx, tu.Accountant(spec), func(s float64) accounting.Event { return tu.Event(base(s), spec) }, eps, delta)
 }
 
+// Exampler is a tuner with an example for help text: its command-line
+// settings beyond --tuner and --out ("--space mnist-dphypo --epsilon 8").
+type Exampler interface {
+	Example() string
+}
+
 // Shortfall is a tuner that says why a budget is too small for it: what its
 // fixed part spends at delta, for the error of a failed calibration.
 type Shortfall interface {

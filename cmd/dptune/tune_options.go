@@ -107,6 +107,18 @@ func tunerHelp() string {
 	return b.String()
 }
 
+// tunerExamples are the registered tuners' examples, one line each, for
+// tune's help.
+func tunerExamples() string {
+	var b strings.Builder
+	for _, t := range job.Tuners() {
+		if t.Example != "" {
+			fmt.Fprintf(&b, "  dptune tune --tuner %s %s --out out/%s\n", t.Name, t.Example, t.Name)
+		}
+	}
+	return b.String()
+}
+
 // defaultRunsHelp says each tuner's default distribution of the number of
 // runs, for --runs-dist's help.
 func defaultRunsHelp() string {
