@@ -182,57 +182,6 @@ func tunersSection(w *strings.Builder, f found) ([]Verdict, error) {
 	return []Verdict{v}, nil
 }
 
-func doublingSection(w *strings.Builder, f found) ([]Verdict, error) {
-	var s DoublingSummary
-	if err := json.Unmarshal(f.raw, &s); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(w, "## Ding et al.'s doubling tuner (`dptune bench doubling`)\n\nCommand: `dptune bench doubling --out %s`. |S| = 100 utilities uniform on (0, 1), k = 10, g = 0.01.\n\n", filepath.Dir(f.path))
-	fmt.Fprintf(w, "Figure 4: iterations T ≈ %.2f·log₂ n (= %.2f·ln n) with negligible noise (kϵ = 1000).\n\n", s.FitLog2, s.FitLn)
-	fmt.Fprintf(w, "Figure 3, mean final fidelity α = u_s*/u* over %d searches, measured both ways:\n\n| kϵ | utilities in [0, 1], Lemma 2's noise (sensitivity 1/k) | utilities in percent, the same noise (100× too little) |\n|---|---|---|\n", s.Seeds)
-	byKE := map[float64][2]float64{}
-	var kes []float64
-	for _, p := range s.Fidelity {
-		x, ok := byKE[p.KEpsilon]
-		if !ok {
-			kes = append(kes, p.KEpsilon)
-		}
-		if p.Utilities == "percent" {
-			x[1] = p.Fidelity
-		} else {
-			x[0] = p.Fidelity
-		}
-		byKE[p.KEpsilon] = x
-	}
-	var fr, pc []string
-	for _, ke := range kes {
-		x := byKE[ke]
-		fmt.Fprintf(w, "| %g | %.2f | %.2f |\n", ke, x[0], x[1])
-		fr = append(fr, fmt.Sprintf("%.2f", x[0]))
-		pc = append(pc, fmt.Sprintf("%.2f", x[1]))
-	}
-	fmt.Fprintln(w, "\nThe published Figure 3 (α → 1 from kϵ = 5) matches the right-hand column: utilities that are percentages but noised as accuracies in [0, 1]. On percent utilities the sensitivity of a part-averaged score is 100/k, not Lemma 2's 1/k, so that noise is 100-fold too small; with the noise the lemma prescribes, α stays near 0.5–0.6 up to kϵ = 10.")
-	fmt.Fprintln(w)
-	v4 := Verdict{Paper: "Ding et al. (doubling)", Result: "Figure 4: iterations T ≈ c·log₂ n", Published: "c ≈ 3", Ours: fmt.Sprintf("c = %.2f", s.FitLog2)}
-	if s.FitLog2 >= 2 && s.FitLog2 <= 4 {
-		v4.Outcome, v4.Why = "reproduced", "the fitted constant is within [2, 4]"
-	} else {
-		v4.Outcome, v4.Why = "not reproduced", "the fitted constant is outside [2, 4]"
-	}
-	v3 := Verdict{Paper: "Ding et al. (doubling)", Result: "Figure 3: fidelity α converges to 1 for kϵ ≥ 5", Published: "α ≈ 1 at kϵ = 5 and 10",
-		Ours:    fmt.Sprintf("α at kϵ = %s: %s with Lemma 2's noise; %s on percent utilities with the same noise", joinF(kes), strings.Join(fr, ", "), strings.Join(pc, ", ")),
-		Outcome: "not reproduced", Why: "reached only on percent utilities noised as [0, 1] accuracies — 100-fold too little noise (sensitivity 100/k, not 1/k)"}
-	return []Verdict{v4, v3}, nil
-}
-
-func joinF(x []float64) string {
-	s := make([]string, len(x))
-	for i, v := range x {
-		s[i] = fmt.Sprintf("%g", v)
-	}
-	return strings.Join(s, ", ")
-}
-
 func auditSection(w *strings.Builder, f found) ([]Verdict, error) {
 	var r struct {
 		Delta    float64      `json:"delta"`
