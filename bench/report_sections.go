@@ -48,26 +48,33 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 		return strings.Join(parts, "; "), ahead, within, behind
 	}
 	var vs []Verdict
-	if ours, ahead, within, behind := beside("randomstop", "tnb", "grid", ""); ahead+within+behind > 0 {
-		v := Verdict{Paper: "Papernot & Steinke 2022", Result: "random-stop tuning costs a small multiple of one run's ε, not the composition of every run: at one total budget it should beat grid search",
-			Published: "Theorem 2: ε of one run plus O(log E[K]) overhead", Ours: r.Settings.Dataset + ", randomstop (tnb) − grid accuracy: " + ours}
-		v.Outcome, v.Why = outcome(ahead, within, behind, "random-stop ahead", "grid")
-		oneSeed(&v, len(r.Settings.Seeds))
-		vs = append(vs, v)
-	}
-	if ours, ahead, within, behind := beside("gp", "", "randomstop", "tnb"); ahead+within+behind > 0 {
-		v := Verdict{Paper: "Wang et al. 2023 (DP-HyPO)", Result: "GP-adaptive tuning beats uniform random-stop at the same total budget (real runs)",
-			Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ", Ours: r.Settings.Dataset + ", gp − randomstop (tnb) accuracy: " + ours}
-		v.Outcome, v.Why = outcome(ahead, within, behind, "GP ahead", "uniform")
+	for _, c := range compareClaims {
+		ours, ahead, within, behind := beside(c.A.Tuner, c.A.Variant, c.B.Tuner, c.B.Variant)
+		if ahead+within+behind == 0 {
+			continue
+		}
+		v := Verdict{Paper: c.Paper, Result: c.Result, Published: c.Published, Ours: r.Settings.Dataset + ", " + c.A.Name() + " − " + c.B.Name() + " accuracy: " + ours}
+		v.Outcome, v.Why = outcome(ahead, within, behind, c.Claim, c.Other)
 		oneSeed(&v, len(r.Settings.Seeds))
 		for _, x := range r.Infeasible {
-			if x.Tuner == "gp" {
-				v.Why += fmt.Sprintf("; gp cannot meet ε = %g at all (the adaptive density ratio C/c's overhead exceeds it)", x.Budget)
+			if c.Infeasible != "" && x.Tuner == c.A.Tuner {
+				v.Why += fmt.Sprintf(c.Infeasible, x.Budget)
 			}
 		}
 		vs = append(vs, v)
 	}
 	return vs, nil
+}
+
+// compareClaim is a paper's claim that entry A beats entry B at one total
+// budget, judged on a comparison's cells. Claim and Other are the
+// verdict's words for A ahead and for B; Infeasible, if not empty, formats
+// a note for each budget A cannot meet.
+type compareClaim struct {
+	Paper, Result, Published string
+	A, B                     CompareEntry
+	Claim, Other             string
+	Infeasible               string
 }
 
 // oneSeed makes a verdict from a single seed "not comparable": it has no

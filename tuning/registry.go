@@ -46,7 +46,7 @@ func invalid(err error) error { return invalidError{err} }
 // training runs) or as a Partitioned tuner (on disjoint parts of the data,
 // which its caller cuts).
 type Tuner interface {
-	// Name is the tuner's name ("randomstop"), unique in the registry.
+	// Name is the tuner's name, unique in the registry: --tuner's value.
 	Name() string
 	// Summary is one line for help text.
 	Summary() string
