@@ -125,9 +125,10 @@ type CompareConfig struct {
 	// compose, so at the noise of the others they alone would exceed a
 	// small budget (32 scores at 20 spend ε ≈ 1.4 at δ = 10⁻⁵).
 	GridScoreNoise float64
-	GP             tuning.GPOptions
-	// Options are the tuners' own settings (CompareOptions) by name; a
-	// missing one takes its default there.
+	// Options are the tuners' own settings by name: those a comparison
+	// takes as flags (CompareOptions), and any other of a tuner's
+	// options (tuning.Tuner.Options, e.g. the GP tuner's); a missing one
+	// takes its default.
 	Options tuning.Values
 	// Runner runs the training runs (nil: runner.Local, one run at a time;
 	// a run already uses every core).
@@ -195,23 +196,24 @@ type CompareSettings struct {
 	NominalSize int    `json:"nominal_size"`
 	// TrainSubset is the fixed subset of the training set every run used
 	// (job.Source.WithSubset), nil for the full set.
-	TrainSubset *job.Subset      `json:"train_subset,omitempty"`
-	Model       string           `json:"model"`
-	Space       string           `json:"space"`
-	Candidates  int              `json:"candidates"`
-	SpaceDims   []tuning.Dim     `json:"space_dims"`
-	Entries     []CompareEntry   `json:"entries"`
-	Budgets     []float64        `json:"budgets"`
-	Delta       float64          `json:"delta"`
-	Seeds       []uint64         `json:"seeds"`
-	Epochs      int              `json:"epochs"`
-	BatchSize   int              `json:"batch_size"`
-	MeanRuns    float64          `json:"mean_runs"`
-	ValSize     int              `json:"val_size"`
-	ScoreNoise  float64          `json:"score_noise"`
-	GridScore   float64          `json:"grid_score_noise"`
-	GP          tuning.GPOptions `json:"gp"`
-	// The tuners' own settings, each under its tuner's name.
+	TrainSubset *job.Subset    `json:"train_subset,omitempty"`
+	Model       string         `json:"model"`
+	Space       string         `json:"space"`
+	Candidates  int            `json:"candidates"`
+	SpaceDims   []tuning.Dim   `json:"space_dims"`
+	Entries     []CompareEntry `json:"entries"`
+	Budgets     []float64      `json:"budgets"`
+	Delta       float64        `json:"delta"`
+	Seeds       []uint64       `json:"seeds"`
+	Epochs      int            `json:"epochs"`
+	BatchSize   int            `json:"batch_size"`
+	MeanRuns    float64        `json:"mean_runs"`
+	ValSize     int            `json:"val_size"`
+	ScoreNoise  float64        `json:"score_noise"`
+	GridScore   float64        `json:"grid_score_noise"`
+	// The tuners' own settings, each under its tuner's name (each
+	// declared in its tuner's benchmark file).
+	gpSettings
 	tunerSettings
 }
 
@@ -237,8 +239,8 @@ type CompareReport struct {
 func (cfg CompareConfig) settings() CompareSettings {
 	s := CompareSettings{Dataset: cfg.Data.Name, NominalSize: cfg.Data.NominalN, TrainSubset: cfg.Data.Subset, Model: cfg.Data.Arch.Spec.Name, Space: cfg.Space.Name,
 		Candidates: cfg.Space.Size(), SpaceDims: cfg.Space.Dims, Entries: cfg.Entries, Budgets: cfg.Budgets, Delta: cfg.Delta, Seeds: cfg.Seeds,
-		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise, GP: cfg.GP,
-		tunerSettings: cfg.tunerSettings()}
+		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise,
+		gpSettings: cfg.gpSettings(), tunerSettings: cfg.tunerSettings()}
 	return s
 }
 
@@ -367,9 +369,8 @@ func CheckCompare(ctx context.Context, cfg CompareConfig) ([]CompareInfeasible, 
 }
 
 // compareSpec is the tuning of entry e at total budget eps and seed. Every
-// tuner gets the same options map and reads its own (cfg.GP, and each
-// compareTuner's); a tuner that trains every candidate once scores with
-// GridScoreNoise.
+// tuner gets the same options map (every compareTuner's) and reads its own;
+// a tuner that trains every candidate once scores with GridScoreNoise.
 func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (job.TuneSpec, error) {
 	spec := job.TuneSpec{Data: cfg.Data, Tuner: e.Tuner, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs,
 		BatchSize: cfg.BatchSize, Validation: "private", ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, Seed: &seed,
@@ -395,7 +396,6 @@ func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (j
 	for _, t := range compareTuners {
 		maps.Copy(spec.Options, t.spec(cfg, e.Tuner, eps, seed))
 	}
-	maps.Copy(spec.Options, cfg.GP.Values())
 	return spec, nil
 }
 

@@ -17,7 +17,7 @@ import (
 // "doubling", with the comparison's defaults k = 10, g = 0.01, half the
 // budget to the search and one epoch per part run.
 func TestCompareSettingsLayout(t *testing.T) {
-	cfg := CompareConfig{GP: job.DefaultGPOptions()}
+	var cfg CompareConfig
 	b, err := json.Marshal(cfg.settings())
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestCompareSettingsLayout(t *testing.T) {
 // g = 0.01, and the part scores are cached per tuner and seed.
 func TestCompareSpecOptions(t *testing.T) {
 	cfg := CompareConfig{Space: tuning.Space{Name: "s", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1}}}},
-		MeanRuns: 10, GP: job.DefaultGPOptions(), Options: tuning.Values{"doubling-share": 0.25, "partitions": 4}, Dir: "d"}
+		MeanRuns: 10, Options: tuning.Values{"doubling-share": 0.25, "partitions": 4}, Dir: "d"}
 	for _, e := range CompareEntries {
 		spec, err := compareSpec(cfg, e, 8, 3)
 		if err != nil {

@@ -154,3 +154,21 @@ var compareClaims = []compareClaim{
 		A:         CompareEntry{Tuner: "gp"}, B: CompareEntry{Tuner: "randomstop", Variant: accounting.TNB}, Claim: "GP ahead", Other: "uniform",
 		Infeasible: "; gp cannot meet ε = %g at all (the adaptive density ratio C/c's overhead exceeds it)"},
 }
+
+// The GP tuner in `bench compare`: DP-HyPO's settings from cfg.Options (by
+// default the paper's, tuning.DefaultGPOptions), recorded in compare.json.
+func init() {
+	compareTuners = append(compareTuners, compareTuner{spec: func(cfg CompareConfig, _ string, _ float64, _ uint64) tuning.Values {
+		return cfg.gpSettings().GP.Values()
+	}})
+}
+
+// gpSettings are the GP tuner's settings in compare.json.
+type gpSettings struct {
+	GP tuning.GPOptions `json:"gp"`
+}
+
+// gpSettings are the GP tuner's settings in cfg.
+func (cfg CompareConfig) gpSettings() gpSettings {
+	return gpSettings{GP: tuning.GPOptionsOf(tuning.Spec{Options: cfg.Options})}
+}
