@@ -278,19 +278,7 @@ func compareEntryIDs() string {
 func addCompareOptionFlags(fl *pflag.FlagSet) map[string]any {
 	flags := map[string]any{}
 	for _, o := range bench.CompareOptions() {
-		help := o.Tuner + ": " + o.Help
-		switch d := o.Default.(type) {
-		case int:
-			flags[o.Name] = fl.Int(o.Name, d, help)
-		case float64:
-			flags[o.Name] = fl.Float64(o.Name, d, help)
-		case bool:
-			flags[o.Name] = fl.Bool(o.Name, d, help)
-		case string:
-			flags[o.Name] = fl.String(o.Name, d, help)
-		default:
-			panic(fmt.Sprintf("tuner %s: option %s has a default of type %T", o.Tuner, o.Name, o.Default))
-		}
+		flags[o.Name] = addOptionFlag(fl, o.Tuner, o.Name, o.Default, o.Help)
 	}
 	return flags
 }
@@ -300,16 +288,7 @@ func addCompareOptionFlags(fl *pflag.FlagSet) map[string]any {
 func (f benchCompareFlags) optionValues() (map[string]any, error) {
 	v := map[string]any{}
 	for _, o := range bench.CompareOptions() {
-		switch p := f.options[o.Name].(type) {
-		case *int:
-			v[o.Name] = *p
-		case *float64:
-			v[o.Name] = *p
-		case *bool:
-			v[o.Name] = *p
-		case *string:
-			v[o.Name] = *p
-		}
+		v[o.Name] = optionValue(f.options[o.Name])
 		if o.Check != nil {
 			if err := o.Check(v[o.Name]); err != nil {
 				return nil, usageError{err}
