@@ -24,27 +24,27 @@ func (p NoisyScore) Trial(_ context.Context, b int, rng *rand.Rand) (float64, er
 	return float64(v), err
 }
 
-// DoublingSearch audits the doubling tuner's search (Ding et al.,
-// Algorithm 1, capped at Config.MaxIterations): on X the candidates'
+// AboveThreshold audits Ding et al.'s capped AboveThreshold search
+// (Algorithm 1, capped at Config.MaxIterations): on X the candidates'
 // utilities are Utilities, on X′ the first is larger by 1/k (one training
 // example changes one part: Lemma 2's sensitivity); the statistic is the
 // utility level the search ends at (a function of which candidates passed
 // which noisy thresholds).
-type DoublingSearch struct {
-	Config    tuning.DoublingConfig
+type AboveThreshold struct {
+	Config    tuning.CappedSearchConfig
 	Utilities []float64
 }
 
 // Trial runs the search once on X (b = 0) or X′ (b = 1).
-func (p DoublingSearch) Trial(_ context.Context, b int, rng *rand.Rand) (float64, error) {
+func (p AboveThreshold) Trial(_ context.Context, b int, rng *rand.Rand) (float64, error) {
 	if len(p.Utilities) == 0 {
-		return 0, fmt.Errorf("audit: the doubling search needs utilities")
+		return 0, fmt.Errorf("audit: the above-threshold search needs utilities")
 	}
 	u := append([]float64(nil), p.Utilities...)
 	if b == 1 {
 		u[0] += 1 / float64(p.Config.Partitions)
 	}
 	level := p.Config.U0
-	_, _, err := tuning.DoublingSearch(u, p.Config, rng, false, func(it tuning.Iteration) { level = it.U })
+	_, _, err := tuning.CappedSearch(u, p.Config, rng, false, func(it tuning.Iteration) { level = it.U })
 	return level, err
 }

@@ -42,10 +42,61 @@ func (e CompareEntry) Name() string {
 	return e.Tuner + " (" + e.Variant + ")"
 }
 
-// CompareEntries are every central tuner: grid, random-stop with TNB and
-// with Poisson runs, GP (DP-HyPO) and doubling.
-var CompareEntries = []CompareEntry{{Tuner: "grid"}, {Tuner: "randomstop", Variant: accounting.TNB},
-	{Tuner: "randomstop", Variant: accounting.Poisson}, {Tuner: "gp"}, {Tuner: "doubling"}}
+// CompareEntries are the central tuners compared by default:
+// tuning.Lineup.
+var CompareEntries = lineupEntries()
+
+func lineupEntries() []CompareEntry {
+	var es []CompareEntry
+	for _, l := range tuning.Lineup {
+		es = append(es, CompareEntry{Tuner: l.Tuner, Variant: l.Runs})
+	}
+	return es
+}
+
+// CompareOption is one of a tuner's own settings that a comparison takes as
+// a flag: its tuner, the option (its default is the comparison's) and a
+// check of a value, nil for none.
+type CompareOption struct {
+	Tuner string
+	tuning.Option
+	Check func(v any) error
+}
+
+// compareTuner is what a comparison adds for one tuner: its options
+// (CompareOptions), and the options of its spec at budget eps and seed
+// given cfg.Options. Each registers from its own file.
+type compareTuner struct {
+	options []CompareOption
+	spec    func(cfg CompareConfig, tuner string, eps float64, seed uint64) tuning.Values
+}
+
+var compareTuners []compareTuner
+
+// CompareOptions are the tuners' own settings a comparison takes, in
+// registration order.
+func CompareOptions() []CompareOption {
+	var out []CompareOption
+	for _, t := range compareTuners {
+		out = append(out, t.options...)
+	}
+	return out
+}
+
+// compareOption returns option name of cfg.Options, or its CompareOption
+// default.
+func compareOption[T any](cfg CompareConfig, name string) T {
+	if v, ok := cfg.Options[name].(T); ok {
+		return v
+	}
+	for _, o := range CompareOptions() {
+		if v, ok := o.Default.(T); ok && o.Name == name {
+			return v
+		}
+	}
+	var zero T
+	return zero
+}
 
 // CompareConfig is a comparison of the central private tuners at equal
 // total example-level budgets (ε, δ) covering tuning and the released
@@ -58,32 +109,27 @@ type CompareConfig struct {
 	Budgets []float64      // total ε in nats
 	Delta   float64
 	Seeds   []uint64 // one tuning per entry, budget and seed; fast seeded noise
-	// Epochs and BatchSize are each DP-SGD run's (doubling: the final
-	// run's; its part runs take Doubling.PartEpochs).
+	// Epochs and BatchSize are each DP-SGD run's (a partitioned tuner:
+	// the final run's; its part runs take its own option).
 	Epochs, BatchSize int
 	// MeanRuns is E[K] of random-stop (TNB with η = 1, i.e. geometric, or
 	// Poisson) and of GP (TNB, η = 1).
 	MeanRuns float64
 	// ValSize and ScoreNoise: every tuner holds out ValSize private
 	// examples (a keyed split, the same per seed for every tuner) and
-	// releases noisy counts on them (doubling: Laplace-noised counting
-	// queries instead).
+	// releases noisy counts on them (a partitioned tuner: Laplace-noised
+	// counting queries instead).
 	ValSize    int
 	ScoreNoise float64
 	// GridScoreNoise is grid's score noise multiplier: its |S| scores all
 	// compose, so at the noise of the others they alone would exceed a
 	// small budget (32 scores at 20 spend ε ≈ 1.4 at δ = 10⁻⁵).
 	GridScoreNoise float64
-	GP             tuning.GPOptions
-	// Doubling holds k, ϵ₀, g, u₀ and the part epochs; its Cache is set per
-	// seed under Dir. The part scores do not depend on the budget (the
-	// parts are trained without noise), so the budgets of one seed share
-	// them: common random numbers, exactly the scores a rerun would draw.
-	Doubling tuning.DoublingOptions
-	// DoublingShare is the fraction of each budget the doubling search
-	// spends at its cap: ϵ₀ = DoublingShare·ε/T_max (the final run gets
-	// the rest); in (0, 1).
-	DoublingShare float64
+	// Options are the tuners' own settings by name: those a comparison
+	// takes as flags (CompareOptions), and any other of a tuner's
+	// options (tuning.Tuner.Options, e.g. the GP tuner's); a missing one
+	// takes its default.
+	Options tuning.Values
 	// Runner runs the training runs (nil: runner.Local, one run at a time;
 	// a run already uses every core).
 	Runner runner.Runner
@@ -116,11 +162,11 @@ type CompareRow struct {
 	EpsilonRDP      float64  `json:"epsilon_rdp"`
 	EpsilonPLD      *float64 `json:"epsilon_pld,omitempty"`
 	EpsilonXiang    *float64 `json:"epsilon_xiang_o_approximate,omitempty"`
-	NoiseMultiplier float64  `json:"noise_multiplier"` // each run's σ (doubling: the final run's)
-	Runs            int      `json:"runs"`             // DP-SGD runs (doubling: part runs + the final run)
+	NoiseMultiplier float64  `json:"noise_multiplier"` // each run's σ (a partitioned tuner: the final run's)
+	Runs            int      `json:"runs"`             // DP-SGD runs (a partitioned tuner: part runs + the final run)
 	TrainingEpochs  float64  `json:"training_epochs"`  // passes over the full training set, all runs together
 	Seconds         float64  `json:"seconds"`
-	// PartsReused marks a doubling tuning whose part scores came from an
+	// PartsReused marks a partitioned tuning whose part scores came from an
 	// earlier budget of the same seed (its Seconds leave them out).
 	PartsReused bool `json:"parts_reused,omitempty"`
 }
@@ -150,30 +196,25 @@ type CompareSettings struct {
 	NominalSize int    `json:"nominal_size"`
 	// TrainSubset is the fixed subset of the training set every run used
 	// (job.Source.WithSubset), nil for the full set.
-	TrainSubset *job.Subset      `json:"train_subset,omitempty"`
-	Model       string           `json:"model"`
-	Space       string           `json:"space"`
-	Candidates  int              `json:"candidates"`
-	SpaceDims   []tuning.Dim     `json:"space_dims"`
-	Entries     []CompareEntry   `json:"entries"`
-	Budgets     []float64        `json:"budgets"`
-	Delta       float64          `json:"delta"`
-	Seeds       []uint64         `json:"seeds"`
-	Epochs      int              `json:"epochs"`
-	BatchSize   int              `json:"batch_size"`
-	MeanRuns    float64          `json:"mean_runs"`
-	ValSize     int              `json:"val_size"`
-	ScoreNoise  float64          `json:"score_noise"`
-	GridScore   float64          `json:"grid_score_noise"`
-	GP          tuning.GPOptions `json:"gp"`
-	Doubling    struct {
-		Partitions    int     `json:"partitions"`
-		SearchShare   float64 `json:"search_share_of_budget"`
-		Granularity   float64 `json:"granularity"`
-		U0            float64 `json:"u0"`
-		MaxIterations int     `json:"max_iterations"`
-		PartEpochs    int     `json:"part_epochs"`
-	} `json:"doubling"`
+	TrainSubset *job.Subset    `json:"train_subset,omitempty"`
+	Model       string         `json:"model"`
+	Space       string         `json:"space"`
+	Candidates  int            `json:"candidates"`
+	SpaceDims   []tuning.Dim   `json:"space_dims"`
+	Entries     []CompareEntry `json:"entries"`
+	Budgets     []float64      `json:"budgets"`
+	Delta       float64        `json:"delta"`
+	Seeds       []uint64       `json:"seeds"`
+	Epochs      int            `json:"epochs"`
+	BatchSize   int            `json:"batch_size"`
+	MeanRuns    float64        `json:"mean_runs"`
+	ValSize     int            `json:"val_size"`
+	ScoreNoise  float64        `json:"score_noise"`
+	GridScore   float64        `json:"grid_score_noise"`
+	// The tuners' own settings, each under its tuner's name (each
+	// declared in its tuner's benchmark file).
+	gpSettings
+	tunerSettings
 }
 
 // CompareReport is compare.json.
@@ -198,10 +239,8 @@ type CompareReport struct {
 func (cfg CompareConfig) settings() CompareSettings {
 	s := CompareSettings{Dataset: cfg.Data.Name, NominalSize: cfg.Data.NominalN, TrainSubset: cfg.Data.Subset, Model: cfg.Data.Arch.Spec.Name, Space: cfg.Space.Name,
 		Candidates: cfg.Space.Size(), SpaceDims: cfg.Space.Dims, Entries: cfg.Entries, Budgets: cfg.Budgets, Delta: cfg.Delta, Seeds: cfg.Seeds,
-		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise, GP: cfg.GP}
-	d := cfg.Doubling
-	s.Doubling.Partitions, s.Doubling.SearchShare, s.Doubling.Granularity, s.Doubling.U0 = d.Partitions, cfg.DoublingShare, d.Granularity, d.U0
-	s.Doubling.MaxIterations, s.Doubling.PartEpochs = d.MaxIterations, d.PartEpochs
+		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise,
+		gpSettings: cfg.gpSettings(), tunerSettings: cfg.tunerSettings()}
 	return s
 }
 
@@ -330,7 +369,7 @@ func CheckCompare(ctx context.Context, cfg CompareConfig) ([]CompareInfeasible, 
 }
 
 // compareSpec is the tuning of entry e at total budget eps and seed. Every
-// tuner gets the same options map and reads its own (cfg.GP, cfg.Doubling);
+// tuner gets the same options map (every compareTuner's) and reads its own;
 // a tuner that trains every candidate once scores with GridScoreNoise.
 func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (job.TuneSpec, error) {
 	spec := job.TuneSpec{Data: cfg.Data, Tuner: e.Tuner, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs,
@@ -353,15 +392,10 @@ func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (j
 			return spec, fmt.Errorf("%w: %v", job.ErrInvalid, err)
 		}
 	}
-	d := cfg.Doubling
-	tmax := d.MaxIterations
-	if tmax == 0 {
-		tmax = tuning.DefaultMaxIterations(d.U0, d.Granularity)
+	spec.Options = tuning.Values{}
+	for _, t := range compareTuners {
+		maps.Copy(spec.Options, t.spec(cfg, e.Tuner, eps, seed))
 	}
-	d.Epsilon0 = cfg.DoublingShare * eps / float64(max(tmax, 1))
-	d.Cache = filepath.Join(cfg.Dir, "curator", fmt.Sprintf("%s-seed%d.csv", e.Tuner, seed))
-	spec.Options = d.Values()
-	maps.Copy(spec.Options, cfg.GP.Values())
 	return spec, nil
 }
 
@@ -375,8 +409,13 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 	}
 	tu, _ := tuning.Lookup(e.Tuner)
 	if _, ok := tu.(tuning.Partitioned); ok {
-		_, statErr := os.Stat(tuning.DoublingOptionsOf(tuning.Spec{Options: spec.Options}).Cache)
-		row.PartsReused = statErr == nil
+		// Its part scores' file, an option naming a curator's file.
+		for _, o := range tu.Options() {
+			if p, _ := spec.Options[o.Name].(string); o.CuratorFile != "" {
+				_, statErr := os.Stat(p)
+				row.PartsReused = statErr == nil
+			}
+		}
 	}
 	start := time.Now()
 	rel, diag, err := job.Tune(ctx, spec)
@@ -403,17 +442,24 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 				row.EpsilonXiang = &x
 			}
 		}
-	case *tuning.DoublingReport:
-		row.NoiseMultiplier, row.Selected = r.BaseNoiseMultiplier, r.Selected
-		if r.TestAccuracy != nil {
-			row.TestAccuracy, row.Released = *r.TestAccuracy, true
+	case partitionedReport:
+		var acc *float64
+		row.NoiseMultiplier, row.Selected, acc = r.Outcome()
+		if acc != nil {
+			row.TestAccuracy, row.Released = *acc, true
 		}
-		row.Runs = n*r.Partitions + 1
-		row.TrainingEpochs = float64(n*r.PartEpochs + r.Epochs)
+		row.Runs, row.TrainingEpochs = r.Cost(n)
 	default:
 		return row, fmt.Errorf("unexpected report %T", rel.Report)
 	}
 	return row, nil
+}
+
+// partitionedReport is a partitioned tuner's report, as a comparison reads
+// it: what was released, and the runs it cost over n candidates.
+type partitionedReport interface {
+	Outcome() (sigma float64, selected map[string]float64, testAccuracy *float64)
+	Cost(candidates int) (runs int, trainingEpochs float64)
 }
 
 type cachedRow struct {

@@ -16,9 +16,16 @@
 //     real federated runs (dptune bench vote).
 //   - Compare and CompareVote: every private tuner at one total budget on
 //     the same data, seeds and space, with Student-t intervals (dptune bench
-//     compare).
+//     compare). The tuners compared by default are tuning.Lineup; a tuner's
+//     own settings in a comparison (CompareOptions: its flags, its spec's
+//     options at each budget, its part of compare.json) register from its
+//     benchmark's file (bench/doubling.go for the doubling tuner).
 //   - WriteReport: one report.md and report.html from every benchmark's
 //     JSON, with the papers' results beside ours (dptune bench report).
+//     Each output it reads has a registered section (reportKinds); a
+//     benchmark's file may register its own (doubling.json's is in
+//     bench/doubling.go), and the papers' claims about the compared tuners
+//     are data (compareClaims).
 //
 // Tuners are found through package tuning's registry; nothing here decides
 // what is private: every run goes through job, which owns the release.

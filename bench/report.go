@@ -23,9 +23,10 @@ import (
 // ReportConfig is one report over the outputs of earlier benchmarks.
 type ReportConfig struct {
 	// Inputs are directories searched (recursively) for the benchmarks'
-	// JSON outputs: compare.json, tuners.json, doubling.json,
-	// audit-figures.json, vote.json, and `bench persample --json` files
-	// (beside PyTorch's, from `make bench-torch`).
+	// JSON outputs (ReportInputs): compare.json, tuners.json, each
+	// registered benchmark's, audit-figures.json, vote.json, and
+	// `bench persample --json` files (beside PyTorch's, from
+	// `make bench-torch`).
 	Inputs []string
 	// Out receives report.md, report.html and figures/ (the PNGs found
 	// beside each JSON).
@@ -53,8 +54,52 @@ type found struct {
 	raw        []byte
 }
 
-// reportKinds are the files a report reads, in report order.
-var reportKinds = []string{"compare.json", "persample", "tuners.json", "doubling.json", "audit-figures.json", "vote.json"}
+// reportKind is one benchmark output a report reads: its file name
+// ("persample" for `bench persample --json` files, found by their
+// content), its place in the report (rank, increasing) and its section.
+type reportKind struct {
+	name    string
+	rank    int
+	section func(w *strings.Builder, f found) ([]Verdict, error)
+}
+
+// reportKinds are the outputs a report reads, in report order: these, and
+// those a benchmark's own file registers (registerReportKind).
+var reportKinds = []reportKind{
+	{"compare.json", 10, compareSection},
+	{"persample", 20, persampleSection},
+	{"tuners.json", 30, tunersSection},
+	{"audit-figures.json", 50, auditSection},
+	{"vote.json", 60, voteSection},
+}
+
+// registerReportKind adds k to the report, in its rank's place (from an
+// init function).
+func registerReportKind(k reportKind) {
+	i := slices.IndexFunc(reportKinds, func(r reportKind) bool { return r.rank > k.rank })
+	if i < 0 {
+		i = len(reportKinds)
+	}
+	reportKinds = slices.Insert(reportKinds, i, k)
+}
+
+// reportKindIndex is the place of the output called name in the report,
+// −1 if a report does not read it.
+func reportKindIndex(name string) int {
+	return slices.IndexFunc(reportKinds, func(r reportKind) bool { return r.name == name })
+}
+
+// ReportInputs lists the outputs a report reads as English: "a.json, b.json
+// and persample JSON".
+func ReportInputs() string {
+	var names []string
+	for _, k := range reportKinds {
+		if k.name != "persample" {
+			names = append(names, k.name)
+		}
+	}
+	return strings.Join(names, ", ") + " and persample JSON"
+}
 
 // maxReportInput bounds each JSON output and figure a report reads: the
 // largest benchmark output is a few megabytes.
@@ -80,7 +125,7 @@ func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
 				return err
 			}
 			kind := filepath.Base(p)
-			if !slices.Contains(reportKinds, kind) {
+			if reportKindIndex(kind) < 0 {
 				var probe struct {
 					Flop    float64 `json:"flop_per_example"`
 					Results []any   `json:"results"`
@@ -98,10 +143,10 @@ func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
 		}
 	}
 	if len(all) == 0 {
-		return nil, fmt.Errorf("bench: no benchmark output (compare.json, tuners.json, doubling.json, audit-figures.json, vote.json, persample JSON) under %s", strings.Join(cfg.Inputs, ", "))
+		return nil, fmt.Errorf("bench: no benchmark output (%s) under %s", strings.Replace(ReportInputs(), " and persample", ", persample", 1), strings.Join(cfg.Inputs, ", "))
 	}
 	sort.SliceStable(all, func(i, j int) bool {
-		return slices.Index(reportKinds, all[i].kind) < slices.Index(reportKinds, all[j].kind)
+		return reportKindIndex(all[i].kind) < reportKindIndex(all[j].kind)
 	})
 	if err := os.MkdirAll(filepath.Join(cfg.Out, "figures"), 0o755); err != nil {
 		return nil, err
@@ -195,19 +240,8 @@ func reportSection(f found, figs []string) (string, []Verdict, error) {
 	var b strings.Builder
 	var vs []Verdict
 	var err error
-	switch f.kind {
-	case "compare.json":
-		vs, err = compareSection(&b, f)
-	case "persample":
-		vs, err = persampleSection(&b, f)
-	case "tuners.json":
-		vs, err = tunersSection(&b, f)
-	case "doubling.json":
-		vs, err = doublingSection(&b, f)
-	case "audit-figures.json":
-		vs, err = auditSection(&b, f)
-	case "vote.json":
-		vs, err = voteSection(&b, f)
+	if i := reportKindIndex(f.kind); i >= 0 {
+		vs, err = reportKinds[i].section(&b, f)
 	}
 	if err != nil {
 		return "", nil, err

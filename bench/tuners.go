@@ -142,3 +142,33 @@ func simTuner(m int) (tuning.Runner, error) {
 	}
 	return r, nil
 }
+
+// compareClaims are the papers' claims a comparison's section judges: the
+// random-stop paper's against grid search, DP-HyPO's against random-stop.
+var compareClaims = []compareClaim{
+	{Paper: "Papernot & Steinke 2022", Result: "random-stop tuning costs a small multiple of one run's ε, not the composition of every run: at one total budget it should beat grid search",
+		Published: "Theorem 2: ε of one run plus O(log E[K]) overhead",
+		A:         CompareEntry{Tuner: "randomstop", Variant: accounting.TNB}, B: CompareEntry{Tuner: "grid"}, Claim: "random-stop ahead", Other: "grid"},
+	{Paper: "Wang et al. 2023 (DP-HyPO)", Result: "GP-adaptive tuning beats uniform random-stop at the same total budget (real runs)",
+		Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ",
+		A:         CompareEntry{Tuner: "gp"}, B: CompareEntry{Tuner: "randomstop", Variant: accounting.TNB}, Claim: "GP ahead", Other: "uniform",
+		Infeasible: "; gp cannot meet ε = %g at all (the adaptive density ratio C/c's overhead exceeds it)"},
+}
+
+// The GP tuner in `bench compare`: DP-HyPO's settings from cfg.Options (by
+// default the paper's, tuning.DefaultGPOptions), recorded in compare.json.
+func init() {
+	compareTuners = append(compareTuners, compareTuner{spec: func(cfg CompareConfig, _ string, _ float64, _ uint64) tuning.Values {
+		return cfg.gpSettings().GP.Values()
+	}})
+}
+
+// gpSettings are the GP tuner's settings in compare.json.
+type gpSettings struct {
+	GP tuning.GPOptions `json:"gp"`
+}
+
+// gpSettings are the GP tuner's settings in cfg.
+func (cfg CompareConfig) gpSettings() gpSettings {
+	return gpSettings{GP: tuning.GPOptionsOf(tuning.Spec{Options: cfg.Options})}
+}

@@ -45,7 +45,7 @@ const (
 func DefaultAuditGPOptions() tuning.GPOptions { return tuning.DefaultGPOptions() }
 
 // DefaultAuditMaxIterations is the above-threshold audit's default cap on
-// the doubling search's iterations for first threshold u0 and granularity
+// Ding et al.'s capped search's iterations for first threshold u0 and granularity
 // g: T_max = ⌈5·log₂((1 − u0)/g)⌉, at least 1 (tuning.DefaultMaxIterations).
 func DefaultAuditMaxIterations(u0, g float64) int { return tuning.DefaultMaxIterations(u0, g) }
 
@@ -57,7 +57,7 @@ const (
 	AuditGP             = "gp"              // DP-HyPO tuning of such runs
 	AuditNatural        = "natural"         // one DP-SGD run on real data, out-of-distribution image canary
 	AuditScore          = "score"           // the private score's integer release
-	AuditAboveThreshold = "above-threshold" // the doubling tuner's capped search
+	AuditAboveThreshold = "above-threshold" // Ding et al.'s capped AboveThreshold search
 )
 
 // AuditSpec is one privacy audit: Trials games of Protocol, the lower bound
@@ -97,9 +97,10 @@ type AuditSpec struct {
 	GPOptions tuning.GPOptions
 	// ScoreNoise (score) is the discrete Gaussian's σ on a count.
 	ScoreNoise float64
-	// Doubling (above-threshold) is the search's configuration; its first
-	// candidate's utility rises by 1/k on X′.
-	Doubling tuning.DoublingConfig
+	// AboveThreshold (above-threshold) is the search's configuration; its
+	// first candidate's utility rises by 1/k on X′. Its JSON name keys the
+	// trial files' headers, which an audit resumes from.
+	AboveThreshold tuning.CappedSearchConfig `json:"Doubling"`
 }
 
 // AuditResult is audit.json: exactly these keys.
@@ -303,14 +304,14 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		claims["rdp"] = accounting.DiscreteGaussian{NoiseMultiplier: s.ScoreNoise, Sensitivity: 1}
 		return audit.NoisyScore{Count: 1000, Sigma: s.ScoreNoise}, claims, nil
 	case AuditAboveThreshold:
-		if err := s.Doubling.Check(); err != nil {
+		if err := s.AboveThreshold.Check(); err != nil {
 			return nil, nil, invalid(err)
 		}
-		e := accounting.AboveThreshold{Epsilon: s.Doubling.IterationEpsilon(), MaxIterations: s.Doubling.MaxIterations}
+		e := accounting.AboveThreshold{Epsilon: s.AboveThreshold.IterationEpsilon(), MaxIterations: s.AboveThreshold.MaxIterations}
 		claims["basic"], claims["rdp"] = e, e
 		// One candidate just below the first threshold u₀ + g: the step
 		// that X′'s extra 1/k can tip.
-		return audit.DoublingSearch{Config: s.Doubling, Utilities: []float64{s.Doubling.U0 + s.Doubling.Granularity - 0.5/float64(s.Doubling.Partitions)}}, claims, nil
+		return audit.AboveThreshold{Config: s.AboveThreshold, Utilities: []float64{s.AboveThreshold.U0 + s.AboveThreshold.Granularity - 0.5/float64(s.AboveThreshold.Partitions)}}, claims, nil
 	}
 	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
 }

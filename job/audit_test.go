@@ -23,7 +23,7 @@ func TestEveryClaimIsAboveItsAudit(t *testing.T) {
 		{Protocol: AuditReduced, Trials: 200000, Mu: 1, Repetitions: tnb},
 		{Protocol: AuditReduced, Trials: 200000, Mu: 0.5, Repetitions: accounting.BinaryRepetitions(100, 0.01)},
 		{Protocol: AuditScore, Trials: 100000, ScoreNoise: 2},
-		{Protocol: AuditAboveThreshold, Trials: 100000, Doubling: tuning.DoublingConfig{Partitions: 10, Epsilon0: 1, Granularity: 0.05, MaxIterations: 8}},
+		{Protocol: AuditAboveThreshold, Trials: 100000, AboveThreshold: tuning.CappedSearchConfig{Partitions: 10, Epsilon0: 1, Granularity: 0.05, MaxIterations: 8}},
 		{Protocol: AuditDPSGD, Trials: 2000, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2},
 		{Protocol: AuditTuner, Trials: 600, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2, Repetitions: accounting.PoissonRepetitions(2)},
 		{Protocol: AuditGP, Trials: 400, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2, Repetitions: tnb, GPOptions: tuning.DefaultGPOptions()},

@@ -468,10 +468,13 @@ func keyedValidationSplit(train *data.Dataset, nVal, nominal int, key cutKey) (f
 // (tuning.Federated: Tune serves it over a Federation).
 type TunerInfo struct {
 	Name, Summary string
-	Options       []tuning.Option
-	Uses          tuning.Uses
-	Partitioned   bool
-	Federated     bool
+	// Example is the tuner's example settings for help text, "" for none
+	// (tuning.Exampler).
+	Example     string
+	Options     []tuning.Option
+	Uses        tuning.Uses
+	Partitioned bool
+	Federated   bool
 }
 
 // Tuners describes the registered tuners, in registration order.
@@ -480,13 +483,21 @@ func Tuners() []TunerInfo {
 	for _, t := range tuning.Tuners() {
 		_, parts := t.(tuning.Partitioned)
 		_, fed := t.(tuning.Federated)
-		out = append(out, TunerInfo{Name: t.Name(), Summary: t.Summary(), Options: t.Options(), Uses: t.Uses(), Partitioned: parts, Federated: fed})
+		info := TunerInfo{Name: t.Name(), Summary: t.Summary(), Options: t.Options(), Uses: t.Uses(), Partitioned: parts, Federated: fed}
+		if e, ok := t.(tuning.Exampler); ok {
+			info.Example = e.Example()
+		}
+		out = append(out, info)
 	}
 	return out
 }
 
 // DefaultTuner is the tuner used when none is named (tuning.Default).
 const DefaultTuner = tuning.Default
+
+// SpaceNames lists the built-in search spaces and "a .json file" as
+// English ("a, b or a .json file"), for help text and errors.
+func SpaceNames() string { return tuning.SpacesList() }
 
 // TunerNames lists the registered tuners and extra as English ("a, b or
 // c"), for help text and errors.
@@ -499,13 +510,8 @@ const (
 	ClipNorm     = tuning.ClipNorm
 )
 
-// GPOptions, DoublingOptions and DoublingReport are the GP and doubling
-// tuners' settings and the doubling tuner's report (package tuning).
-type (
-	GPOptions       = tuning.GPOptions
-	DoublingOptions = tuning.DoublingOptions
-	DoublingReport  = tuning.DoublingReport
-)
+// GPOptions are the GP tuner's settings (package tuning).
+type GPOptions = tuning.GPOptions
 
 // DefaultGPOptions are DP-HyPO's default settings (tuning.DefaultGPOptions).
 func DefaultGPOptions() GPOptions { return tuning.DefaultGPOptions() }

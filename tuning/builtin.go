@@ -1,5 +1,7 @@
 package tuning
 
+import "github.com/dptune/dptune/privacy/accounting"
+
 // Default is the tuner used when none is named.
 const Default = "randomstop"
 
@@ -11,3 +13,16 @@ func init() {
 	Register(doublingTuner{})
 	Register(gridTuner{})
 }
+
+// LineupEntry is one tuner as a benchmark compares it: a registered tuner
+// and, for one whose number of runs is drawn, the distribution compared
+// (accounting.TNB or accounting.Poisson; "": the tuner's own choice).
+type LineupEntry struct {
+	Tuner, Runs string
+}
+
+// Lineup is the built-in tuners as `dptune bench compare` compares them by
+// default, in its tables' order: the naive baseline first, random-stop with
+// each distribution of K, then the tuners built on it.
+var Lineup = []LineupEntry{{Tuner: "grid"}, {Tuner: "randomstop", Runs: accounting.TNB},
+	{Tuner: "randomstop", Runs: accounting.Poisson}, {Tuner: "gp"}, {Tuner: "doubling"}}

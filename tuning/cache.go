@@ -36,7 +36,7 @@ const (
 // SearchRecord is one doubling search served by a cache: its parameters and
 // the ε it is charged.
 type SearchRecord struct {
-	Epsilon0      float64 `json:"epsilon0"`       // ϵ of one iteration (DoublingConfig.Epsilon0)
+	Epsilon0      float64 `json:"epsilon0"`       // ϵ of one iteration (CappedSearchConfig.Epsilon0)
 	Granularity   float64 `json:"granularity"`    // g, in (0, 1)
 	U0            float64 `json:"u0"`             // u₀, in [0, 1)
 	MaxIterations int     `json:"max_iterations"` // T_max, at least 1

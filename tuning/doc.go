@@ -36,8 +36,8 @@
 //   - doubling (doubling.go, with the part runs in partitioned.go and their
 //     curator-side score cache in cache.go): Ding et al.'s Algorithm 1 made
 //     unconditional by an iteration cap — every candidate trained on k
-//     disjoint parts, the capped doubling AboveThreshold search on
-//     Laplace-noised mean scores, one final DP-SGD run; its event is the
+//     disjoint parts, the capped doubling AboveThreshold search
+//     (CappedSearch) on Laplace-noised mean scores, one final DP-SGD run; its event is the
 //     search at its cap (and private part runs) composed with the final
 //     run's. A Partitioned tuner.
 //   - grid (grid.go): the naive baseline, every candidate trained once and
@@ -55,7 +55,15 @@
 //     job.RunVote). A Federated tuner, registered from its own file.
 //
 // builtin.go registers the built-in tuners in the order help text and
-// errors list them; vote.go registers the vote after them.
+// errors list them, and holds Lineup, the order a benchmark compares them
+// in; vote.go registers the vote after them. A tuner may give an Example
+// for help text (Exampler); a partitioned tuner's report prints its own
+// summary (PrintSummary) and says what it released and cost (Outcome,
+// Cost).
+//
+// Built-in search spaces are registered by name too (RegisterSpace,
+// BuiltinSpace, SpaceNames): space.go's DP-HyPO grids, and a tuner's own
+// from its file (doubling.go registers mnist-doubling).
 //
 // A search space's name and its dimensions' names are printable text (no
 // control bytes, valid UTF-8): they are shown on the curator's terminal.

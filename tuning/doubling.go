@@ -3,6 +3,7 @@ package tuning
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 
@@ -13,10 +14,11 @@ import (
 	"github.com/dptune/dptune/privacy/accounting"
 )
 
-// DoublingConfig are the parameters of the doubling search (Ding et al.,
+// CappedSearchConfig are the parameters of the doubling search, a capped
+// AboveThreshold search (Ding et al.,
 // "Revisiting Hyperparameter Tuning with Differential Privacy" / "Constant-
 // overhead DP tuning", Algorithm 1).
-type DoublingConfig struct {
+type CappedSearchConfig struct {
 	Partitions    int     // k: the utilities are means over k disjoint parts (sensitivity 1/k, Lemma 2)
 	Epsilon0      float64 // ϵ: the privacy of one iteration
 	Granularity   float64 // g: utility step unit, in (0, 1)
@@ -25,7 +27,7 @@ type DoublingConfig struct {
 }
 
 // Check returns an error for parameters outside the algorithm's domain.
-func (c DoublingConfig) Check() error {
+func (c CappedSearchConfig) Check() error {
 	switch {
 	case c.Partitions < 1:
 		return fmt.Errorf("tuning: %d partitions", c.Partitions)
@@ -59,7 +61,7 @@ type Iteration struct {
 	Accepted int     `json:"accepted"` // candidate accepted, −1 if none
 }
 
-// DoublingSearch runs the doubling AboveThreshold loop of Algorithm 1 (lines
+// CappedSearch runs the doubling AboveThreshold loop of Algorithm 1 (lines
 // 12–34) on the utilities u_s (each a mean over the k parts, in [0, 1]),
 // candidates in their public order: threshold û = u + step·g + Lap(2/(kϵ));
 // the first candidate with u_s + Lap(4/(kϵ)) ≥ û is recorded as s*, u grows
@@ -72,7 +74,7 @@ type Iteration struct {
 // "non-randomized world" (Definition 5). It returns s* (−1 if no candidate
 // ever passed), the realised number of iterations T, and, if trace is not
 // nil, calls it after each iteration.
-func DoublingSearch(u []float64, cfg DoublingConfig, rng *rand.Rand, noiseless bool, trace func(Iteration)) (sel, T int, err error) {
+func CappedSearch(u []float64, cfg CappedSearchConfig, rng *rand.Rand, noiseless bool, trace func(Iteration)) (sel, T int, err error) {
 	if err := cfg.Check(); err != nil {
 		return -1, 0, err
 	}
@@ -118,7 +120,7 @@ func DoublingSearch(u []float64, cfg DoublingConfig, rng *rand.Rand, noiseless b
 
 // IterationEpsilon is the ϵ one iteration is charged: cfg.Epsilon0 times the
 // grid noise's factor for sensitivity 1/k (GridLaplace.EpsilonFactor).
-func (c DoublingConfig) IterationEpsilon() float64 {
+func (c CappedSearchConfig) IterationEpsilon() float64 {
 	k := float64(c.Partitions)
 	l, _ := NewGridLaplace(2 / (k * c.Epsilon0))
 	m, _ := NewGridLaplace(4 / (k * c.Epsilon0))
@@ -127,12 +129,12 @@ func (c DoublingConfig) IterationEpsilon() float64 {
 
 // DoublingTuner is Ding et al.'s constant-overhead tuner (Algorithm 1) with
 // an unconditional guarantee: utilities by subsample and aggregate (Scorer),
-// the capped doubling search (DoublingSearch), then one DP-SGD run of the
+// the capped doubling search (CappedSearch), then one DP-SGD run of the
 // selected candidate on the whole training set.
 type DoublingTuner struct {
 	Space  Space
 	Scorer *PartitionScorer
-	Search DoublingConfig
+	Search CappedSearchConfig
 	// Final is the final DP-SGD run without its candidate's learning rate
 	// and clipping norm, which the search fills in.
 	Final dpsgd.Config
@@ -202,7 +204,7 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	if err != nil {
 		return res, err
 	}
-	sel, T, err := DoublingSearch(u, d.Search, randsrc.For(d.Seed, d.Key, "doubling search"), false, func(it Iteration) { res.Trace = append(res.Trace, it) })
+	sel, T, err := CappedSearch(u, d.Search, randsrc.For(d.Seed, d.Key, "doubling search"), false, func(it Iteration) { res.Trace = append(res.Trace, it) })
 	if err != nil {
 		return res, err
 	}
@@ -280,7 +282,7 @@ func NewDoubling(s Spec, arch model.Arch) *DoublingTuner {
 	if o.MaxIterations == 0 {
 		o.MaxIterations = DefaultMaxIterations(o.U0, o.Granularity)
 	}
-	search := DoublingConfig{Partitions: o.Partitions, Epsilon0: o.Epsilon0, Granularity: o.Granularity, U0: o.U0, MaxIterations: o.MaxIterations}
+	search := CappedSearchConfig{Partitions: o.Partitions, Epsilon0: o.Epsilon0, Granularity: o.Granularity, U0: o.U0, MaxIterations: o.MaxIterations}
 	var partQ float64
 	if o.Partitions > 0 && s.TrainN/o.Partitions > 0 {
 		partQ = float64(s.BatchSize) / float64(s.TrainN/o.Partitions)
@@ -290,6 +292,19 @@ func NewDoubling(s Spec, arch model.Arch) *DoublingTuner {
 		Momentum: s.Momentum, Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache}
 	return &DoublingTuner{Space: s.Space, Search: search, Arch: arch, Seed: s.Seed, Scorer: scorer,
 		Final: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum}}
+}
+
+// The doubling tuner's search space, "mnist-doubling": learning rate 0.05 …
+// 2.3 (6 values log-spaced by 10^{1/3}) × clipping norm 0.5, 1, 2, 4: 24
+// candidates around where DP-SGD works on MNIST, small enough for the
+// tuner's k·|S| part runs.
+func init() {
+	RegisterSpace("mnist-doubling", func() Space {
+		return Space{Name: "mnist-doubling", Dims: []Dim{
+			{Name: LearningRate, Values: LogGrid(0.05, math.Cbrt(10), 6), Log: true},
+			{Name: ClipNorm, Values: []float64{0.5, 1, 2, 4}},
+		}}
+	})
 }
 
 // doublingTuner is the "doubling" tuner: DoublingTuner, with
@@ -314,6 +329,9 @@ func (doublingTuner) Options() []Option {
 	}
 }
 func (doublingTuner) Uses() Uses { return Uses{} }
+func (doublingTuner) Example() string {
+	return "--space mnist-doubling --epsilon 8"
+}
 
 // Check refuses search settings outside Algorithm 1's domain, any
 // accountant but rdp, fewer validation examples than parts (a score's
@@ -364,7 +382,7 @@ func (doublingTuner) Shortfall(s Spec, delta float64) string {
 
 // check returns an error for a record no search can have produced.
 func (r SearchRecord) check() error {
-	c := DoublingConfig{Partitions: 1, Epsilon0: r.Epsilon0, Granularity: r.Granularity, U0: r.U0, MaxIterations: r.MaxIterations}
+	c := CappedSearchConfig{Partitions: 1, Epsilon0: r.Epsilon0, Granularity: r.Granularity, U0: r.U0, MaxIterations: r.MaxIterations}
 	if err := c.Check(); err != nil {
 		return err
 	}
@@ -468,4 +486,45 @@ type DoublingReport struct {
 	Interrupted        bool              `json:"interrupted"`
 	Failed             string            `json:"failed,omitempty"`
 	Ledger             accounting.Ledger `json:"ledger"`
+}
+
+// Outcome is what r released: the final run's noise multiplier, the
+// selected candidate and its test accuracy (nil when nothing was released).
+func (r *DoublingReport) Outcome() (sigma float64, selected map[string]float64, testAccuracy *float64) {
+	return r.BaseNoiseMultiplier, r.Selected, r.TestAccuracy
+}
+
+// Cost is the curator-side cost of r's tuning over a space of candidates:
+// the DP-SGD runs (every candidate on each part, then the final run) and
+// their passes over the full training set.
+func (r *DoublingReport) Cost(candidates int) (runs int, trainingEpochs float64) {
+	return candidates*r.Partitions + 1, float64(candidates*r.PartEpochs + r.Epochs)
+}
+
+// PrintSummary prints r for the curator's terminal: the selection, the test
+// accuracy and what was spent, the search's cap beside its realised
+// iterations.
+func (r *DoublingReport) PrintSummary(w io.Writer) {
+	if r.Selected != nil {
+		note := ""
+		if r.Fallback {
+			note = "  (no candidate passed the search: the first candidate, fixed in advance)"
+		}
+		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g%s\n", r.Selected[LearningRate], r.Selected[ClipNorm], note)
+	} else {
+		fmt.Fprintln(w, "released       nothing (interrupted or failed)")
+	}
+	if r.TestAccuracy != nil {
+		fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
+	}
+	final := fmt.Sprintf("final run %.4f", r.FinalEpsilon)
+	if r.FinalSteps == 0 {
+		final = "no final run"
+	} else if r.Interrupted || r.Failed != "" {
+		final = fmt.Sprintf("final run %.4f (%d steps done)", r.FinalEpsilon, r.FinalSteps)
+	}
+	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g spent (rdp): %s + search at most %d × %g = %.4f\n",
+		r.Epsilon, r.Delta, final, r.MaxIterations, r.Epsilon0, r.TuningOverhead)
+	fmt.Fprintf(w, "iterations     %d realised of the cap %d; the paper's w.h.p. figure ε + 3·log₂(n)·ϵ = %.4f (not a guarantee)\n",
+		r.RealisedIterations, r.MaxIterations, r.PaperWHPEpsilon)
 }

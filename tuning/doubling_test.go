@@ -25,7 +25,7 @@ func TestDoublingNoiselessFollowsLemma1(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 5, 7, 15, 31, 63, 100, 127, 200, 511, 700} {
 		ustar := float64(n) * g
 		var last Iteration
-		sel, T, err := DoublingSearch([]float64{ustar / 3, ustar}, DoublingConfig{Partitions: 10, Epsilon0: 1, Granularity: g, MaxIterations: 1000},
+		sel, T, err := CappedSearch([]float64{ustar / 3, ustar}, CappedSearchConfig{Partitions: 10, Epsilon0: 1, Granularity: g, MaxIterations: 1000},
 			nil, true, func(it Iteration) { last = it })
 		if err != nil {
 			t.Fatal(err)
@@ -41,7 +41,7 @@ func TestDoublingNoiselessFollowsLemma1(t *testing.T) {
 func TestDoublingSelectsArgmaxWithLittleNoise(t *testing.T) {
 	u := []float64{0.31, 0.77, 0.52, 0.9, 0.64, 0.12}
 	for seed := uint64(0); seed < 20; seed++ {
-		sel, _, err := DoublingSearch(u, DoublingConfig{Partitions: 1000, Epsilon0: 100, Granularity: 0.01, MaxIterations: 100},
+		sel, _, err := CappedSearch(u, CappedSearchConfig{Partitions: 1000, Epsilon0: 100, Granularity: 0.01, MaxIterations: 100},
 			randsrc.Seeded(seed, "test"), false, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -54,14 +54,14 @@ func TestDoublingSelectsArgmaxWithLittleNoise(t *testing.T) {
 
 // The cap stops the loop whatever happens.
 func TestDoublingCap(t *testing.T) {
-	_, T, err := DoublingSearch([]float64{0.999}, DoublingConfig{Partitions: 10, Epsilon0: 1, Granularity: 1.0 / 1024, MaxIterations: 4}, nil, true, nil)
+	_, T, err := CappedSearch([]float64{0.999}, CappedSearchConfig{Partitions: 10, Epsilon0: 1, Granularity: 1.0 / 1024, MaxIterations: 4}, nil, true, nil)
 	if err != nil || T != 4 {
 		t.Fatalf("T = %d, %v", T, err)
 	}
 	if DefaultMaxIterations(0, 0.01) != 34 { // ⌈5·log₂ 100⌉
 		t.Errorf("default cap %d", DefaultMaxIterations(0, 0.01))
 	}
-	for _, c := range []DoublingConfig{{Partitions: 0, Epsilon0: 1, Granularity: 0.1, MaxIterations: 1},
+	for _, c := range []CappedSearchConfig{{Partitions: 0, Epsilon0: 1, Granularity: 0.1, MaxIterations: 1},
 		{Partitions: 1, Epsilon0: 0, Granularity: 0.1, MaxIterations: 1}, {Partitions: 1, Epsilon0: 1, Granularity: 1, MaxIterations: 1},
 		{Partitions: 1, Epsilon0: 1, Granularity: 0.1, U0: 1, MaxIterations: 1}, {Partitions: 1, Epsilon0: 1, Granularity: 0.1}} {
 		if c.Check() == nil {

@@ -44,7 +44,7 @@ func TestDoublingTunerLedgerAndResume(t *testing.T) {
 	seed := uint64(9)
 	q := 64.0 / 600
 	tuner := &DoublingTuner{Space: space, Scorer: scorer, Train: train, Arch: model.MNIST, Seed: &seed,
-		Search: DoublingConfig{Partitions: 2, Epsilon0: 0.5, Granularity: 0.05, MaxIterations: 7},
+		Search: CappedSearchConfig{Partitions: 2, Epsilon0: 0.5, Granularity: 0.05, MaxIterations: 7},
 		Final:  dpsgd.Config{NoiseMultiplier: 1, SamplingRate: q, Steps: 5}}
 	res, err := tuner.Run(context.Background())
 	if err != nil {

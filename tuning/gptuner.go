@@ -127,6 +127,7 @@ func (gpTuner) Name() string { return "gp" }
 func (gpTuner) Summary() string {
 	return "DP-HyPO (Wang et al. 2023): candidates from a Gaussian-process UCB softmax kept within [c, C] × the uniform prior; K ~ TNB"
 }
+func (gpTuner) Example() string { return "--space mnist-dphypo --mean-runs 10 --epsilon 8" }
 func (gpTuner) Options() []Option {
 	d := DefaultGPOptions()
 	return []Option{

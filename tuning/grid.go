@@ -38,7 +38,19 @@ func (gridTuner) Summary() string {
 	return "the naive baseline: every candidate trained once and the best released; the runs compose, so each gets the noise of the budget split |S| ways"
 }
 func (gridTuner) Options() []Option { return nil }
-func (gridTuner) Uses() Uses        { return Uses{TrainerScores: true, Diagnostics: true} }
+
+// Example tunes over the smallest built-in space: grid trains every
+// candidate.
+func (gridTuner) Example() string {
+	small, n := "", 0
+	for _, name := range SpaceNames() {
+		if s, _ := BuiltinSpace(name); small == "" || s.Size() < n {
+			small, n = name, s.Size()
+		}
+	}
+	return "--space " + small + " --epochs 1 --epsilon 8"
+}
+func (gridTuner) Uses() Uses { return Uses{TrainerScores: true, Diagnostics: true} }
 
 // Check refuses a space too large to count K = |S| and any accountant but
 // rdp.

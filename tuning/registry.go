@@ -46,7 +46,7 @@ func invalid(err error) error { return invalidError{err} }
 // training runs) or as a Partitioned tuner (on disjoint parts of the data,
 // which its caller cuts).
 type Tuner interface {
-	// Name is the tuner's name ("randomstop"), unique in the registry.
+	// Name is the tuner's name, unique in the registry: --tuner's value.
 	Name() string
 	// Summary is one line for help text.
 	Summary() string
@@ -283,6 +283,12 @@ func NamesList(extra []string) string {
 // (accounting.CalibrateNoise). It is the one calibration of every tuner.
 func Calibrate(ctx context.Context, tu Tuner, spec Spec, base func(sigma float64) accounting.Event, eps, delta float64) (float64, error) {
 	return accounting.CalibrateNoise(ctx, tu.Accountant(spec), func(s float64) accounting.Event { return tu.Event(base(s), spec) }, eps, delta)
+}
+
+// Exampler is a tuner with an example for help text: its command-line
+// settings beyond --tuner and --out ("--space mnist-dphypo --epsilon 8").
+type Exampler interface {
+	Example() string
 }
 
 // Shortfall is a tuner that says why a budget is too small for it: what its

@@ -51,7 +51,7 @@ func TestTunerEvents(t *testing.T) {
 	dbl := DoublingOptions{Partitions: 4, Epsilon0: 0.1, Granularity: 0.25, MaxIterations: 7, PartEpochs: 1}
 	private := dbl
 	private.Private, private.PartitionNoise = true, 1.5
-	search := DoublingConfig{Partitions: 4, Epsilon0: 0.1, Granularity: 0.25, MaxIterations: 7}
+	search := CappedSearchConfig{Partitions: 4, Epsilon0: 0.1, Granularity: 0.25, MaxIterations: 7}
 	cases := []struct {
 		tuner string
 		spec  Spec

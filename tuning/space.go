@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -54,7 +55,8 @@ func LinearGrid(lo, step float64, n int) []float64 {
 	return v
 }
 
-// BuiltinSpace returns the spaces dptune ships:
+// BuiltinSpace returns the built-in space called name: the ones below, and
+// any a tuner registers from its own file (RegisterSpace):
 //
 //   - "mnist-dphypo": DP-HyPO Setting E.1 — learning rate 1e-4 … 10, 16
 //     values log-spaced by 10^{1/3}; clipping norm 0.3 … 6.0 in steps of 0.3
@@ -63,37 +65,83 @@ func LinearGrid(lo, step float64, n int) []float64 {
 //     values log-spaced by 10^{0.1}; clipping norm 2 … 100 in steps of 2 (50
 //     values; the paper's range [0, 100] would include a clipping norm of 0);
 //     2,500 candidates.
-//   - "mnist-doubling": learning rate 0.05 … 2.3 (6 values log-spaced by
-//     10^{1/3}) × clipping norm 0.5, 1, 2, 4: 24 candidates around where
-//     DP-SGD works on MNIST, small enough for the doubling tuner's k·|S|
-//     part runs.
 func BuiltinSpace(name string) (Space, bool) {
-	switch name {
-	case "mnist-dphypo":
-		return Space{Name: name, Dims: []Dim{
-			{Name: LearningRate, Values: LogGrid(1e-4, math.Cbrt(10), 16), Log: true},
-			{Name: ClipNorm, Values: LinearGrid(0.3, 0.3, 20)},
-		}}, true
-	case "mnist-doubling":
-		return Space{Name: name, Dims: []Dim{
-			{Name: LearningRate, Values: LogGrid(0.05, math.Cbrt(10), 6), Log: true},
-			{Name: ClipNorm, Values: []float64{0.5, 1, 2, 4}},
-		}}, true
-	case "cifar10-dphypo":
-		return Space{Name: name, Dims: []Dim{
-			{Name: LearningRate, Values: LogGrid(1e-4, math.Pow(10, 0.1), 50), Log: true},
-			{Name: ClipNorm, Values: LinearGrid(2, 2, 50)},
-		}}, true
+	spacesMu.RLock()
+	defer spacesMu.RUnlock()
+	for _, s := range spaces {
+		if s.name == name {
+			return s.build(), true
+		}
 	}
 	return Space{}, false
+}
+
+// namedSpace is a built-in space: its name and how to build it.
+type namedSpace struct {
+	name  string
+	build func() Space
+}
+
+var (
+	spacesMu sync.RWMutex
+	// spaces are the built-in spaces in registration order: these two,
+	// then those registered from init functions.
+	spaces = []namedSpace{
+		{"mnist-dphypo", func() Space {
+			return Space{Name: "mnist-dphypo", Dims: []Dim{
+				{Name: LearningRate, Values: LogGrid(1e-4, math.Cbrt(10), 16), Log: true},
+				{Name: ClipNorm, Values: LinearGrid(0.3, 0.3, 20)},
+			}}
+		}},
+		{"cifar10-dphypo", func() Space {
+			return Space{Name: "cifar10-dphypo", Dims: []Dim{
+				{Name: LearningRate, Values: LogGrid(1e-4, math.Pow(10, 0.1), 50), Log: true},
+				{Name: ClipNorm, Values: LinearGrid(2, 2, 50)},
+			}}
+		}},
+	}
+)
+
+// RegisterSpace adds a built-in space called name, built by build (whose
+// Name must be name); it panics on a duplicate or empty name (a programming
+// error: each space registers once, from its file's init).
+func RegisterSpace(name string, build func() Space) {
+	spacesMu.Lock()
+	defer spacesMu.Unlock()
+	if name == "" {
+		panic("tuning: a search space without a name")
+	}
+	for _, s := range spaces {
+		if s.name == name {
+			panic("tuning: search space " + name + " registered twice")
+		}
+	}
+	spaces = append(spaces, namedSpace{name, build})
+}
+
+// SpaceNames returns the built-in spaces' names in registration order.
+func SpaceNames() []string {
+	spacesMu.RLock()
+	defer spacesMu.RUnlock()
+	names := make([]string, len(spaces))
+	for i, s := range spaces {
+		names[i] = s.name
+	}
+	return names
+}
+
+// SpacesList is the built-in spaces' names and "a .json file" as English
+// ("a, b or a .json file"): for help text and errors.
+func SpacesList() string {
+	return strings.Join(SpaceNames(), ", ") + " or a .json file"
 }
 
 // MaxCandidates is the largest number of candidates a space may have. Every
 // tuner keeps per-candidate state: the GP tuner's posterior density over the
 // space is O(n) per step (its n×n kernel is only built for the observed
 // points, but the density is over all n), the random-stop tuner draws indices
-// in [0, n), and the doubling tuner trains k·n part runs and keeps a k·n score
-// table. A grid of more than 2^20 points is a mistake (30 dimensions of 8
+// in [0, n), and a partitioned tuner trains k·n part runs and keeps a k·n
+// score table. A grid of more than 2^20 points is a mistake (30 dimensions of 8
 // values is 8^30), not a search; the cap also keeps Size from overflowing
 // int.
 const MaxCandidates = 1 << 20
@@ -110,7 +158,7 @@ func LoadSpace(nameOrFile string) (Space, error) {
 		return s, nil
 	}
 	if !strings.HasSuffix(nameOrFile, ".json") {
-		return Space{}, fmt.Errorf("unknown search space %q (want mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file)", nameOrFile)
+		return Space{}, fmt.Errorf("unknown search space %q (want %s)", nameOrFile, SpacesList())
 	}
 	b, err := fsx.ReadFile(nameOrFile, maxSpaceBytes)
 	if err != nil {

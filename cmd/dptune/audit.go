@@ -55,7 +55,7 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
                    out-of-distribution checkerboard canary; statistic = −loss
                    on it (the realistic, black-box ε_L)
   score            the private score's integer count + discrete Gaussian
-  above-threshold  the doubling tuner's capped AboveThreshold search
+  above-threshold  Ding et al.'s capped AboveThreshold search
 
 Writes DIR/audit.json (epsilon_lower, confidence, delta, trials,
 epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv.
@@ -170,7 +170,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		if f.maxIterations == 0 {
 			f.maxIterations = job.DefaultAuditMaxIterations(f.u0, f.granularity)
 		}
-		d := &spec.Doubling
+		d := &spec.AboveThreshold
 		d.Partitions, d.Epsilon0, d.Granularity, d.U0, d.MaxIterations = f.partitions, f.epsilon0, f.granularity, f.u0, f.maxIterations
 	}
 	if err := f.run.check(cmd); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/job"
@@ -20,34 +21,34 @@ import (
 )
 
 type benchCompareFlags struct {
-	data                          dataFlags
-	space, out                    string
-	tuners                        []string
-	budgets                       []float64
-	delta, meanRuns, score, share float64
-	gridScore                     float64
-	granularity                   float64
-	seeds, lrStride, clipStride   int
-	epochs, batchSize, valSize    int
-	partitions, partEpochs        int
-	vote                          bool
-	voteSubset, voteReps          int
-	trainSubset                   int
-	run                           runnerFlags
+	data                        dataFlags
+	space, out                  string
+	tuners                      []string
+	budgets                     []float64
+	delta, meanRuns, score      float64
+	gridScore                   float64
+	seeds, lrStride, clipStride int
+	epochs, batchSize, valSize  int
+	options                     map[string]any // *int, *float64, *bool or *string by bench.CompareOptions name
+	vote                        bool
+	voteSubset, voteReps        int
+	trainSubset                 int
+	run                         runnerFlags
 }
 
 func newBenchCompareCmd() *cobra.Command {
 	var f benchCompareFlags
 	cmd := &cobra.Command{
 		Use:   "compare",
-		Short: "every private tuner at the same total (ε, δ) on real data: grid, random-stop (TNB, Poisson), GP, doubling, and DP-Hype in its own table",
-		Long: `compare runs each central tuner — grid, random-stop with TNB and with Poisson
-runs, GP (DP-HyPO) and doubling — at each total budget --epsilon (tuning and
-the released model together, example-level, δ = --delta), each calibrating
-its own noise to that same total, on the same search space, data, validation
-split and run settings, for --seeds seeds. It records the released model's
-test accuracy, the total ε by each accountant that applies, the runs spent
-and the wall time, and writes compare.json, compare.md and a plot to --out.
+		Short: "every private tuner at the same total (ε, δ) on real data: " + strings.Join(compareEntryIDList(), ", ") + ", and DP-Hype in its own table",
+		Long: `compare runs each central tuner of --tuners (by default every built-in one,
+random-stop with TNB and with Poisson runs) at each total budget --epsilon
+(tuning and the released model together, example-level, δ = --delta), each
+calibrating its own noise to that same total, on the same search space, data,
+validation split and run settings, for --seeds seeds. It records the
+released model's test accuracy, the total ε by each accountant that applies,
+the runs spent and the wall time, and writes compare.json, compare.md and a
+plot to --out.
 
 Every finished tuning is cached in --out/runs; a rerun with the same settings
 (after Ctrl-C, say) skips them. With --vote, DP-Hype runs too, at the same
@@ -65,7 +66,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	addRunnerFlags(fl, &f.run)
 	fl.Float64SliceVar(&f.budgets, "epsilon", []float64{1, 2, 4, 8}, "total ε in nats of tuning and release (one or more)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
-	fl.StringSliceVar(&f.tuners, "tuners", []string{"grid", "randomstop-tnb", "randomstop-poisson", "gp", "doubling"}, "central tuners compared")
+	fl.StringSliceVar(&f.tuners, "tuners", compareEntryIDList(), "central tuners compared")
 	fl.StringVar(&f.space, "space", "", "search space (default: the dataset's DP-HyPO grid)")
 	fl.IntVar(&f.lrStride, "lr-stride", 2, "keep every n-th learning rate of the space")
 	fl.IntVar(&f.clipStride, "clip-stride", 5, "keep every n-th clipping norm of the space")
@@ -76,10 +77,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.IntVar(&f.valSize, "val-size", 5000, "private validation examples held out of the training set")
 	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score (discrete Gaussian on the count)")
 	fl.Float64Var(&f.gridScore, "grid-score-noise", 100, "grid's score noise multiplier (its |S| scores all compose)")
-	fl.IntVar(&f.partitions, "partitions", 10, "doubling: disjoint training parts k")
-	fl.Float64Var(&f.granularity, "granularity", 0.01, "doubling: utility granularity g")
-	fl.Float64Var(&f.share, "doubling-share", 0.5, "doubling: fraction of each budget the search spends at its iteration cap")
-	fl.IntVar(&f.partEpochs, "part-epochs", 1, "doubling: epochs of each part run")
+	f.options = addCompareOptionFlags(fl)
 	fl.IntVar(&f.trainSubset, "train-subset", 0, "train the central tuners' runs on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set (DP-Hype deals --vote-subset of the full set)")
 	fl.BoolVar(&f.vote, "vote", true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
@@ -201,7 +199,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		return cfg, whole, usagef("--seeds %d is outside [1, 1000]", f.seeds)
 	case f.lrStride < 1 || f.clipStride < 1:
 		return cfg, whole, usagef("--lr-stride and --clip-stride must be at least 1")
-	case f.epochs < 1 || f.partEpochs < 1:
+	case f.epochs < 1:
 		return cfg, whole, usagef("--epochs and --part-epochs must be at least 1")
 	case f.valSize < 1 || f.valSize >= src.NominalN:
 		return cfg, whole, usagef("--val-size %d must be at least 1 and below the nominal training-set size %d (the runs train on the rest)", f.valSize, src.NominalN)
@@ -209,12 +207,14 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		return cfg, whole, usagef("--batch-size %d is outside [1, %d], the nominal size %d less --val-size %d", f.batchSize, src.NominalN-f.valSize, src.NominalN, f.valSize)
 	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
 		return cfg, whole, usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
-	case !(f.share > 0 && f.share < 1):
-		return cfg, whole, usagef("--doubling-share %v is outside (0, 1)", f.share)
 	case f.voteSubset < 0 || f.voteReps < 1:
 		return cfg, whole, usagef("--vote-subset must be non-negative and --vote-reps at least 1")
 	case len(f.budgets) == 0:
 		return cfg, whole, usagef("--epsilon needs at least one budget")
+	}
+	options, err := f.optionValues()
+	if err != nil {
+		return cfg, whole, err
 	}
 	for _, e := range f.budgets {
 		if err := job.CheckEpsilon(e); err != nil {
@@ -253,16 +253,47 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		GP: job.DefaultGPOptions(), Doubling: job.DoublingOptions{Partitions: f.partitions, Granularity: f.granularity, PartEpochs: f.partEpochs},
-		DoublingShare: f.share, Dir: f.out}
+		Options: options, Dir: f.out}
 	return cfg, whole, nil
 }
 
-// compareEntryIDs lists the --tuners entries as English ("a, b or c").
-func compareEntryIDs() string {
+// compareEntryIDList lists the --tuners entries.
+func compareEntryIDList() []string {
 	var ids []string
 	for _, e := range bench.CompareEntries {
 		ids = append(ids, e.ID())
 	}
+	return ids
+}
+
+// compareEntryIDs lists the --tuners entries as English ("a, b or c").
+func compareEntryIDs() string {
+	ids := compareEntryIDList()
 	return strings.Join(ids[:len(ids)-1], ", ") + " or " + ids[len(ids)-1]
+}
+
+// addCompareOptionFlags registers the tuners' own settings a comparison
+// takes (bench.CompareOptions) on fl, each help line led by its tuner's
+// name.
+func addCompareOptionFlags(fl *pflag.FlagSet) map[string]any {
+	flags := map[string]any{}
+	for _, o := range bench.CompareOptions() {
+		flags[o.Name] = addOptionFlag(fl, o.Tuner, o.Name, o.Default, o.Help)
+	}
+	return flags
+}
+
+// optionValues returns the tuners' own settings from the flags, each
+// checked.
+func (f benchCompareFlags) optionValues() (map[string]any, error) {
+	v := map[string]any{}
+	for _, o := range bench.CompareOptions() {
+		v[o.Name] = optionValue(f.options[o.Name])
+		if o.Check != nil {
+			if err := o.Check(v[o.Name]); err != nil {
+				return nil, usageError{err}
+			}
+		}
+	}
+	return v, nil
 }

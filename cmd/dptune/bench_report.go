@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,14 +18,11 @@ func newBenchReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "one report.html and report.md from every benchmark's output, with the figures and the papers' numbers beside ours",
-		Long: `report searches the --from directories for the outputs of the other bench
-commands — compare.json, tuners.json, doubling.json, audit-figures.json,
-vote.json and persample JSON (beside PyTorch's, from make bench-torch) — and
-writes --out/report.md and --out/report.html: a section per benchmark with
-its tables, figures (copied to --out/figures), command, machine and load, and
-a table of each paper result we reran beside the published one with a verdict
-(reproduced, not reproduced and why, or not comparable).`,
-		Example: `  dptune bench report --from out/bench-compare,out/bench-doubling,out/torch --out out/report`,
+		Long: wrapText("report searches the --from directories for the outputs of the other bench commands — "+bench.ReportInputs()+
+			" (beside PyTorch's, from make bench-torch) — and writes --out/report.md and --out/report.html: a section per benchmark with"+
+			" its tables, figures (copied to --out/figures), command, machine and load, and a table of each paper result we reran"+
+			" beside the published one with a verdict (reproduced, not reproduced and why, or not comparable).", 77),
+		Example: `  dptune bench report --from out/bench-compare,out/bench-tuners,out/torch --out out/report`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(from) == 0 {
@@ -54,4 +52,23 @@ a table of each paper result we reran beside the published one with a verdict
 	cmd.Flags().StringVar(&out, "out", "out/report", "directory for report.html, report.md and figures/")
 	cmd.Flags().StringSliceVar(&from, "from", []string{"out"}, "directories searched for benchmark outputs")
 	return cmd
+}
+
+// wrapText breaks s into lines of at most width characters at spaces.
+func wrapText(s string, width int) string {
+	var b strings.Builder
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case len([]rune(line))+1+len([]rune(w)) > width:
+			b.WriteString(line + "\n")
+			line = w
+		default:
+			line += " " + w
+		}
+	}
+	b.WriteString(line)
+	return b.String()
 }

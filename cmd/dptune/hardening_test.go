@@ -299,7 +299,7 @@ func TestBudgetAcrossRuns(t *testing.T) {
 // never ran.
 func TestDoublingSummaryOfInterruptedRun(t *testing.T) {
 	var b bytes.Buffer
-	printDoubling(&b, &tuning.DoublingReport{Epsilon: 0.9, Delta: 1e-5, MaxIterations: 9, Epsilon0: 0.1, TuningOverhead: 0.9, Interrupted: true})
+	printReport(&b, &tuning.DoublingReport{Epsilon: 0.9, Delta: 1e-5, MaxIterations: 9, Epsilon0: 0.1, TuningOverhead: 0.9, Interrupted: true})
 	if s := b.String(); !strings.Contains(s, "no final run") || strings.Contains(s, "final run 0") || !strings.Contains(s, "released       nothing") {
 		t.Errorf("summary:\n%s", s)
 	}

@@ -46,10 +46,7 @@ validation predictions is released as an integer plus discrete Gaussian noise
 --validation public scores on a set you declare public and disjoint from the
 private training data, read from --public-val-dir; it costs nothing.`,
 		Example: `  dptune tune --epsilon 8 --out out/tune
-  dptune tune --tuner gp --space mnist-dphypo --mean-runs 10 --epsilon 8 --out out/gp
-  dptune tune --tuner doubling --space mnist-doubling --epsilon 8 --out out/doubling
-  dptune tune --tuner grid --space mnist-doubling --epochs 1 --epsilon 8 --out out/grid
-  dptune tune --validation public --public-val-dir DIR --epsilon 4 --out out/public`,
+` + tunerExamples() + `  dptune tune --validation public --public-val-dir DIR --epsilon 4 --out out/public`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTune(cmd, f) },
 	}
@@ -58,7 +55,7 @@ private training data, read from --public-val-dir; it costs nothing.`,
 	fl.StringVar(&f.tuner, "tuner", job.DefaultTuner, job.TunerNames())
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
-	fl.StringVar(&f.space, "space", "", "search space: mnist-dphypo, cifar10-dphypo, mnist-doubling or a .json file (default: the dataset's DP-HyPO grid)")
+	fl.StringVar(&f.space, "space", "", "search space: "+job.SpaceNames()+" (default: the dataset's DP-HyPO grid)")
 	fl.StringVar(&f.runsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: "+defaultRunsHelp()+")")
 	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
 	fl.Float64Var(&f.meanRuns, "mean-runs", 20, "expected number of runs E[K]")
@@ -140,12 +137,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	// The results are printed whatever became of the files: the privacy
 	// is spent.
-	switch rep := rel.Report.(type) {
-	case *job.TuneReport:
-		printTune(cmd.OutOrStdout(), rep)
-	case *job.DoublingReport:
-		printDoubling(cmd.OutOrStdout(), rep)
-	}
+	printReport(cmd.OutOrStdout(), rel.Report)
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
 	if saveErr == nil && derr == nil {
 		return err
@@ -286,30 +278,15 @@ func printTune(w io.Writer, r *job.TuneReport) {
 	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps, %s\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
 }
 
-// printDoubling prints a partitioned (doubling) tuning's report.
-func printDoubling(w io.Writer, r *job.DoublingReport) {
-	if r.Selected != nil {
-		note := ""
-		if r.Fallback {
-			note = "  (no candidate passed the search: the first candidate, fixed in advance)"
-		}
-		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g%s\n", r.Selected[job.LearningRate], r.Selected[job.ClipNorm], note)
-	} else {
-		fmt.Fprintln(w, "released       nothing (interrupted or failed)")
+// printReport prints a tuning's report: the common one here, any other
+// by its own PrintSummary.
+func printReport(w io.Writer, rep any) {
+	switch rep := rep.(type) {
+	case *job.TuneReport:
+		printTune(w, rep)
+	case interface{ PrintSummary(io.Writer) }:
+		rep.PrintSummary(w)
 	}
-	if r.TestAccuracy != nil {
-		fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
-	}
-	final := fmt.Sprintf("final run %.4f", r.FinalEpsilon)
-	if r.FinalSteps == 0 {
-		final = "no final run"
-	} else if r.Interrupted || r.Failed != "" {
-		final = fmt.Sprintf("final run %.4f (%d steps done)", r.FinalEpsilon, r.FinalSteps)
-	}
-	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g spent (rdp): %s + search at most %d × %g = %.4f\n",
-		r.Epsilon, r.Delta, final, r.MaxIterations, r.Epsilon0, r.TuningOverhead)
-	fmt.Fprintf(w, "iterations     %d realised of the cap %d; the paper's w.h.p. figure ε + 3·log₂(n)·ϵ = %.4f (not a guarantee)\n",
-		r.RealisedIterations, r.MaxIterations, r.PaperWHPEpsilon)
 }
 
 // warnSeeded tells the user that a seeded run's noise can be recomputed from

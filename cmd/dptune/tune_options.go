@@ -28,21 +28,7 @@ func addTunerFlags(fl *pflag.FlagSet) tunerFlags {
 			if _, dup := f.flags[o.Name]; dup {
 				continue
 			}
-			help := t.Name + ": " + o.Help
-			switch d := o.Default.(type) {
-			case int:
-				f.flags[o.Name] = fl.Int(o.Name, d, help)
-			case float64:
-				f.flags[o.Name] = fl.Float64(o.Name, d, help)
-			case bool:
-				f.flags[o.Name] = fl.Bool(o.Name, d, help)
-			case string:
-				f.flags[o.Name] = fl.String(o.Name, d, help)
-			case time.Duration:
-				f.flags[o.Name] = fl.Duration(o.Name, d, help)
-			default:
-				panic(fmt.Sprintf("tuner %s: option %s has a default of type %T", t.Name, o.Name, o.Default))
-			}
+			f.flags[o.Name] = addOptionFlag(fl, t.Name, o.Name, o.Default, o.Help)
 			f.owner[o.Name] = t.Name
 		}
 	}
@@ -64,24 +50,48 @@ func (f tunerFlags) values(cmd *cobra.Command, t job.TunerInfo, out string) (map
 	}
 	v := map[string]any{}
 	for _, o := range t.Options {
-		switch p := f.flags[o.Name].(type) {
-		case *int:
-			v[o.Name] = *p
-		case *float64:
-			v[o.Name] = *p
-		case *bool:
-			v[o.Name] = *p
-		case *time.Duration:
-			v[o.Name] = *p
-		case *string:
-			s := *p
-			if s == "" && o.CuratorFile != "" {
-				s = filepath.Join(filepath.Clean(out)+"-curator", o.CuratorFile)
-			}
-			v[o.Name] = s
+		v[o.Name] = optionValue(f.flags[o.Name])
+		if s, ok := v[o.Name].(string); ok && s == "" && o.CuratorFile != "" {
+			v[o.Name] = filepath.Join(filepath.Clean(out)+"-curator", o.CuratorFile)
 		}
 	}
 	return v, nil
+}
+
+// addOptionFlag registers a tuner's option on fl as a flag of its default's
+// type, its help led by the tuner's name, and returns the flag's pointer.
+func addOptionFlag(fl *pflag.FlagSet, tuner, name string, def any, help string) any {
+	help = tuner + ": " + help
+	switch d := def.(type) {
+	case int:
+		return fl.Int(name, d, help)
+	case float64:
+		return fl.Float64(name, d, help)
+	case bool:
+		return fl.Bool(name, d, help)
+	case string:
+		return fl.String(name, d, help)
+	case time.Duration:
+		return fl.Duration(name, d, help)
+	}
+	panic(fmt.Sprintf("tuner %s: option %s has a default of type %T", tuner, name, def))
+}
+
+// optionValue is the value of a flag addOptionFlag registered.
+func optionValue(p any) any {
+	switch p := p.(type) {
+	case *int:
+		return *p
+	case *float64:
+		return *p
+	case *bool:
+		return *p
+	case *string:
+		return *p
+	case *time.Duration:
+		return *p
+	}
+	return nil
 }
 
 // tunerInfo returns the registered tuner called name.
@@ -108,6 +118,18 @@ func tunerHelp() string {
 			line += " " + w
 		}
 		b.WriteString(line + "\n")
+	}
+	return b.String()
+}
+
+// tunerExamples are the registered tuners' examples, one line each, for
+// tune's help.
+func tunerExamples() string {
+	var b strings.Builder
+	for _, t := range job.Tuners() {
+		if t.Example != "" {
+			fmt.Fprintf(&b, "  dptune tune --tuner %s %s --out out/%s\n", t.Name, t.Example, t.Name)
+		}
 	}
 	return b.String()
 }
