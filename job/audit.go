@@ -98,9 +98,8 @@ type AuditSpec struct {
 	// ScoreNoise (score) is the discrete Gaussian's σ on a count.
 	ScoreNoise float64
 	// AboveThreshold (above-threshold) is the search's configuration; its
-	// first candidate's utility rises by 1/k on X′. Its JSON name keys the
-	// trial files' headers, which an audit resumes from.
-	AboveThreshold tuning.CappedSearchConfig `json:"Doubling"`
+	// first candidate's utility rises by 1/k on X′.
+	AboveThreshold tuning.CappedSearchConfig
 }
 
 // AuditResult is audit.json: exactly these keys.
@@ -348,7 +347,7 @@ var auditFields = map[string][]string{
 	AuditGP:             {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions", "GPOptions"},
 	AuditNatural:        {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "LearningRate"},
 	AuditScore:          {"ScoreNoise"},
-	AuditAboveThreshold: {"Doubling"},
+	AuditAboveThreshold: {"AboveThreshold"},
 }
 
 // Params describes s's audit for its trial file's header (audit.Config's
