@@ -21,8 +21,8 @@ func TestAboveThresholdParamsNameEveryField(t *testing.T) {
 	for _, p := range ps {
 		keys = append(keys, p.Key+"="+p.Value)
 	}
-	want := []string{"Protocol=above-threshold", "Confidence=0.95", "Delta=0.00001", "AboveThreshold.Epsilon0=1", "AboveThreshold.Granularity=0.05",
-		"AboveThreshold.MaxIterations=8", "AboveThreshold.Partitions=10", "AboveThreshold.U0=0"}
+	want := []string{"Protocol=above-threshold", "AboveThreshold.Epsilon0=1", "AboveThreshold.Granularity=0.05",
+		"AboveThreshold.MaxIterations=8", "AboveThreshold.Partitions=10", "AboveThreshold.U0=0", "Confidence=0.95", "Delta=0.00001"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("params %v\nwant %v", keys, want)
 	}
