@@ -20,8 +20,8 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
-// Vote is the tuner name of DP-Hype.
-const Vote = "vote"
+// Vote is the tuner name of DP-Hype (tuning.VoteName).
+const Vote = tuning.VoteName
 
 // VoteSpec is one DP-Hype tuning: the vote over Space by Clients clients,
 // then FedAvg of the winner.

@@ -55,7 +55,11 @@ const (
 	voteMessageTimeout = "message-timeout"
 )
 
-func (voteTuner) Name() string { return "vote" }
+// VoteName is the vote's name in the registry: the tuner job's federated
+// path serves and its reports name.
+const VoteName = "vote"
+
+func (voteTuner) Name() string { return VoteName }
 
 func (voteTuner) Summary() string {
 	return "DP-Hype: client processes each train every candidate on their share and cast a noisy vote over a secure sum (client-level ε); FedAvg trains the winner"
