@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -296,29 +295,8 @@ func openCSV(c Config) (*csvFile, []record, error) {
 // rewriteCSV replaces the file at path by head, through a temporary file
 // in the same directory renamed over it, and opens it for appending.
 func rewriteCSV(path, head string) (*csvFile, []record, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
+	if err := fsx.WriteFileAtomic(path, []byte(head), 0o644); err != nil {
 		return nil, nil, fmt.Errorf("audit: rewriting %s: %w", path, err)
-	}
-	werr := func() error {
-		if err := tmp.Chmod(0o644); err != nil {
-			return err
-		}
-		if _, err := tmp.WriteString(head); err != nil {
-			return err
-		}
-		if err := tmp.Sync(); err != nil {
-			return err
-		}
-		return tmp.Close()
-	}()
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return nil, nil, fmt.Errorf("audit: rewriting %s: %w", path, werr)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
