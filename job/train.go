@@ -7,9 +7,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/model/features"
 	"github.com/dptune/dptune/privacy/accounting"
 )
 
@@ -209,7 +211,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			return nil, nil, err
 		}
 	}
-	train, test, err := s.Data.load(s.Warn)
+	train, test, err := s.Data.loadCtx(ctx, s.Warn)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
@@ -311,6 +313,17 @@ func ParseSchedule(name string) (dpsgd.Schedule, error) { return dpsgd.ParseSche
 // (shape [N, C, H, W], row-major) with labels y (dpsgd.Evaluate); a test
 // set is public, so its metrics are released without noise. It stops with
 // ctx's error when ctx is cancelled.
+//
+// For a network with a fixed front end (a scatter first layer) x may hold
+// the images, whose features are then computed first, or the features.
 func Evaluate(ctx context.Context, net *model.Net, x []float32, y []uint8) (model.Metrics, error) {
+	if f, ok := net.Arch.FrontEnd(); ok && len(x) == len(y)*f.InSize && f.InSize != f.OutSize {
+		a := net.Arch
+		feat, err := features.Compute(ctx, f, &data.Dataset{Name: "evaluation set", X: x, Y: y, N: len(y), C: a.C, H: a.H, W: a.W, Classes: a.Classes}, nil)
+		if err != nil {
+			return model.Metrics{}, err
+		}
+		x = feat.X
+	}
 	return dpsgd.Evaluate(ctx, net, x, y)
 }
