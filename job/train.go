@@ -31,6 +31,11 @@ const (
 // `dptune train` uses for every flag not given: for Tramèr & Boneh's
 // ScatterNet models, chosen on a validation split of MNIST's training set
 // (its last 10,000 examples; never the test set) at ε = 3, δ = 1e-5.
+// scatter-linear-mnist: batch 8192, momentum 0.9, C = 0.1 (Tramèr &
+// Boneh's) and, of η ∈ {2, 4, 8} × {40, 60, 80} epochs, η = 4 for 60
+// epochs (validation accuracy 98.67%; 98.50% at 40 epochs, 98.65% at 80,
+// no gain from a cosine schedule or an average of the iterates).
+// scatter-cnn-mnist takes the same settings, not validated on its own.
 type TrainDefaults struct {
 	BatchSize    int
 	Epochs       int
@@ -41,8 +46,8 @@ type TrainDefaults struct {
 
 // networkDefaults are the built-in networks that carry their own settings.
 var networkDefaults = map[string]TrainDefaults{
-	model.ScatterLinearMNIST.Name: {BatchSize: 8192, Epochs: 40, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
-	model.ScatterCNNMNIST.Name:    {BatchSize: 8192, Epochs: 40, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterLinearMNIST.Name: {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterCNNMNIST.Name:    {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
 }
 
 // NetworkDefaults returns the training settings of the built-in network
