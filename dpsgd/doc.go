@@ -46,6 +46,11 @@
 // per layer from the registry, and NewEngine returns an error naming the
 // first layer whose type has no rules.
 //
+// A network whose first layer is a fixed front end (model.ScatterSpec)
+// reads that layer's output as its input (model.Arch.Input): the x given
+// to an Engine, Evaluate and Train's dataset holds the precomputed
+// features, not the images.
+//
 // To add a layer: two files, model/layer_<type>.go (spec, shapes,
 // parameters, gorgonia node; see package model) and dpsgd/layer_<type>.go
 // (its rules), and their tests — the kind against gorgonia's batch-of-one

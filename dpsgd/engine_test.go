@@ -22,7 +22,8 @@ func randomData(t testing.TB, arch model.Arch, n int, seed uint64) (*model.Net, 
 		t.Fatal(err)
 	}
 	rng := randsrc.Seeded(seed, "data")
-	x := make([]float32, n*arch.C*arch.H*arch.W)
+	c, h, w := arch.Input()
+	x := make([]float32, n*c*h*w)
 	for i := range x {
 		x[i] = float32(rng.NormFloat64())
 	}
@@ -271,7 +272,8 @@ func TestBatchGradEngine(t *testing.T) {
 
 // Evaluate agrees with the gorgonia graph's model.Net.Evaluate.
 func TestEvaluateMatchesGraph(t *testing.T) {
-	for _, arch := range []model.Arch{model.MNIST, model.CIFAR10} {
+	scatterLinear := model.Arch{Spec: model.ScatterLinearMNIST, C: 1, H: 28, W: 28, Classes: 10}
+	for _, arch := range []model.Arch{model.MNIST, model.CIFAR10, scatterLinear} {
 		net, x, y := randomData(t, arch, 37, 5)
 		got, err := Evaluate(context.Background(), net, x, y)
 		if err != nil {

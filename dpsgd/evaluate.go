@@ -14,7 +14,8 @@ import (
 // allocation-light. It stops early with ctx's error if ctx is cancelled.
 func Evaluate(ctx context.Context, net *model.Net, x []float32, y []uint8) (model.Metrics, error) {
 	a := net.Arch
-	size := a.C * a.H * a.W
+	c, h, wd := a.Input()
+	size := c * h * wd
 	if len(x) != len(y)*size {
 		return model.Metrics{}, fmt.Errorf("dpsgd: %d values for %d examples of size %d", len(x), len(y), size)
 	}

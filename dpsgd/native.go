@@ -195,7 +195,8 @@ func newNative(net *model.Net) (*nativeEngine, error) {
 		}
 	}
 	e := &nativeEngine{plan: &plan{net: net}, reduced: make([]float32, net.NumParams())}
-	if !rules[ls[0].Kind.Type()].raw && net.Arch.C > 1 && net.Arch.H*net.Arch.W > 1 {
+	ic, ih, iw := net.Arch.Input()
+	if !rules[ls[0].Kind.Type()].raw && ic > 1 && ih*iw > 1 {
 		e.input = inputNHWC
 	}
 	slot := -1
@@ -212,7 +213,7 @@ func newNative(net *model.Net) (*nativeEngine, error) {
 		e.stages = append(e.stages, st)
 		e.slot = append(e.slot, min(max(slot, 0), MaxLayers-1))
 	}
-	per := net.Arch.C * net.Arch.H * net.Arch.W * 2
+	per := ic * ih * iw * 2
 	for _, st := range e.stages {
 		per += 2*st.layer().OutSize() + st.exampleFloats()
 	}
@@ -227,10 +228,11 @@ func runWorker(w *worker, jobs <-chan job, done chan<- jobResult) {
 }
 
 func (e *nativeEngine) newWorker() *worker {
-	n, a := e.chunk, e.net.Arch
-	w := &worker{e: e.plan, raw: make([]float32, n*a.C*a.H*a.W)}
+	n := e.chunk
+	c, h, wd := e.net.Arch.Input()
+	w := &worker{e: e.plan, raw: make([]float32, n*c*h*wd)}
 	if e.input == inputNHWC {
-		w.nhwc = make([]float32, n*a.C*a.H*a.W)
+		w.nhwc = make([]float32, n*c*h*wd)
 	}
 	for _, st := range e.stages {
 		size := n * st.layer().OutSize()
@@ -258,7 +260,8 @@ func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm fl
 		return 0, fmt.Errorf("dpsgd: clipping norm %v must be positive", clipNorm)
 	}
 	a := e.net.Arch
-	size := a.C * a.H * a.W
+	c, h, w := a.Input()
+	size := c * h * w
 	for _, i := range idx {
 		if i < 0 || (i+1)*size > len(x) || i >= len(y) || int(y[i]) >= a.Classes {
 			return 0, fmt.Errorf("dpsgd: example %d is out of range or has label out of range", i)
@@ -341,16 +344,17 @@ func (w *worker) input(i, n int) []float32 {
 func (w *worker) forward(x []float32, y []uint8, idx []int, fw *[MaxLayers]time.Duration) float64 {
 	e := w.e
 	a := e.net.Arch
-	n, size := len(idx), a.C*a.H*a.W
+	c, h, wd := a.Input()
+	n, size := len(idx), c*h*wd
 	var sw stopwatch
 	sw.start()
 	for k, i := range idx {
 		copy(w.raw[k*size:(k+1)*size], x[i*size:(i+1)*size])
 	}
 	if e.input == inputNHWC {
-		P := a.H * a.W
+		P := h * wd
 		for k := 0; k < n; k++ {
-			transpose(a.C, P, w.raw[k*size:(k+1)*size], w.nhwc[k*size:(k+1)*size])
+			transpose(c, P, w.raw[k*size:(k+1)*size], w.nhwc[k*size:(k+1)*size])
 		}
 	}
 	for i, st := range e.stages {

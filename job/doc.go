@@ -50,6 +50,15 @@
 // each job reserves its worst case before it reads the data and is refused
 // (ErrInvalid) if the file's RDP filter would exceed the cap.
 //
+// A network with a fixed front end (a scatter first layer, Tramèr &
+// Boneh's ScatterNet models) trains and is evaluated on the front end's
+// features in place of the images: loading a Source computes them once
+// with every core (package model/features) and keeps them in the curator
+// directory Source.Features.Dir, keyed by the data's content and the
+// transform, so later runs start training at once. The transform is
+// data-independent and costs no privacy; the cache holds the private data,
+// transformed, and is written 0600 in a 0700 directory.
+//
 // Measure what per-sample gradients cost: bench.PerSample.
 //
 // # Releases

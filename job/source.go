@@ -1,13 +1,16 @@
 package job
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/model/features"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -27,6 +30,36 @@ type Source struct {
 	// Load reads the training and test sets. The test set is treated as
 	// public: test metrics are released without noise.
 	Load func() (train, test *data.Dataset, err error)
+	// Features says where the features of a network with a fixed front
+	// end (a scatter first layer, model.Arch.FrontEnd) are kept; the job
+	// trains and evaluates on them in place of the images.
+	Features FeatureCache
+}
+
+// FeatureCache is where a job keeps the features of a network's fixed
+// front end (package model/features): computed once per dataset and
+// transform with every core, then read back by every later run. The
+// transform is data-independent, so the features cost no privacy, but the
+// cache holds the private training data, transformed: Dir is a curator
+// directory (created 0700, files 0600), and nothing in it is released.
+type FeatureCache struct {
+	// Dir is the cache directory; "" computes the features in memory on
+	// every run.
+	Dir string
+	// Progress, if not nil, is called while features are computed, with
+	// the examples done and the total, and the set's name ("train" or
+	// "test").
+	Progress func(set string, done, total int)
+}
+
+// DefaultFeatureCache is the default feature cache directory: dptune/features
+// under the user's cache directory (os.UserCacheDir), or "" when there is none.
+func DefaultFeatureCache() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "dptune", "features")
 }
 
 // DatasetNames lists the datasets Dataset knows (those registered with
@@ -248,12 +281,42 @@ func (s Source) Check() error {
 	return nil
 }
 
-// load reads s, warning when the training set's count differs from the
-// nominal size (the count itself goes only to the curator's warn).
+// load is loadCtx that cannot be interrupted while features are computed.
 func (s Source) load(warn func(string)) (train, test *data.Dataset, err error) {
+	return s.loadCtx(context.Background(), warn)
+}
+
+// loadCtx reads s, warning when the training set's count differs from the
+// nominal size (the count itself goes only to the curator's warn). For a
+// network with a fixed front end it returns the features of both sets
+// (from s.Features' cache, or computed), which the network reads as its
+// input; it stops with ctx's error while they are computed.
+func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error) {
 	train, test, err = s.Load()
 	if err != nil {
 		return nil, nil, err
+	}
+	if f, ok := s.Arch.FrontEnd(); ok {
+		for _, set := range []struct {
+			name string
+			d    **data.Dataset
+		}{{"train", &train}, {"test", &test}} {
+			var progress func(int, int)
+			if p := s.Features.Progress; p != nil {
+				name := set.name
+				progress = func(done, total int) { p(name, done, total) }
+			}
+			var feat *data.Dataset
+			if s.Features.Dir == "" {
+				feat, err = features.Compute(ctx, f, *set.d, progress)
+			} else {
+				feat, _, err = features.Load(ctx, s.Features.Dir, f, *set.d, progress, warn)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
+			*set.d = feat
+		}
 	}
 	// A subset's count is binomial around its nominal size by design.
 	if train.N != s.NominalN && s.Subset == nil && warn != nil {

@@ -26,6 +26,17 @@
 // (per example, so DP-SGD's analysis holds) and flatten. dpsgd's engine
 // finds its own rules for a kind by the same type name.
 //
+// # Fixed front ends
+//
+// A scatter layer (ScatterSpec: the scattering transform of package
+// model/scatter, kymatio's Scattering2D) may only be a network's first
+// layer. It has no parameters and does not depend on the data, so neither
+// the graph nor dpsgd's engine computes it: a network with a front end
+// reads the transform's output (Arch.Input: 81·C × H/4 × W/4 for J = 2,
+// L = 8), computed once per dataset from Arch.FrontEnd, and the layer is
+// the identity on it. The built-in scatter-linear-mnist and
+// scatter-cnn-mnist are Tramèr & Boneh's ScatterNet models.
+//
 // To add a layer kind: write model/layer_<type>.go (a struct implementing
 // LayerKind, registered in init; paramKind if it has a weight and bias,
 // randomKind for RandomArch to draw it) and dpsgd/layer_<type>.go (its

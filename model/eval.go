@@ -21,7 +21,8 @@ type Metrics struct {
 // labels y, in batches of EvalBatch, and returns accuracy and mean loss. It
 // stops early with ctx's error if ctx is cancelled.
 func (n *Net) Evaluate(ctx context.Context, x []float32, y []uint8) (Metrics, error) {
-	size := n.Arch.C * n.Arch.H * n.Arch.W
+	c, h, w := n.Arch.Input()
+	size := c * h * w
 	if len(x) != len(y)*size {
 		return Metrics{}, fmt.Errorf("model: %d values for %d examples of size %d", len(x), len(y), size)
 	}

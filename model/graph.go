@@ -48,8 +48,9 @@ func (n *Net) NewGraph(B int, mode Mode) (*Graph, error) {
 	if B < 1 {
 		return nil, fmt.Errorf("model: batch size %d < 1", B)
 	}
+	c, h, w := n.Arch.Input()
 	gr := &Graph{Net: n, B: B, Mode: mode,
-		X: make([]float32, B*n.Arch.C*n.Arch.H*n.Arch.W), Y: make([]float32, B*n.Arch.Classes)}
+		X: make([]float32, B*c*h*w), Y: make([]float32, B*n.Arch.Classes)}
 	if err := gr.build(); err != nil {
 		return nil, fmt.Errorf("model: building the %s graph for batch %d: %w", n.Arch.Name, B, err)
 	}
@@ -70,8 +71,9 @@ func (gr *Graph) build() (err error) {
 		v := tensor.New(tensor.WithShape(t.Shape...), tensor.WithBacking(n.Params[t.Offset:t.Offset+t.Size()]))
 		param[i] = G.NewTensor(g, tensor.Float32, len(t.Shape), G.WithShape(t.Shape...), G.WithName(t.Name), G.WithValue(v))
 	}
-	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(B, a.C, a.H, a.W), G.WithName("x"),
-		G.WithValue(tensor.New(tensor.WithShape(B, a.C, a.H, a.W), tensor.WithBacking(gr.X))))
+	ic, ih, iw := a.Input()
+	x := G.NewTensor(g, tensor.Float32, 4, G.WithShape(B, ic, ih, iw), G.WithName("x"),
+		G.WithValue(tensor.New(tensor.WithShape(B, ic, ih, iw), tensor.WithBacking(gr.X))))
 	y := G.NewMatrix(g, tensor.Float32, G.WithShape(B, a.Classes), G.WithName("y"),
 		G.WithValue(tensor.New(tensor.WithShape(B, a.Classes), tensor.WithBacking(gr.Y))))
 

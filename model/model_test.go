@@ -65,7 +65,8 @@ func TestInitIsPyTorchDefault(t *testing.T) {
 func randomBatch(t *testing.T, n *Net, B, real int, seed uint64) ([]float32, []uint8) {
 	t.Helper()
 	rng := randsrc.Seeded(seed, "batch")
-	size := n.Arch.C * n.Arch.H * n.Arch.W
+	c, h, w := n.Arch.Input()
+	size := c * h * w
 	x := make([]float32, real*size)
 	y := make([]uint8, real)
 	for i := range x {

@@ -122,6 +122,8 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 			}
 		case FlattenSpec:
 			copy(out, act) // the (channel, row, column) layout is PyTorch's flatten order
+		case ScatterSpec:
+			copy(out, act) // the network's input is the transform's output (Arch.Input)
 		default:
 			panic("refForward: no reference for layer type " + l.Kind.Type())
 		}

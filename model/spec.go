@@ -66,10 +66,25 @@ var (
 		Conv2d(64, 3, 1, 1), Tanh(), Conv2d(64, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
 		Conv2d(128, 3, 1, 1), Tanh(), Conv2d(128, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
 		Flatten(), Linear(128), Tanh(), Linear(10)}}
+	// ScatterLinearMNIST is Tramèr & Boneh's ScatterNet + linear model for
+	// MNIST (Section 3, "ScatterNet+linear"): the scattering transform with
+	// J = 2, L = 8 (81×7×7 features), group normalisation of its 81
+	// channels in 27 groups, and one linear layer: 39,852 parameters.
+	ScatterLinearMNIST = Spec{Name: "scatter-linear-mnist", Layers: []LayerSpec{
+		Scatter(2, 8), GroupNorm(27), Flatten(), Linear(10)}}
+	// ScatterCNNMNIST is a small CNN on the same normalised ScatterNet
+	// features, after Tramèr & Boneh's ScatterNet + CNN for MNIST: conv 32
+	// 3×3 p1, tanh, max-pool 2 s2, conv 64 3×3 p1, tanh, linear 32, tanh,
+	// linear 10.
+	ScatterCNNMNIST = Spec{Name: "scatter-cnn-mnist", Layers: []LayerSpec{
+		Scatter(2, 8), GroupNorm(27), Conv2d(32, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
+		Conv2d(64, 3, 1, 1), Tanh(), Flatten(), Linear(32), Tanh(), Linear(10)}}
 )
 
 // BuiltinSpecs lists the built-in specs by name.
-func BuiltinSpecs() []Spec { return []Spec{OpacusMNIST, TBMNIST, OpacusCIFAR10, TBCIFAR10} }
+func BuiltinSpecs() []Spec {
+	return []Spec{OpacusMNIST, TBMNIST, OpacusCIFAR10, TBCIFAR10, ScatterLinearMNIST, ScatterCNNMNIST}
+}
 
 // legacyNames are the architecture names of checkpoints written before
 // specs existed, and the specs they are.

@@ -37,7 +37,8 @@ func checkGraph(t *testing.T, n *Net, seed uint64, coords int) {
 		t.Fatal(err)
 	}
 	p := to64(n.Params)
-	size := a.C * a.H * a.W
+	ic, ih, iw := a.Input()
+	size := ic * ih * iw
 	loss := func() float64 {
 		return refLoss(n, p, to64(x[:size]), int(y[0])) + refLoss(n, p, to64(x[size:2*size]), int(y[1]))
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -14,6 +17,7 @@ import (
 // dataFlags are the flags of every command that reads the private data.
 type dataFlags struct {
 	dataset, dataDir, budget string
+	featureCache             string
 	model                    string
 	nominalSize              int
 }
@@ -24,6 +28,7 @@ func addDataFlags(fl *pflag.FlagSet, d *dataFlags) {
 	fl.IntVar(&d.nominalSize, "nominal-size", 0, "public size of the training set in --data-dir, used for every sampling rate and divisor (default: the dataset's published size, "+job.NominalSizeHelp()+"); the loaded count is never used")
 	addModelFlag(fl, &d.model)
 	fl.StringVar(&d.budget, "budget", "", "curator's budget file (dptune budget init): the run is refused if it could exceed it, and is recorded in it")
+	fl.StringVar(&d.featureCache, "feature-cache", job.DefaultFeatureCache(), "curator directory keeping the features of a network with a scatter front end, computed once per dataset (they are the private data, transformed: created 0700, files 0600); empty: compute them on every run")
 }
 
 // source is the job's view of the dataset the flags name: --nominal-size
@@ -39,12 +44,30 @@ func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
 		}
 		src = src.WithNominalSize(d.nominalSize)
 	}
+	src.Features = job.FeatureCache{Dir: d.featureCache, Progress: featureProgress(cmd.ErrOrStderr())}
 	return withModel(src, d.model)
+}
+
+// featureProgress shows a progress bar while a set's front-end features
+// are computed.
+func featureProgress(w io.Writer) func(set string, done, total int) {
+	var bar *progressbar.ProgressBar
+	var current string
+	return func(set string, done, total int) {
+		if bar == nil || set != current {
+			current = set
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("features ("+set+")"),
+				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
+				progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish(),
+				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+		}
+		bar.Set(done)
+	}
 }
 
 // addModelFlag adds --model: the network trained.
 func addModelFlag(fl *pflag.FlagSet, m *string) {
-	fl.StringVar(m, "model", "", "network: a built-in spec (tb-mnist, opacus-mnist, tb-cifar10, opacus-cifar10) or a JSON spec file (default: "+job.DefaultModelHelp()+")")
+	fl.StringVar(m, "model", "", "network: a built-in spec (tb-mnist, opacus-mnist, tb-cifar10, opacus-cifar10, scatter-linear-mnist, scatter-cnn-mnist) or a JSON spec file (default: "+job.DefaultModelHelp()+")")
 }
 
 // withModel is src training the network --model names ("" keeps its default).

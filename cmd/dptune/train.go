@@ -32,6 +32,11 @@ noise) and report its test accuracy and the (ε, δ) it spent. The noise
 multiplier is calibrated so that the whole run meets --epsilon at --delta,
 unless --noise-multiplier is given. Writes the model and report.json to --out.
 
+The built-in ScatterNet networks (--model scatter-linear-mnist,
+scatter-cnn-mnist) carry their own settings, used for every one of
+--batch-size, --epochs, --lr, --momentum and --clip-norm not given; their
+features are computed once per dataset and kept in --feature-cache.
+
 The sampling rate is --batch-size over the training set's nominal size (the
 dataset's published size, or --nominal-size for data of your own), never over
 a count of the private data. Without --seed the noise is drawn in secure mode
@@ -89,6 +94,20 @@ func (f *trainFlags) validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// useDefaults takes the network's own settings for every flag not given.
+func (f *trainFlags) useDefaults(cmd *cobra.Command, d job.TrainDefaults) {
+	set := func(name string, apply func()) {
+		if !cmd.Flags().Changed(name) {
+			apply()
+		}
+	}
+	set("batch-size", func() { f.batchSize = d.BatchSize })
+	set("epochs", func() { f.epochs = d.Epochs })
+	set("lr", func() { f.lr = d.LearningRate })
+	set("momentum", func() { f.momentum = d.Momentum })
+	set("clip-norm", func() { f.clipNorm = d.ClipNorm })
+}
+
 func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	if f.nonPrivate && !cmd.Flags().Changed("lr") {
 		f.lr = job.DefaultNonPrivateLearningRate
@@ -106,6 +125,9 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	src, err := f.data.source(cmd)
 	if err != nil {
 		return err
+	}
+	if d, ok := job.NetworkDefaults(src.Arch.Spec); ok && !f.nonPrivate {
+		f.useDefaults(cmd, d)
 	}
 	if err := checkOutRoom(f.out, src); err != nil {
 		return err

@@ -82,26 +82,11 @@ func paddedSize(h, w, J int) (int, int) {
 // size exceeds MaxPixels and settings whose filter bank exceeds
 // MaxFilterValues.
 func New(h, w, J, L int) (*Scattering, error) {
-	if J < 1 || J > MaxJ {
-		return nil, fmt.Errorf("scatter: J = %d out of range 1…%d", J, MaxJ)
-	}
-	if L < 1 || L > MaxL {
-		return nil, fmt.Errorf("scatter: L = %d out of range 1…%d", L, MaxL)
+	if err := Check(h, w, J, L); err != nil {
+		return nil, err
 	}
 	f := 1 << J
-	if h < f || w < f {
-		return nil, fmt.Errorf("scatter: image %d×%d has a side smaller than 2^J = %d", h, w, f)
-	}
-	if h > MaxPixels || w > MaxPixels {
-		return nil, fmt.Errorf("scatter: image %d×%d too large (at most %d padded pixels)", h, w, MaxPixels)
-	}
 	mp, np := paddedSize(h, w, J)
-	if mp*np > MaxPixels {
-		return nil, fmt.Errorf("scatter: image %d×%d too large: padded to %d×%d, more than %d pixels", h, w, mp, np, MaxPixels)
-	}
-	if J*L*mp*np > MaxFilterValues {
-		return nil, fmt.Errorf("scatter: J = %d, L = %d on a %d×%d image need %d filter values, more than %d", J, L, h, w, J*L*mp*np, MaxFilterValues)
-	}
 	s := &Scattering{
 		h: h, w: w, j: J, l: L,
 		mp: mp, np: np,
@@ -114,6 +99,32 @@ func New(h, w, J, L int) (*Scattering, error) {
 	s.fb = newFilterBank(mp, np, J, L)
 	s.pool.New = func() any { return s.newWorkspace() }
 	return s, nil
+}
+
+// Check returns the error New would return for these sizes, without
+// building the filter bank; nil if New accepts them.
+func Check(h, w, J, L int) error {
+	if J < 1 || J > MaxJ {
+		return fmt.Errorf("scatter: J = %d out of range 1…%d", J, MaxJ)
+	}
+	if L < 1 || L > MaxL {
+		return fmt.Errorf("scatter: L = %d out of range 1…%d", L, MaxL)
+	}
+	f := 1 << J
+	if h < f || w < f {
+		return fmt.Errorf("scatter: image %d×%d has a side smaller than 2^J = %d", h, w, f)
+	}
+	if h > MaxPixels || w > MaxPixels {
+		return fmt.Errorf("scatter: image %d×%d too large (at most %d padded pixels)", h, w, MaxPixels)
+	}
+	mp, np := paddedSize(h, w, J)
+	if mp*np > MaxPixels {
+		return fmt.Errorf("scatter: image %d×%d too large: padded to %d×%d, more than %d pixels", h, w, mp, np, MaxPixels)
+	}
+	if J*L*mp*np > MaxFilterValues {
+		return fmt.Errorf("scatter: J = %d, L = %d on a %d×%d image need %d filter values, more than %d", J, L, h, w, J*L*mp*np, MaxFilterValues)
+	}
+	return nil
 }
 
 // OutShape returns the number of output channels and the output rows and
