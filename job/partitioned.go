@@ -41,7 +41,7 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 			s.Warn(n)
 		}
 	}
-	train, test, err := s.Data.load(s.Warn)
+	train, test, err := s.Data.loadCtx(ctx, s.Warn)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}

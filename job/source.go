@@ -281,11 +281,6 @@ func (s Source) Check() error {
 	return nil
 }
 
-// load is loadCtx that cannot be interrupted while features are computed.
-func (s Source) load(warn func(string)) (train, test *data.Dataset, err error) {
-	return s.loadCtx(context.Background(), warn)
-}
-
 // loadCtx reads s, warning when the training set's count differs from the
 // nominal size (the count itself goes only to the curator's warn). For a
 // network with a fixed front end it returns the features of both sets

@@ -315,7 +315,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	if s.Started != nil {
 		s.Started(TuneStart{Tuner: s.Tuner, Candidates: s.Space.Size(), NoiseMultiplier: trainer.NoiseMultiplier})
 	}
-	train, test, err := s.Data.load(s.Warn)
+	train, test, err := s.Data.loadCtx(ctx, s.Warn)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
