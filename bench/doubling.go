@@ -304,16 +304,16 @@ func writeCSV(path string, header []string, rows [][]string) error {
 func init() {
 	compareTuners = append(compareTuners, compareTuner{
 		options: []CompareOption{
-			{Tuner: "doubling", Option: tuning.Option{Name: "partitions", Default: 10, Help: "disjoint training parts k"}},
-			{Tuner: "doubling", Option: tuning.Option{Name: "granularity", Default: 0.01, Help: "utility granularity g"}},
-			{Tuner: "doubling", Option: tuning.Option{Name: "doubling-share", Default: 0.5, Help: "fraction of each budget the search spends at its iteration cap"},
+			{Tuner: tuning.DoublingName, Option: tuning.Option{Name: "partitions", Default: 10, Help: "disjoint training parts k"}},
+			{Tuner: tuning.DoublingName, Option: tuning.Option{Name: "granularity", Default: 0.01, Help: "utility granularity g"}},
+			{Tuner: tuning.DoublingName, Option: tuning.Option{Name: "doubling-share", Default: 0.5, Help: "fraction of each budget the search spends at its iteration cap"},
 				Check: func(v any) error {
 					if s, _ := v.(float64); !(s > 0 && s < 1) {
 						return fmt.Errorf("--doubling-share %v is outside (0, 1)", v)
 					}
 					return nil
 				}},
-			{Tuner: "doubling", Option: tuning.Option{Name: "part-epochs", Default: 1, Help: "epochs of each part run"},
+			{Tuner: tuning.DoublingName, Option: tuning.Option{Name: "part-epochs", Default: 1, Help: "epochs of each part run"},
 				Check: func(v any) error {
 					if e, _ := v.(int); e < 1 {
 						return fmt.Errorf("--epochs and --part-epochs must be at least 1")

@@ -132,7 +132,7 @@ func SimulationNoise(ctx context.Context, q float64, steps int, refGamma float64
 // simTuner is the simulation's tuner m: DP-HyPO's GP tuner (0) or its
 // uniform baseline, random-stop (1).
 func simTuner(m int) (tuning.Runner, error) {
-	tu, err := tuning.Lookup([]string{"gp", "randomstop"}[m])
+	tu, err := tuning.Lookup([]string{tuning.GPName, tuning.RandomStopName}[m])
 	if err != nil {
 		return nil, err
 	}
@@ -148,10 +148,10 @@ func simTuner(m int) (tuning.Runner, error) {
 var compareClaims = []compareClaim{
 	{Paper: "Papernot & Steinke 2022", Result: "random-stop tuning costs a small multiple of one run's ε, not the composition of every run: at one total budget it should beat grid search",
 		Published: "Theorem 2: ε of one run plus O(log E[K]) overhead",
-		A:         CompareEntry{Tuner: "randomstop", Variant: accounting.TNB}, B: CompareEntry{Tuner: "grid"}, Claim: "random-stop ahead", Other: "grid"},
+		A:         CompareEntry{Tuner: tuning.RandomStopName, Variant: accounting.TNB}, B: CompareEntry{Tuner: tuning.GridName}, Claim: "random-stop ahead", Other: "grid"},
 	{Paper: "Wang et al. 2023 (DP-HyPO)", Result: "GP-adaptive tuning beats uniform random-stop at the same total budget (real runs)",
 		Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ",
-		A:         CompareEntry{Tuner: "gp"}, B: CompareEntry{Tuner: "randomstop", Variant: accounting.TNB}, Claim: "GP ahead", Other: "uniform",
+		A:         CompareEntry{Tuner: tuning.GPName}, B: CompareEntry{Tuner: tuning.RandomStopName, Variant: accounting.TNB}, Claim: "GP ahead", Other: "uniform",
 		Infeasible: "; gp cannot meet ε = %g at all (the adaptive density ratio C/c's overhead exceeds it)"},
 }
 

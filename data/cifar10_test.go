@@ -74,8 +74,9 @@ func TestLoadCIFAR10ErrorsNameTheFile(t *testing.T) {
 	}
 }
 
-// The staged copy in ../shared/data (labels exact, pixels from JPEG; see its
-// SOURCE.md, which gives the label counts checked here).
+// The project's staged CIFAR-10 copy beside the checkout, when present
+// (labels exact, pixels from JPEG; its SOURCE.md gives the label counts
+// checked here).
 func TestLoadCIFAR10Shared(t *testing.T) {
 	dir := filepath.Join("..", "..", "shared", "data", "cifar10-jpeg-derived")
 	if _, err := os.Stat(filepath.Join(dir, "test_batch.bin")); err != nil {

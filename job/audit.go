@@ -248,9 +248,9 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		}
 		// The tuner's own check and event: the audit claims what tune
 		// would charge.
-		name, spec := "randomstop", tuning.Spec{Repetitions: s.Repetitions, Validation: "public"}
+		name, spec := tuning.RandomStopName, tuning.Spec{Repetitions: s.Repetitions, Validation: "public"}
 		if s.Protocol == AuditGP {
-			name, spec.Options = "gp", s.GPOptions.Values()
+			name, spec.Options = tuning.GPName, s.GPOptions.Values()
 		}
 		tu, err := tuning.Lookup(name)
 		if err != nil {

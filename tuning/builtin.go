@@ -3,7 +3,7 @@ package tuning
 import "github.com/dptune/dptune/privacy/accounting"
 
 // Default is the tuner used when none is named.
-const Default = "randomstop"
+const Default = RandomStopName
 
 // The built-in tuners, registered in this order (help text and errors list
 // them so). Each lives in its own file.
@@ -24,5 +24,5 @@ type LineupEntry struct {
 // Lineup is the built-in tuners as `dptune bench compare` compares them by
 // default, in its tables' order: the naive baseline first, random-stop with
 // each distribution of K, then the tuners built on it.
-var Lineup = []LineupEntry{{Tuner: "grid"}, {Tuner: "randomstop", Runs: accounting.TNB},
-	{Tuner: "randomstop", Runs: accounting.Poisson}, {Tuner: "gp"}, {Tuner: "doubling"}}
+var Lineup = []LineupEntry{{Tuner: GridName}, {Tuner: RandomStopName, Runs: accounting.TNB},
+	{Tuner: RandomStopName, Runs: accounting.Poisson}, {Tuner: GPName}, {Tuner: DoublingName}}

@@ -311,7 +311,10 @@ func init() {
 // DoublingOptions as its options.
 type doublingTuner struct{}
 
-func (doublingTuner) Name() string { return "doubling" }
+// DoublingName is the doubling tuner's name in the registry.
+const DoublingName = "doubling"
+
+func (doublingTuner) Name() string { return DoublingName }
 func (doublingTuner) Summary() string {
 	return "Ding et al.: every candidate trained on k disjoint parts, a capped doubling AboveThreshold search, one final DP-SGD run"
 }

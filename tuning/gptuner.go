@@ -123,7 +123,10 @@ func gpLabel(rep accounting.Repetitions, opt GPOptions) string {
 // tau and beta.
 type gpTuner struct{}
 
-func (gpTuner) Name() string { return "gp" }
+// GPName is the GP tuner's name in the registry.
+const GPName = "gp"
+
+func (gpTuner) Name() string { return GPName }
 func (gpTuner) Summary() string {
 	return "DP-HyPO (Wang et al. 2023): candidates from a Gaussian-process UCB softmax kept within [c, C] × the uniform prior; K ~ TNB"
 }

@@ -33,7 +33,10 @@ func gridLabel(n int) string { return fmt.Sprintf("grid search, all %d candidate
 // gridTuner is the "grid" tuner: Grid.
 type gridTuner struct{}
 
-func (gridTuner) Name() string { return "grid" }
+// GridName is the grid tuner's name in the registry.
+const GridName = "grid"
+
+func (gridTuner) Name() string { return GridName }
 func (gridTuner) Summary() string {
 	return "the naive baseline: every candidate trained once and the best released; the runs compose, so each gets the noise of the budget split |S| ways"
 }

@@ -69,7 +69,10 @@ func XiangAccountant() accounting.Accountant { return accounting.RDP{Orders: xia
 // randomStop is the "randomstop" tuner: RandomStop.
 type randomStop struct{}
 
-func (randomStop) Name() string { return "randomstop" }
+// RandomStopName is the random-stop tuner's name in the registry.
+const RandomStopName = "randomstop"
+
+func (randomStop) Name() string { return RandomStopName }
 func (randomStop) Summary() string {
 	return "K ~ TNB(η, γ) or Poisson(μ) runs on uniformly drawn candidates (Liu & Talwar 2019; Papernot & Steinke 2022)"
 }

@@ -79,7 +79,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.Float64Var(&f.gridScore, "grid-score-noise", 100, "grid's score noise multiplier (its |S| scores all compose)")
 	f.options = addCompareOptionFlags(fl)
 	fl.IntVar(&f.trainSubset, "train-subset", 0, "train the central tuners' runs on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set (DP-Hype deals --vote-subset of the full set)")
-	fl.BoolVar(&f.vote, "vote", true, "also run DP-Hype at the same budgets, in its own table")
+	fl.BoolVar(&f.vote, job.Vote, true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
 	fl.IntVar(&f.voteReps, "vote-reps", 1000, "DP-Hype: votes per seed and budget (the vote's noise only)")
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
@@ -153,7 +153,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	}
 	if f.vote {
 		vc := bench.VoteRealConfig{Source: whole, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
-			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, "vote"),
+			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, job.Vote),
 			Progress: func(s string, done, total int) { fmt.Fprintf(w, "\r%s: %d/%d", s, done, total) }}
 		if rep.Vote, err = bench.CompareVote(cmd.Context(), vc, f.budgets, seeds, cfg.Progress); err != nil {
 			return errors.Join(err, closeErr)

@@ -18,7 +18,7 @@ func newEvalCmd() *cobra.Command {
 mean cross-entropy on the dataset's test set. A model whose parameters are
 not all finite is refused (exit 1).`,
 		Example: `  dptune eval --model out/mnist --dataset mnist
-  dptune eval --model out/cifar --dataset cifar10 --data-dir ../shared/data/cifar10-jpeg-derived`,
+  dptune eval --model out/cifar --dataset cifar10 --data-dir data/cifar-10-batches-bin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			src, err := job.Dataset(dataset, dataDir)

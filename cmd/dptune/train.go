@@ -48,7 +48,7 @@ the ε of the whole planned run, which is what --budget is charged: the
 training loss shown while it runs is not private, and the decision to stop
 may have followed it.`,
 		Example: `  dptune train --dataset mnist --epsilon 3 --delta 1e-5 --epochs 10 --out out/mnist
-  dptune train --dataset cifar10 --data-dir ../shared/data/cifar10-jpeg-derived --epsilon 3 --out out/cifar
+  dptune train --dataset cifar10 --data-dir data/cifar-10-batches-bin --epsilon 3 --out out/cifar
   dptune budget init mnist.budget --epsilon 4 --delta 1e-5 --dataset mnist
   dptune train --budget mnist.budget --epsilon 1 --out out/run1`,
 		Args: cobra.NoArgs,

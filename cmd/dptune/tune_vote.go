@@ -300,7 +300,7 @@ func startVoteClients(ctx context.Context, f tuneFlags, server, dir string, n in
 // --delta and --colluding as the client's limits (with
 // --allow-non-private if the curator chose a non-private final training).
 func voteClientArgs(f tuneFlags, server string, i, n int, certs string) []string {
-	args := []string{"vote", "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i, n),
+	args := []string{job.Vote, "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i, n),
 		"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i)),
 		"--ca", filepath.Join(certs, "ca.pem"),
 		"--max-epsilon", strconv.FormatFloat(f.epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(f.delta, 'g', -1, 64),
@@ -318,7 +318,7 @@ func voteClientArgs(f tuneFlags, server string, i, n int, certs string) []string
 // for clients on other machines.
 func newVoteCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "vote",
+		Use:   job.Vote,
 		Short: "DP-Hype's server and client as separate processes (dptune tune --tuner vote runs both on one machine)",
 	}
 	cmd.AddCommand(newVoteServeCmd(), newVoteClientCmd(), newVoteCertsCmd())
