@@ -8,41 +8,23 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/internal/fsx/fsxtest"
 )
-
-// within returns f's error, failing the test if f takes more than 5 s (it
-// used to block in open(2) forever on a FIFO).
-func within(t *testing.T, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("blocked on the trial file")
-		return nil
-	}
-}
 
 // A FIFO as the trial file is refused at once by CheckCSV and by Run,
 // with an error wrapping fsx.ErrNotRegular, instead of waiting for a
 // writer in open(2).
 func TestCSVRefusesFIFO(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trials.csv")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Skip("no FIFOs here:", err)
-	}
+	fsxtest.Mkfifo(t, path)
 	cfg := Config{Trials: 10, Seed: 1, CSV: path, Protocol: []Param{{"kind", "test game"}}}
-	if err := within(t, func() error { return CheckCSV(cfg) }); !errors.Is(err, fsx.ErrNotRegular) {
+	if err := fsxtest.Within(t, func() error { return CheckCSV(cfg) }); !errors.Is(err, fsx.ErrNotRegular) {
 		t.Errorf("CheckCSV of a FIFO: %v, want fsx.ErrNotRegular", err)
 	}
-	if err := within(t, func() error { _, _, err := Run(context.Background(), game, cfg); return err }); !errors.Is(err, fsx.ErrNotRegular) {
+	if err := fsxtest.Within(t, func() error { _, _, err := Run(context.Background(), game, cfg); return err }); !errors.Is(err, fsx.ErrNotRegular) {
 		t.Errorf("Run with a FIFO: %v, want fsx.ErrNotRegular", err)
 	}
 }

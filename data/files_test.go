@@ -7,11 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/internal/fsx/fsxtest"
 )
 
 // writeMNIST writes an MNIST directory of nTrain and nTest blank examples.
@@ -52,17 +51,9 @@ func TestLoadMNISTRefusesFIFO(t *testing.T) {
 	dir := writeMNIST(t, 3, 2)
 	p := filepath.Join(dir, "t10k-images-idx3-ubyte")
 	os.Remove(p)
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Skip("no FIFOs here:", err)
-	}
-	done := make(chan error, 1)
-	go func() { _, _, err := LoadMNIST(dir); done <- err }()
-	select {
-	case err := <-done:
-		if !errors.Is(err, fsx.ErrNotRegular) || !strings.Contains(err.Error(), p) {
-			t.Fatalf("FIFO data file: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("LoadMNIST blocked on a FIFO")
+	fsxtest.Mkfifo(t, p)
+	err := fsxtest.Within(t, func() error { _, _, err := LoadMNIST(dir); return err })
+	if !errors.Is(err, fsx.ErrNotRegular) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("FIFO data file: %v", err)
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/internal/fsx/fsxtest"
 	"github.com/dptune/dptune/internal/randsrc"
 )
 
@@ -43,29 +43,13 @@ func TestSpecOverCapSaysSo(t *testing.T) {
 	}
 }
 
-// noBlock fails the test if f does not return promptly.
-func noBlock(t *testing.T, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("blocked on a FIFO")
-		return nil
-	}
-}
-
 // A spec file or a checkpoint's params.bin that is a FIFO is refused at
 // once; one that links to /dev/zero is refused without reading it.
 func TestNonRegularFilesRefused(t *testing.T) {
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "spec.json")
-	if err := syscall.Mkfifo(spec, 0o600); err != nil {
-		t.Skip("no FIFOs here:", err)
-	}
-	if err := noBlock(t, func() error { _, err := LoadSpec(spec); return err }); !errors.Is(err, fsx.ErrNotRegular) {
+	fsxtest.Mkfifo(t, spec)
+	if err := fsxtest.Within(t, func() error { _, err := LoadSpec(spec); return err }); !errors.Is(err, fsx.ErrNotRegular) {
 		t.Fatalf("FIFO spec: %v", err)
 	}
 	net, err := New(MNIST, randsrc.Seeded(1, "init"))
@@ -87,7 +71,7 @@ func TestNonRegularFilesRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := noBlock(t, func() error { _, _, err := Load(m); return err }); !errors.Is(err, fsx.ErrNotRegular) || !strings.Contains(err.Error(), p) {
+		if err := fsxtest.Within(t, func() error { _, _, err := Load(m); return err }); !errors.Is(err, fsx.ErrNotRegular) || !strings.Contains(err.Error(), p) {
 			t.Fatalf("params.bin as %s: %v", target, err)
 		}
 	}

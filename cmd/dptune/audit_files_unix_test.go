@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dptune/dptune/internal/fsx/fsxtest"
 )
 
 // A FIFO as the audit's trial file is refused at once, exit 2, with one
@@ -16,9 +17,7 @@ import (
 func TestAuditFIFOTrialsRefused(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "trials.csv")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skip("no FIFOs here:", err)
-	}
+	fsxtest.Mkfifo(t, fifo)
 	done := make(chan struct{})
 	var code int
 	var out string

@@ -9,36 +9,20 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-)
 
-// within fails the test unless f returns within a second: a FIFO must be
-// refused, not waited on.
-func within(t *testing.T, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(5 * time.Second):
-		t.Fatal("blocked")
-		return nil
-	}
-}
+	"github.com/dptune/dptune/internal/fsx/fsxtest"
+)
 
 func TestRefusesFIFOAndDevices(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skip("no FIFOs here:", err)
-	}
+	fsxtest.Mkfifo(t, fifo)
 	zero := filepath.Join(dir, "zero")
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ path, what string }{{fifo, "named pipe"}, {zero, "character device"}, {dir, "directory"}} {
-		err := within(t, func() error { _, err := ReadFile(c.path, 1<<20); return err })
+		err := fsxtest.Within(t, func() error { _, err := ReadFile(c.path, 1<<20); return err })
 		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), c.what) || !strings.Contains(err.Error(), c.path) {
 			t.Errorf("ReadFile(%s) = %v, want ErrNotRegular naming the path and %q", c.path, err, c.what)
 		}
