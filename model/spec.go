@@ -79,11 +79,26 @@ var (
 	ScatterCNNMNIST = Spec{Name: "scatter-cnn-mnist", Layers: []LayerSpec{
 		Scatter(2, 8), GroupNorm(27), Conv2d(32, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
 		Conv2d(64, 3, 1, 1), Tanh(), Flatten(), Linear(32), Tanh(), Linear(10)}}
+
+	// ScatterLinearCIFAR10 is Tramèr & Boneh's ScatterNet + linear model
+	// for CIFAR-10 (Section 3; their code's ScatterLinear): the scattering
+	// transform with J = 2, L = 8 of each colour channel (243×8×8
+	// features), group normalisation of the 243 channels in 27 groups, and
+	// one linear layer: 156,016 parameters.
+	ScatterLinearCIFAR10 = Spec{Name: "scatter-linear-cifar10", Layers: []LayerSpec{
+		Scatter(2, 8), GroupNorm(27), Flatten(), Linear(10)}}
+	// ScatterCNNCIFAR10 is Tramèr & Boneh's ScatterNet + CNN for CIFAR-10
+	// (their code's CIFAR10_CNN on scattering features, the default size):
+	// the 243×8×8 features normalised in 27 groups, conv 64 3×3 p1, tanh,
+	// max-pool 2 s2, conv 64 3×3 p1, tanh, linear 10.
+	ScatterCNNCIFAR10 = Spec{Name: "scatter-cnn-cifar10", Layers: []LayerSpec{
+		Scatter(2, 8), GroupNorm(27), Conv2d(64, 3, 1, 1), Tanh(), MaxPool2d(2, 2),
+		Conv2d(64, 3, 1, 1), Tanh(), Flatten(), Linear(10)}}
 )
 
 // BuiltinSpecs lists the built-in specs by name.
 func BuiltinSpecs() []Spec {
-	return []Spec{OpacusMNIST, TBMNIST, OpacusCIFAR10, TBCIFAR10, ScatterLinearMNIST, ScatterCNNMNIST}
+	return []Spec{OpacusMNIST, TBMNIST, OpacusCIFAR10, TBCIFAR10, ScatterLinearMNIST, ScatterCNNMNIST, ScatterLinearCIFAR10, ScatterCNNCIFAR10}
 }
 
 // legacyNames are the architecture names of checkpoints written before
