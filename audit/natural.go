@@ -14,8 +14,12 @@ import (
 
 // NaturalCanary audits one DP-SGD run with an input-space canary (Xiang et
 // al.'s NTNV-style setting, §4): X is Base, a real data subset, and X′ is
-// Base with the canary z — an out-of-distribution image (Image, C×H×W) with
-// the fixed label Label — appended. Training is the real dpsgd.Train path
+// Base with the canary z — an out-of-distribution image (Image) with the
+// fixed label Label — appended. Base and Image are in the network's input
+// space, Arch.Input(): C×H×W images, or, for a network with a fixed front
+// end (a scatter first layer, model.Arch.FrontEnd), the front end's
+// features of the base images and of the canary image (the transform is
+// data-independent, so the audited run is DP-SGD on the features). Training is the real dpsgd.Train path
 // with the real per-sample engine; the adversary (black-box) sees only the
 // final model and its statistic is minus the model's cross-entropy loss on
 // z (a model trained with z fits it better). It reports the realistic ε_L
@@ -34,8 +38,9 @@ type NaturalCanary struct {
 
 // Trial trains on X (b = 0) or X′ (b = 1) and returns −loss(z).
 func (p NaturalCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64, error) {
-	if p.Base == nil || p.Base.N < 1 || len(p.Image) != p.Arch.C*p.Arch.H*p.Arch.W || int(p.Label) >= p.Arch.Classes {
-		return 0, fmt.Errorf("audit: the natural canary needs a base set and an image of the network's shape with a valid label")
+	c, h, w := p.Arch.Input()
+	if p.Base == nil || p.Base.N < 1 || len(p.Image) != c*h*w || len(p.Base.X) != p.Base.N*c*h*w || int(p.Label) >= p.Arch.Classes {
+		return 0, fmt.Errorf("audit: the natural canary needs a base set and an image of the network's input shape (%d×%d×%d) with a valid label", c, h, w)
 	}
 	set := p.Base
 	if b == 1 {
