@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/dptune/dptune/audit"
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/model/features"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/privacy/noise"
 	"github.com/dptune/dptune/runner"
@@ -292,9 +294,25 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		if err != nil {
 			return nil, nil, err
 		}
+		image := audit.CheckerCanary(s.Data.Arch)
+		if f, ok := s.Data.Arch.FrontEnd(); ok {
+			// The network reads its front end's features: those of the
+			// base set and of the canary image, by the same fixed,
+			// data-independent transform (computed here for these
+			// examples alone, wherever the trials run).
+			if base, err = features.Compute(ctx, f, base, nil); err != nil {
+				return nil, nil, err
+			}
+			a := s.Data.Arch
+			z, err := features.Compute(ctx, f, &data.Dataset{Name: "canary", X: image, Y: []uint8{0}, N: 1, C: a.C, H: a.H, W: a.W, Classes: a.Classes}, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			image = z.X
+		}
 		run := accounting.DPSGD(sigma, s.SamplingRate, s.Steps)
 		claims["rdp"], claims["pld"] = run, run
-		return audit.NaturalCanary{Arch: s.Data.Arch, Base: base, Image: audit.CheckerCanary(s.Data.Arch), Label: 0,
+		return audit.NaturalCanary{Arch: s.Data.Arch, Base: base, Image: image, Label: 0,
 			NoiseMultiplier: sigma, ClipNorm: s.ClipNorm, SamplingRate: s.SamplingRate, Steps: s.Steps, LearningRate: s.LearningRate}, claims, nil
 	case AuditScore:
 		if !(s.ScoreNoise > 0 && s.ScoreNoise <= noise.MaxDiscreteSigma) {

@@ -57,7 +57,14 @@
 // directory Source.Features.Dir, keyed by the data's content and the
 // transform, so later runs start training at once. The transform is
 // data-independent and costs no privacy; the cache holds the private data,
-// transformed, and is written 0600 in a 0700 directory.
+// transformed, and is written 0600 in a 0700 directory. Every job reads
+// such a network's data this way: a tuning's runs and its validation set
+// (private or public), its jobs on a worker (which computes the same
+// features, into WorkerFeatureCache's directory, and cuts the same splits
+// from them), a landscape, and the natural-canary audit (the features of
+// its base images and of its canary image). A tuning whose space leaves
+// out the learning rate or the clipping norm takes the built-in network's
+// own (NetworkDefaults).
 //
 // Measure what per-sample gradients cost: bench.PerSample.
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
@@ -58,6 +59,10 @@ type dataRef struct {
 	// PartKey (the doubling tuner's partition).
 	Parts   int    `json:"parts,omitempty"`
 	PartKey cutKey `json:"part_key"`
+	// FrontEnd, if not nil, is the network's fixed front end (its scatter
+	// first layer): the sets are its features (of the subset, before any
+	// split), as the curator's own process reads them (Source.loadCtx).
+	FrontEnd *model.ScatterSpec `json:"front_end,omitempty"`
 }
 
 // cutKey keys a secret split of the data: a seeded run's 64-bit key
@@ -111,6 +116,16 @@ var workerDirs sync.Map
 // instead of the directory the curator named: a worker on a machine whose
 // copy of the data lives elsewhere (`dptune worker --data-dir`).
 func WorkerDataDir(name, dir string) { workerDirs.Store(name, dir) }
+
+// workerFeatures is the feature cache directory of this process's jobs
+// ("" computes the features in memory, once per process and dataset).
+var workerFeatures atomic.Value
+
+// WorkerFeatureCache makes this process's jobs keep the features of a
+// network with a fixed front end in the curator directory dir (FeatureCache):
+// a worker (`dptune worker --feature-cache`) computes them once per dataset,
+// not once per process; "" computes them in memory.
+func WorkerFeatureCache(dir string) { workerFeatures.Store(dir) }
 
 // dataCache keeps the last few loaded datasets of this process, so that a
 // worker reads its data once, not once per job, and the curator's own
@@ -174,7 +189,7 @@ func loadRaw(name, dir string) (train, test *data.Dataset, err error) {
 }
 
 // raw loads r's dataset, its training set cut to r.Subset when set: the
-// sets before any split.
+// images before any split.
 func (r dataRef) raw() (train, test *data.Dataset, err error) {
 	if train, test, err = loadRaw(r.Dataset, r.Dir); err != nil || r.Subset == nil {
 		return train, test, err
@@ -183,8 +198,39 @@ func (r dataRef) raw() (train, test *data.Dataset, err error) {
 	return train, test, err
 }
 
+// sets is raw, or, with a front end, the features of raw's sets (kept in
+// this process's cache, and in the worker's feature cache if it has one):
+// the sets before any split, as the network reads them.
+func (r dataRef) sets(ctx context.Context) (train, test *data.Dataset, err error) {
+	if r.FrontEnd == nil {
+		return r.raw()
+	}
+	key := cacheKey(struct{ Features dataRef }{dataRef{Dataset: r.Dataset, Dir: r.Dir, Subset: r.Subset, FrontEnd: r.FrontEnd}})
+	if l, ok := cacheGet(key); ok {
+		return l.train, l.val, nil
+	}
+	if train, test, err = r.raw(); err != nil {
+		return nil, nil, err
+	}
+	a, err := model.NewArch(model.Spec{Name: "front end", Layers: []model.LayerSpec{model.Scatter(r.FrontEnd.J, r.FrontEnd.L), model.Flatten(), model.Linear(train.Classes)}},
+		train.C, train.H, train.W, train.Classes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("job: front end of %s: %v: %w", r.Dataset, err, runner.ErrInvalidInput)
+	}
+	dir, _ := workerFeatures.Load().(string)
+	src := Source{Arch: a, Features: FeatureCache{Dir: dir}}
+	if train, err = src.inputs(ctx, "train", train, nil); err != nil {
+		return nil, nil, err
+	}
+	if test, err = src.inputs(ctx, "test", test, nil); err != nil {
+		return nil, nil, err
+	}
+	cachePut(key, loaded{train: train, val: test})
+	return train, test, nil
+}
+
 // resolve loads r's data in this process, from the cache when it can.
-func (r dataRef) resolve() (loaded, error) {
+func (r dataRef) resolve(ctx context.Context) (loaded, error) {
 	key := cacheKey(r)
 	if l, ok := cacheGet(key); ok {
 		return l, nil
@@ -194,7 +240,7 @@ func (r dataRef) resolve() (loaded, error) {
 	if l, ok := cacheGet(key); ok {
 		return l, nil
 	}
-	train, test, err := r.raw()
+	train, test, err := r.sets(ctx)
 	if err != nil {
 		return loaded{}, err
 	}
@@ -208,7 +254,7 @@ func (r dataRef) resolve() (loaded, error) {
 		if r.Public == nil {
 			return loaded{}, fmt.Errorf("job: public validation without its data: %w", runner.ErrInvalidInput)
 		}
-		pub, _, err := r.Public.raw()
+		pub, _, err := r.Public.sets(ctx)
 		if err != nil {
 			return loaded{}, err
 		}
@@ -282,7 +328,7 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	if err := decodeInput(b, &in); err != nil {
 		return nil, err
 	}
-	l, err := in.Data.resolve()
+	l, err := in.Data.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +402,7 @@ func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
 // name wherever they run; in this process they use train and test, src's
 // sets as the caller loaded them.
 func LandscapeJobs(src Source, train, test *data.Dataset, t *tuning.DPSGDTrainer) tuning.Jobs {
-	ref := src.ref()
+	ref := src.inputRef()
 	ref.Validation = "test"
 	cachePut(cacheKey(ref), loaded{train: train, val: test})
 	return dpsgdJobs{t: t, data: ref}
@@ -388,7 +434,7 @@ func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
 	if in.Data.Parts < 1 || in.Part < 0 || in.Part >= in.Data.Parts {
 		return nil, fmt.Errorf("job: part %d of %d: %w", in.Part, in.Data.Parts, runner.ErrInvalidInput)
 	}
-	l, err := in.Data.resolve()
+	l, err := in.Data.resolve(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 	}
 	seed, key, run := s.invocationSeed()
 	scorer.Noise = s.noiseMode()
-	ref := s.Data.ref()
+	ref := s.Data.inputRef()
 	ref.Validation, ref.ValSize, ref.SplitKey, ref.Parts = "private", s.ValSize, splitKey(seed, key), k
 	fit, val, err := keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey)
 	if err != nil {

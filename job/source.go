@@ -291,27 +291,11 @@ func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *da
 	if err != nil {
 		return nil, nil, err
 	}
-	if f, ok := s.Arch.FrontEnd(); ok {
-		for _, set := range []struct {
-			name string
-			d    **data.Dataset
-		}{{"train", &train}, {"test", &test}} {
-			var progress func(int, int)
-			if p := s.Features.Progress; p != nil {
-				name := set.name
-				progress = func(done, total int) { p(name, done, total) }
-			}
-			var feat *data.Dataset
-			if s.Features.Dir == "" {
-				feat, err = features.Compute(ctx, f, *set.d, progress)
-			} else {
-				feat, _, err = features.Load(ctx, s.Features.Dir, f, *set.d, progress, warn)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			*set.d = feat
-		}
+	if train, err = s.inputs(ctx, "train", train, warn); err != nil {
+		return nil, nil, err
+	}
+	if test, err = s.inputs(ctx, "test", test, warn); err != nil {
+		return nil, nil, err
 	}
 	// A subset's count is binomial around its nominal size by design.
 	if train.N != s.NominalN && s.Subset == nil && warn != nil {
@@ -322,6 +306,36 @@ func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *da
 		warn(fmt.Sprintf("%s holds %d training examples, not the nominal %d; sampling rates and divisors use the nominal size (curator-side note)", where, train.N, s.NominalN))
 	}
 	return train, test, nil
+}
+
+// inputs is the set d (called set in progress reports) as s's network
+// reads it: d itself, or, for a network with a fixed front end, its
+// features (from s.Features' cache, or computed).
+func (s Source) inputs(ctx context.Context, set string, d *data.Dataset, warn func(string)) (*data.Dataset, error) {
+	f, ok := s.Arch.FrontEnd()
+	if !ok {
+		return d, nil
+	}
+	var progress func(int, int)
+	if p := s.Features.Progress; p != nil {
+		progress = func(done, total int) { p(set, done, total) }
+	}
+	if s.Features.Dir == "" {
+		return features.Compute(ctx, f, d, progress)
+	}
+	feat, _, err := features.Load(ctx, s.Features.Dir, f, d, progress, warn)
+	return feat, err
+}
+
+// inputRef is the dataRef of the sets s's network reads: s.ref(), with
+// the network's fixed front end, if it has one, so that a job computes
+// the same features wherever it runs.
+func (s Source) inputRef() dataRef {
+	r := s.ref()
+	if f, ok := s.Arch.FrontEnd(); ok {
+		r.FrontEnd = &f.Spec
+	}
+	return r
 }
 
 // sameDir reports whether two data directories are the same directory.

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 	"math"
 	"reflect"
@@ -95,7 +96,7 @@ func TestWithSubsetSameInJobs(t *testing.T) {
 	}
 	ref := sub.ref()
 	ref.Validation = "test"
-	l, err := ref.resolve()
+	l, err := ref.resolve(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,10 @@ type TuneSpec struct {
 	Space tuning.Space // must pass tuning.CheckDPSGDSpace
 	// Epsilon and Delta are the total budget.
 	Epsilon, Delta float64
-	// Epochs, BatchSize and Momentum are those of each DP-SGD run.
+	// Epochs, BatchSize and Momentum are those of each DP-SGD run. Its
+	// learning rate and clipping norm are the candidate's; one the space
+	// leaves out is the built-in network's own (NetworkDefaults), or else
+	// DefaultLearningRate and a clipping norm of 1.
 	Epochs, BatchSize int
 	Momentum          float64
 
@@ -248,8 +251,12 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	if err := tu.Check(spec); err != nil {
 		return nil, invalid(err)
 	}
+	lr, clip := DefaultLearningRate, 1.0
+	if d, ok := NetworkDefaults(s.Data.Arch.Spec); ok {
+		lr, clip = d.LearningRate, d.ClipNorm
+	}
 	t := &tuning.DPSGDTrainer{Arch: s.Data.Arch, SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize),
-		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: DefaultLearningRate, ClipNorm: 1}
+		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: lr, ClipNorm: clip}
 	if validation == "private" && uses.TrainerScores {
 		t.ScoreNoise, t.ValSize = s.ScoreNoise, s.ValSize
 	}
@@ -321,14 +328,21 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	}
 	seed, key, run := s.invocationSeed()
 	trainer.Noise = s.noiseMode()
-	ref := s.Data.ref()
+	ref := s.Data.inputRef()
 	ref.Validation = spec.Validation
 	if spec.Validation == "public" {
 		trainer.Data = train
-		if trainer.Val, _, err = s.PublicVal.Load(); err != nil {
+		val, _, err := s.PublicVal.Load()
+		if err == nil {
+			// Read through the network's front end, as the training set is.
+			val, err = s.Data.inputs(ctx, "validation", val, s.Warn)
+		}
+		if err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, fmt.Errorf("the public validation set: %w", err))
 		}
+		trainer.Val = val
 		pub := s.PublicVal.ref()
+		pub.FrontEnd = ref.FrontEnd
 		ref.Public = &pub
 	} else {
 		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed, key)

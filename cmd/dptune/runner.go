@@ -174,8 +174,9 @@ func describeRunner(r runner.Runner) string {
 
 type workerFlags struct {
 	runnerFlags
-	concurrency int
-	dataDir     string
+	concurrency  int
+	dataDir      string
+	featureCache string
 }
 
 func newWorkerCmd() *cobra.Command {
@@ -193,7 +194,9 @@ workflow, run and role; a payload that is not sealed is refused.
 
 The worker reads the data itself: MNIST from the Go module cache (as the
 curator does), CIFAR-10 from --data-dir (default: the directory the curator
-named). Run it where the data is; stop it with Ctrl-C.`,
+named), and computes the features of a network with a scatter front end
+once per dataset into --feature-cache. Run it where the data is; stop it
+with Ctrl-C.`,
 		Example: `  dptune worker --temporal-address 127.0.0.1:7233 --task-queue dptune
   dptune worker --task-queue dptune --data-dir /data/cifar-10-batches-bin`,
 		Args: cobra.NoArgs,
@@ -203,6 +206,7 @@ named). Run it where the data is; stop it with Ctrl-C.`,
 	addTemporalFlags(fl, &f.runnerFlags)
 	fl.IntVar(&f.concurrency, "concurrency", 1, "tasks run at once (a DP-SGD run already uses every core)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "the directory on this machine of the datasets that have no default one ("+strings.Join(job.DatasetsWithoutDefaultDir(), ", ")+"), instead of the curator's")
+	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "directory on this machine keeping the features of a network with a scatter front end, computed once per dataset (they are the private data, transformed: created 0700, files 0600); empty: compute them in memory once per worker process")
 	return cmd
 }
 
@@ -216,6 +220,7 @@ func runWorker(cmd *cobra.Command, f workerFlags) error {
 		}
 		job.WorkerDataDirs(f.dataDir)
 	}
+	job.WorkerFeatureCache(f.featureCache)
 	c, _, err := temporalrunner.Dial(temporalrunner.Options{Address: f.address, Namespace: f.namespace, TaskQueue: f.queue, KeyFile: f.key})
 	if err != nil {
 		return err
