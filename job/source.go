@@ -308,6 +308,17 @@ func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *da
 	return train, test, nil
 }
 
+// LoadInputs reads s's training and test sets as its network reads them:
+// the images, or, for a network with a fixed front end (a scatter first
+// layer), their features, from s.Features' cache or computed (a set of
+// images whose features are cached is hashed, not transformed, so the
+// cache is read, never recomputed, for data it holds). It warns through
+// warn, if not nil, when the training set's count differs from the
+// nominal size, and stops with ctx's error while features are computed.
+func (s Source) LoadInputs(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error) {
+	return s.loadCtx(ctx, warn)
+}
+
 // inputs is the set d (called set in progress reports) as s's network
 // reads it: d itself, or, for a network with a fixed front end, its
 // features (from s.Features' cache, or computed).

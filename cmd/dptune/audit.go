@@ -53,9 +53,15 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
   gp               DP-HyPO (GP) tuning of such runs (--repeat tnb)
   natural          one DP-SGD run on --size real training examples with an
                    out-of-distribution checkerboard canary; statistic = −loss
-                   on it (the realistic, black-box ε_L)
+                   on it (the realistic, black-box ε_L); a --model with a
+                   scatter front end trains on the features of both
   score            the private score's integer count + discrete Gaussian
   above-threshold  Ding et al.'s capped AboveThreshold search
+
+--dataset, --data-dir, --model and --lr belong to natural alone: the dpsgd,
+tuner and gp audits play a Dirac gradient canary on a fixed network (no
+network or data of yours changes them), and every other protocol trains no
+network; they are refused with these flags.
 
 Writes DIR/audit.json (epsilon_lower, confidence, delta, trials,
 epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv.
@@ -111,6 +117,16 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		return usagef("--confidence %v is outside (0, 1)", f.confidence)
 	case f.size < 1:
 		return usagef("--size %d must be at least 1", f.size)
+	}
+	// Only the natural audit trains a network on data: the others have
+	// none to choose (dpsgd, tuner and gp play a Dirac gradient canary on
+	// a fixed network, whatever --model would say).
+	if protocol != job.AuditNatural {
+		for _, name := range []string{"model", "dataset", "data-dir", "lr"} {
+			if cmd.Flags().Changed(name) {
+				return usagef("--%s applies to audit natural only: the %s audit trains no network of yours on data", name, protocol)
+			}
+		}
 	}
 	// The protocols' own ranges, checked here so that the message names
 	// the flag; out of them a trial used to fail after the audit started.

@@ -29,6 +29,7 @@ func newBenchCmd() *cobra.Command {
 
 type benchPerSampleFlags struct {
 	dataset, dataDir, jsonOut, plotOut, model string
+	featureCache                              string
 	batchSizes                                []int
 	steps, warmup                             int
 	seed                                      uint64
@@ -43,7 +44,9 @@ func newBenchPerSampleCmd() *cobra.Command {
 forward, per-sample gradients, clipping, noise, update — for DP-SGD and for
 non-private SGD on the same engine, at each expected batch size, and prints
 examples per second, ms per step, the DP/non-private ratio, the time per phase
-and per layer, allocations per step and the peak resident memory.`,
+and per layer, allocations per step and the peak resident memory. A network
+with a scatter front end is timed on its features, computed once per dataset
+into --feature-cache (as train does), not in each step.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchPerSample(cmd, f) },
 	}
@@ -51,6 +54,7 @@ and per layer, allocations per step and the peak resident memory.`,
 	fl.StringVar(&f.dataset, "dataset", "mnist", job.DatasetHelp())
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default "+job.DefaultDirHelp()+")")
 	addModelFlag(fl, &f.model)
+	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "curator directory keeping the features of a network with a scatter front end, computed once per dataset (they are the private data, transformed: created 0700, files 0600); empty: compute them on every run")
 	fl.IntSliceVar(&f.batchSizes, "batch-size", []int{256}, "expected batch sizes, e.g. 64,128,256,512")
 	fl.IntVar(&f.steps, "steps", 50, "measured steps per batch size and mode")
 	fl.IntVar(&f.warmup, "warmup", 5, "unmeasured steps before them")
@@ -91,11 +95,12 @@ func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 			return fmt.Errorf("--%s: %w", o.flag, err)
 		}
 	}
-	train, _, err := src.Load()
+	w := cmd.ErrOrStderr()
+	src.Features = job.FeatureCache{Dir: f.featureCache, Progress: featureProgress(w)}
+	train, _, err := src.LoadInputs(cmd.Context(), nil)
 	if err != nil {
 		return err
 	}
-	w := cmd.ErrOrStderr()
 	rep, err := bench.PerSample(cmd.Context(), bench.PerSampleConfig{
 		Train: train, Arch: src.Arch, BatchSizes: f.batchSizes, Steps: f.steps, Warmup: f.warmup, Seed: f.seed,
 		Progress: func(b int, mode string) {

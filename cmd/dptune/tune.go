@@ -44,7 +44,13 @@ Validation scores are private by default: each run's number of correct
 validation predictions is released as an integer plus discrete Gaussian noise
 (--score-noise is its noise multiplier, in examples), counted in the ledger.
 --validation public scores on a set you declare public and disjoint from the
-private training data, read from --public-val-dir; it costs nothing.`,
+private training data, read from --public-val-dir; it costs nothing.
+
+The built-in ScatterNet networks (--model scatter-linear-mnist, …) carry
+their own settings: each run takes them for every one of --epochs,
+--batch-size and --momentum not given, and for the learning rate or clipping
+norm when the space has no such dimension; their features are computed once
+per dataset and kept in --feature-cache.`,
 		Example: `  dptune tune --epsilon 8 --out out/tune
 ` + tunerExamples() + `  dptune tune --validation public --public-val-dir DIR --epsilon 4 --out out/public`,
 		Args: cobra.NoArgs,
@@ -195,6 +201,7 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	if spec.Data, err = f.data.source(cmd); err != nil {
 		return spec, err
 	}
+	networkDefaults(cmd, &spec)
 	if spec.Space, err = loadSpace(f.space, f.data.dataset); err != nil {
 		return spec, err
 	}
@@ -234,6 +241,27 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 		return spec, usagef("unknown --runs-dist %q (want tnb or poisson)", f.runsDist)
 	}
 	return spec, nil
+}
+
+// networkDefaults gives each run of a tuning of a built-in ScatterNet
+// network that network's own settings (job.NetworkDefaults) for every one
+// of --epochs, --batch-size and --momentum not given, as train does; the
+// job takes its learning rate and clipping norm where the space has none.
+func networkDefaults(cmd *cobra.Command, spec *job.TuneSpec) {
+	d, ok := job.NetworkDefaults(spec.Data.Arch.Spec)
+	if !ok {
+		return
+	}
+	ch := cmd.Flags().Changed
+	if !ch("epochs") {
+		spec.Epochs = d.Epochs
+	}
+	if !ch("batch-size") {
+		spec.BatchSize = d.BatchSize
+	}
+	if !ch("momentum") {
+		spec.Momentum = d.Momentum
+	}
 }
 
 // publicValidation checks the validation flags and, for --validation
