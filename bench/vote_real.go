@@ -94,7 +94,9 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 	if cfg.Space.Name == "" {
 		cfg.Space = federated.MNISTSpace
 	}
-	train, test, err := cfg.Source.Load()
+	// A network with a fixed front end reads its features (computed once
+	// per dataset into cfg.Source.Features, as train does).
+	train, test, err := cfg.Source.LoadInputs(ctx, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -139,3 +139,24 @@ func TestVoteReal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The real-data figures of a network with a scatter front end train it on
+// the features of the images.
+func TestVoteRealOfAScatterNetwork(t *testing.T) {
+	src := toySource(t, 300)
+	spec := model.Spec{Name: "toy-scatter", Layers: []model.LayerSpec{model.Scatter(1, 2), model.GroupNorm(3), model.Flatten(), model.Linear(2)}}
+	var err error
+	if src, err = src.WithModel(spec); err != nil {
+		t.Fatal(err)
+	}
+	space := federated.Space{Name: "toy", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-4, 0.3}}}}
+	cfg := VoteRealConfig{Source: src, Space: space, IIDClients: []int{2}, AlphaClients: 2, Epsilons: []float64{8}, Delta: 1e-5,
+		VotesPerClient: 1, LocalEpochs: 1, BatchSize: 16, Rounds: 1, ClipNorm: 1, Reps: 10, Seed: 1, CacheDir: t.TempDir()}
+	pts, _, err := VoteReal(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 1 || !(pts[0].Opt > 0.5) {
+		t.Errorf("points %+v: want one whose best candidate learns the toy problem", pts)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
@@ -175,5 +176,33 @@ func TestScatterTuneWithPublicValidation(t *testing.T) {
 	}
 	if rel.Score == nil || *rel.Score < 0 || *rel.Score > 1 {
 		t.Fatalf("released score %v", rel.Score)
+	}
+}
+
+// The vote tunes a network with a scatter front end: each client trains
+// on the features of its images, computed by the job's front end, and the
+// server scores the final model on the test images' features.
+func TestVoteOfAScatterNetwork(t *testing.T) {
+	src := scatterSource(t, 300, t.TempDir())
+	seed := uint64(7)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rel, _, err := Tune(ctx, TuneSpec{Data: src, Tuner: Vote, Space: tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.5}}}},
+		Epsilon: 20, Delta: 1e-5, BatchSize: 32, Seed: &seed,
+		Options: tuning.Values{"clients": 2, "votes-per-client": 1, "vote-epsilon": 5.0, "fedavg-rounds": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, ok := rel.Report.(*VoteReport)
+	if !ok || rel.Model == nil || rep.Survivors != 2 {
+		t.Fatalf("release %+v, report %+v", rel, rel.Report)
+	}
+	_, test, _ := src.Load()
+	m, err := Evaluate(ctx, rel.Model, test.X, test.Y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.TestAccuracy != m.Accuracy {
+		t.Errorf("reported test accuracy %v, the test images' %v", rep.TestAccuracy, m.Accuracy)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/federated"
 	pb "github.com/dptune/dptune/federated/votepb"
 	"github.com/dptune/dptune/model"
@@ -282,7 +281,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	copy(net.Params, out.Params)
-	m, err := dpsgd.Evaluate(ctx, net, test.X, test.Y)
+	m, err := Evaluate(ctx, net, test.X, test.Y) // the images, or the features of a network with a front end
 	if err != nil {
 		return nil, err
 	}
@@ -367,7 +366,12 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}
-		return train, nil
+		// The job's network reads its fixed front end's features, if it
+		// has one: computed here (or read from src's feature cache) by
+		// the same data-independent transform.
+		s := src
+		s.Arch = j.Arch
+		return s.inputs(ctx, "train", train, nil)
 	}}
 	rep, err := c.Run(ctx, pb.NewVoteClient(conn))
 	if errors.Is(err, federated.ErrRefused) {

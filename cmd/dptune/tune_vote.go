@@ -311,6 +311,9 @@ func voteClientArgs(f tuneFlags, server string, i, n int, certs string) []string
 	if f.data.dataDir != "" {
 		args = append(args, "--data-dir", f.data.dataDir)
 	}
+	if f.data.featureCache != job.DefaultFeatureCache() {
+		args = append(args, "--feature-cache", f.data.featureCache)
+	}
 	return args
 }
 
@@ -426,6 +429,7 @@ status 2, before it sends anything derived from its data.`,
 	fl.StringVar(&server, "server", "", "address of the DP-Hype server (HOST:PORT)")
 	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
+	fl.StringVar(&d.featureCache, "feature-cache", job.DefaultFeatureCache(), "directory keeping the features of a job's network with a scatter front end, computed once per dataset (they are this client's private data, transformed: created 0700, files 0600); empty: compute them on every run")
 	fl.StringVar(&part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: its certificate's, or with --insecure the next free share)")
 	fl.Float64Var(&lim.MaxEpsilon, "max-epsilon", job.DefaultMaxEpsilon, "the largest total ε (vote + final training, at --max-delta, recomputed by this client) of a job this client takes part in")
 	fl.Float64Var(&lim.MaxDelta, "max-delta", job.DefaultMaxDelta, "the δ at which this client computes the job's ε")
