@@ -400,7 +400,8 @@ func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
 // LandscapeJobs describes DP-SGD runs of t on src's training set, scored on
 // its test set, as runner jobs (bench's landscapes): the jobs load src by
 // name wherever they run; in this process they use train and test, src's
-// sets as the caller loaded them.
+// sets as the caller loaded them with Source.LoadInputs (for a network
+// with a fixed front end, the features).
 func LandscapeJobs(src Source, train, test *data.Dataset, t *tuning.DPSGDTrainer) tuning.Jobs {
 	ref := src.inputRef()
 	ref.Validation = "test"

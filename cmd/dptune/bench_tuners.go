@@ -129,7 +129,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if run == nil {
 		run = runner.Local{Workers: 1} // a run already uses every core
 	}
-	train, test, err := src.Load()
+	train, test, err := src.LoadInputs(cmd.Context(), nil) // the sets the network reads, as LandscapeJobs expects
 	if err != nil {
 		return err
 	}
