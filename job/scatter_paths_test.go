@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -114,6 +115,15 @@ func TestTuneTakesTheNetworksDefaults(t *testing.T) {
 		}
 		if p.trainer.LearningRate != c.lr || p.trainer.ClipNorm != c.clip {
 			t.Errorf("%s: fixed learning rate %v and clipping norm %v, want %v and %v", c.spec.Name, p.trainer.LearningRate, p.trainer.ClipNorm, c.lr, c.clip)
+		}
+		// The report names the network's own setting it used, and
+		// nothing for another network (whose report stays as it was).
+		want := map[string]float64{tuning.ClipNorm: d.ClipNorm}
+		if c.spec.Name != model.ScatterLinearMNIST.Name {
+			want = nil
+		}
+		if got := s.fixedReport(); !maps.Equal(got, want) || (got == nil) != (want == nil) {
+			t.Errorf("%s: fixed %v in the report, want %v", c.spec.Name, got, want)
 		}
 	}
 }

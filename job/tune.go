@@ -103,11 +103,16 @@ type TuneStart struct {
 // released. It has no number of runs and no other run's score, and every
 // size in it is nominal.
 type TuneReport struct {
-	Tuner           string             `json:"tuner"`
-	Dataset         string             `json:"dataset"`
-	NominalSize     int                `json:"nominal_size"`
-	Space           string             `json:"space"`
-	Selected        map[string]float64 `json:"selected"`
+	Tuner       string             `json:"tuner"`
+	Dataset     string             `json:"dataset"`
+	NominalSize int                `json:"nominal_size"`
+	Space       string             `json:"space"`
+	Selected    map[string]float64 `json:"selected"`
+	// Fixed is the built-in network's own learning rate or clipping norm
+	// (NetworkDefaults), by dimension name, that every run took because
+	// the space has no such dimension; absent for any other network (whose
+	// runs then take DefaultLearningRate and a clipping norm of 1).
+	Fixed           map[string]float64 `json:"fixed,omitempty"`
 	ValidationScore *float64           `json:"validation_score"`
 	// ValidationCount is the private score's released integer: correct
 	// predictions plus discrete Gaussian noise (validation_score ×
@@ -251,10 +256,7 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	if err := tu.Check(spec); err != nil {
 		return nil, invalid(err)
 	}
-	lr, clip := DefaultLearningRate, 1.0
-	if d, ok := NetworkDefaults(s.Data.Arch.Spec); ok {
-		lr, clip = d.LearningRate, d.ClipNorm
-	}
+	lr, clip := s.fixed()
 	t := &tuning.DPSGDTrainer{Arch: s.Data.Arch, SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize),
 		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: lr, ClipNorm: clip}
 	if validation == "private" && uses.TrainerScores {
@@ -272,6 +274,33 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	}
 	t.NoiseMultiplier = sigma
 	return &tunePlan{tuner: tu, spec: spec, trainer: t}, nil
+}
+
+// fixed is the learning rate and clipping norm of every run whose
+// candidate has none: the built-in network's own (NetworkDefaults), or
+// DefaultLearningRate and 1.
+func (s TuneSpec) fixed() (lr, clip float64) {
+	if d, ok := NetworkDefaults(s.Data.Arch.Spec); ok {
+		return d.LearningRate, d.ClipNorm
+	}
+	return DefaultLearningRate, 1
+}
+
+// fixedReport is TuneReport.Fixed: the network's own settings that stand
+// for the dimensions s.Space leaves out; nil for a network without them.
+func (s TuneSpec) fixedReport() map[string]float64 {
+	if _, ok := NetworkDefaults(s.Data.Arch.Spec); !ok {
+		return nil
+	}
+	lr, clip := s.fixed()
+	out := map[string]float64{tuning.LearningRate: lr, tuning.ClipNorm: clip}
+	for _, d := range s.Space.Dims {
+		delete(out, d.Name)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Tune runs the tuner s.Tuner and releases only what its guarantee covers:
@@ -391,7 +420,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		rep.BaseEpsilon, rep.TuningOverhead = b.Epsilon, rep.Epsilon-b.Epsilon
 	}
 	if !interrupted && res.Selected != nil && res.Model != nil {
-		rep.Selected, rep.ValidationScore = res.Selected.Values, &res.Score
+		rep.Selected, rep.Fixed, rep.ValidationScore = res.Selected.Values, s.fixedReport(), &res.Score
 		if trainer.ScoreNoise > 0 {
 			rep.ValidationCount = &res.NoisyCount
 		}

@@ -292,7 +292,19 @@ func printTune(w io.Writer, r *job.TuneReport) {
 	if r.Selected == nil {
 		fmt.Fprintln(w, "released       nothing (no run was made, every run failed, or tuning was interrupted)")
 	} else {
-		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g\n", r.Selected[job.LearningRate], r.Selected[job.ClipNorm])
+		hyper := func(name string) string {
+			if v, ok := r.Selected[name]; ok {
+				return fmt.Sprintf("%.4g", v)
+			}
+			if v, ok := r.Fixed[name]; ok {
+				return fmt.Sprintf("%.4g (the network's own)", v)
+			}
+			if name == job.LearningRate {
+				return fmt.Sprintf("%.4g (fixed)", job.DefaultLearningRate)
+			}
+			return "1 (fixed)"
+		}
+		fmt.Fprintf(w, "selected       learning rate %s, clipping norm %s\n", hyper(job.LearningRate), hyper(job.ClipNorm))
 		fmt.Fprintf(w, "validation     %.4f (%s score)\n", *r.ValidationScore, r.Validation)
 		if r.TestAccuracy != nil {
 			fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
