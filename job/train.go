@@ -47,8 +47,10 @@ type TrainDefaults struct {
 
 // networkDefaults are the built-in networks that carry their own settings.
 var networkDefaults = map[string]TrainDefaults{
-	model.ScatterLinearMNIST.Name: {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
-	model.ScatterCNNMNIST.Name:    {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterLinearMNIST.Name:   {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterCNNMNIST.Name:      {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterLinearCIFAR10.Name: {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterCNNCIFAR10.Name:    {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
 }
 
 // NetworkDefaults returns the training settings of the built-in network

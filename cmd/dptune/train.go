@@ -33,7 +33,8 @@ multiplier is calibrated so that the whole run meets --epsilon at --delta,
 unless --noise-multiplier is given. Writes the model and report.json to --out.
 
 The built-in ScatterNet networks (--model scatter-linear-mnist,
-scatter-cnn-mnist) carry their own settings, used for every one of
+scatter-cnn-mnist, scatter-linear-cifar10, scatter-cnn-cifar10) carry their
+own settings, used for every one of
 --batch-size, --epochs, --lr, --momentum and --clip-norm not given; their
 features are computed once per dataset and kept in --feature-cache.
 
