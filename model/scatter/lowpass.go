@@ -26,7 +26,7 @@ const maxDense = 128
 // periodisation and inverse FFT by m·n·oh + oh·ow·n multiply-adds.
 type denseLowpass struct {
 	gt []float64 // Gᵀ: m×oh, row-major (gt[i·oh + o] = G[o, i])
-	h  []float64 // H: ow×n, row-major
+	ht []float64 // Hᵀ: n×ow, row-major (ht[i·ow + p] = H[p, i])
 }
 
 // newDenseLowpass builds the operator for the m×n Fourier-domain low-pass
@@ -44,7 +44,7 @@ func newDenseLowpass(phi []float64, m, n, f, oh, ow int) denseLowpass {
 		b[l] = phi[l] / phi[0]
 	}
 	ka, kb := realIFFT(a), realIFFT(b)
-	lp := denseLowpass{gt: make([]float64, m*oh), h: make([]float64, ow*n)}
+	lp := denseLowpass{gt: make([]float64, m*oh), ht: make([]float64, n*ow)}
 	for o := 0; o < oh; o++ {
 		for i := 0; i < m; i++ {
 			lp.gt[i*oh+o] = ka[mod(f*(o+1)-i, m)]
@@ -52,7 +52,7 @@ func newDenseLowpass(phi []float64, m, n, f, oh, ow int) denseLowpass {
 	}
 	for p := 0; p < ow; p++ {
 		for i := 0; i < n; i++ {
-			lp.h[p*n+i] = kb[mod(f*(p+1)-i, n)]
+			lp.ht[i*ow+p] = kb[mod(f*(p+1)-i, n)]
 		}
 	}
 	return lp
@@ -83,32 +83,35 @@ func mod(i, n int) int {
 }
 
 // apply writes G·U·Hᵀ, oh×ow, to dst for the m×n row-major u, using t
-// (at least oh·n values) as scratch for G·U.
+// (at least oh·(n + ow) values) as scratch for G·U and one output row.
 func (lp *denseLowpass) apply(dst []float32, u, t []float64, m, n, oh, ow int) {
-	t = t[:oh*n]
-	for i := range t {
-		t[i] = 0
+	gu, acc := t[:oh*n], t[oh*n:oh*n+ow]
+	for i := range gu {
+		gu[i] = 0
 	}
 	for i := 0; i < m; i++ {
 		row := u[i*n : (i+1)*n]
 		g := lp.gt[i*oh : (i+1)*oh]
 		for o, w := range g {
-			to := t[o*n : (o+1)*n]
+			to := gu[o*n : (o+1)*n]
 			for c, v := range row {
 				to[c] += w * v
 			}
 		}
 	}
 	for o := 0; o < oh; o++ {
-		to := t[o*n : (o+1)*n]
-		d := dst[o*ow : (o+1)*ow]
-		for p := range d {
-			hp := lp.h[p*n : (p+1)*n]
-			var sum float64
-			for c, v := range to {
-				sum += v * hp[c]
+		for p := range acc {
+			acc[p] = 0
+		}
+		for c, v := range gu[o*n : (o+1)*n] {
+			h := lp.ht[c*ow : (c+1)*ow]
+			for p, w := range h {
+				acc[p] += v * w
 			}
-			d[p] = float32(sum)
+		}
+		d := dst[o*ow : (o+1)*ow]
+		for p, v := range acc {
+			d[p] = float32(v)
 		}
 	}
 }

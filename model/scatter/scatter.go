@@ -61,7 +61,7 @@ type workspace struct {
 	u1c     []complex128        // spectrum of U1
 	z2      []complex128        // second-order wavelet product and its inverse
 	u2      []float64           // U2 = |U1 ⋆ ψ|, at resolution j2
-	lp      []float64           // dense low-pass: the product with G, oh×(np/2^r)
+	lp      []float64           // dense low-pass: G·U, oh×(np/2^r), and one output row
 	spec    []complex128        // FFT low-pass: spectrum of U2
 	s       []complex128        // FFT low-pass: spectrum of S, then S
 }
@@ -165,7 +165,7 @@ func (s *Scattering) newWorkspace() *workspace {
 		u1c:     make([]complex128, full),
 		z2:      make([]complex128, full/4),
 		u2:      make([]float64, full/4),
-		lp:      make([]float64, s.oh*s.np),
+		lp:      make([]float64, s.oh*s.np+s.ow),
 		spec:    make([]complex128, full/4),
 		s:       make([]complex128, out),
 	}
@@ -255,10 +255,10 @@ func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 		m1, c1 := s.mp>>j1, s.np>>j1
 		// U1 = |x ⋆ ψ_{j1,θ1}|, at resolution 2^j1.
 		z := ws.z1[:m1*c1]
-		mulSub(z, ws.x0, s.fb.psi[n1][0], s.mp, s.np, 1<<j1)
-		s.fft2(ws, z, j1, true)
+		k1 := 1 << j1
+		foldMul(z, ws.x0, s.fb.psi[n1][0], s.mp, s.np, k1)
 		u1 := ws.u1[:m1*c1]
-		modulus(u1, z, 1/float64(m1*c1))
+		s.ifft2Abs(ws, u1, z, j1, 1/float64(m1*c1*k1*k1))
 		second := j1+1 < J
 		var spec []complex128
 		if second || s.lp == nil {
@@ -275,10 +275,10 @@ func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 			m2, c2 := s.mp>>j2, s.np>>j2
 			// U2 = |U1 ⋆ ψ_{j2,θ2}|, at resolution 2^j2.
 			z2 := ws.z2[:m2*c2]
-			mulSub(z2, spec, s.fb.psi[n2][j1], m1, c1, 1<<(j2-j1))
-			s.fft2(ws, z2, j2, true)
+			k2 := 1 << (j2 - j1)
+			foldMul(z2, spec, s.fb.psi[n2][j1], m1, c1, k2)
 			u2 := ws.u2[:m2*c2]
-			modulus(u2, z2, 1/float64(m2*c2))
+			s.ifft2Abs(ws, u2, z2, j2, 1/float64(m2*c2*k2*k2))
 			var spec2 []complex128
 			if s.lp == nil {
 				spec2 = ws.spec[:m2*c2]
@@ -305,9 +305,10 @@ func (s *Scattering) lowpass(ws *workspace, dst []float32, u []float64, spec []c
 	}
 	mo, no := s.mp>>s.j, s.np>>s.j
 	z := ws.s
-	mulSub(z, spec, s.fb.phi[res], m, n, 1<<(s.j-res))
+	k := 1 << (s.j - res)
+	foldMul(z, spec, s.fb.phi[res], m, n, k)
 	s.fft2(ws, z, s.j, true)
-	scale := 1 / float64(mo*no)
+	scale := 1 / float64(mo*no*k*k)
 	for r := 0; r < s.oh; r++ {
 		src := z[(r+1)*no+1:]
 		o := dst[r*s.ow : (r+1)*s.ow]
@@ -383,44 +384,53 @@ func fft2(buf []complex128, m, n int, rowFFT, colFFT *fourier.CmplxFFT, col []co
 	}
 }
 
-// mulSub writes to dst the product of the m×n spectrum src with the real
-// filter f, subsampled by k in the Fourier domain as kymatio's
-// subsample_fourier does: dst[a, b] = (1/k²) Σ_{i,j<k} (src·f)[a + i·m/k, b + j·n/k].
-// Its inverse DFT is the inverse DFT of src·f sampled every k points.
-func mulSub(dst, src []complex128, f []float64, m, n, k int) {
-	if k == 1 {
-		for i, v := range src[:m*n] {
-			dst[i] = complex(real(v)*f[i], imag(v)*f[i])
-		}
-		return
-	}
+// foldMul writes to dst the product of the m×n spectrum src with the real
+// filter f, periodised onto (m/k)×(n/k): dst[a, b] = Σ_{i,j<k} (src·f)[a + i·m/k, b + j·n/k].
+// This is k² times kymatio's subsample_fourier (the mean of the k²
+// aliases); its inverse DFT is k² times the inverse DFT of src·f sampled
+// every k points, and callers fold the 1/k² into their own scaling.
+func foldMul(dst, src []complex128, f []float64, m, n, k int) {
 	dm, dn := m/k, n/k
 	d := dst[:dm*dn]
-	for i := range d {
-		d[i] = 0
-	}
 	for r := 0; r < m; r++ {
 		drow := d[(r%dm)*dn : (r%dm+1)*dn]
 		for c0 := 0; c0 < n; c0 += dn {
 			srow := src[r*n+c0 : r*n+c0+dn]
 			frow := f[r*n+c0 : r*n+c0+dn]
+			if r < dm && c0 == 0 {
+				for c, v := range srow {
+					drow[c] = complex(real(v)*frow[c], imag(v)*frow[c])
+				}
+				continue
+			}
 			for c, v := range srow {
 				drow[c] += complex(real(v)*frow[c], imag(v)*frow[c])
 			}
 		}
 	}
-	scale := 1 / float64(k*k)
-	for i, v := range d {
-		d[i] = complex(real(v)*scale, imag(v)*scale)
-	}
 }
 
-// modulus writes |z[i]|·scale to dst[i].
-func modulus(dst []float64, z []complex128, scale float64) {
-	dst = dst[:len(z)]
-	for i, v := range z {
-		re, im := real(v), imag(v)
-		dst[i] = math.Sqrt(re*re+im*im) * scale
+// ifft2Abs writes |z'|·scale to the real u, where z' is the unnormalised
+// inverse DFT of the (mp/2^res)×(np/2^res) spectrum z (which it
+// overwrites): the row transforms in place, then each column transformed
+// and its modulus written straight to u.
+func (s *Scattering) ifft2Abs(ws *workspace, u []float64, z []complex128, res int, scale float64) {
+	m, n := s.mp>>res, s.np>>res
+	rf, cf := ws.rowFFT[res], ws.colFFT[res]
+	for r := 0; r < m; r++ {
+		row := z[r*n : (r+1)*n]
+		rf.Sequence(row, row)
+	}
+	col := ws.col[:m]
+	for c := 0; c < n; c++ {
+		for r := range col {
+			col[r] = z[r*n+c]
+		}
+		cf.Sequence(col, col)
+		for r, v := range col {
+			re, im := real(v), imag(v)
+			u[r*n+c] = math.Sqrt(re*re+im*im) * scale
+		}
 	}
 }
 
