@@ -37,7 +37,7 @@ func newBenchScatterCmd() *cobra.Command {
 			" network with a scatter first layer on its dataset's cached features; a network whose cache is absent is skipped, never"+
 			" built. It writes scatter.json, scatter.csv and scatter-epochs.csv to --out.", 77),
 		Example: `  dptune bench scatter
-  dptune bench scatter --models --data-dirs cifar10=../shared/data/cifar10-jpeg-derived`,
+  dptune bench scatter --models --data-dirs cifar10=data/cifar-10-batches-bin`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchScatter(cmd, f) },
 	}
