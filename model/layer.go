@@ -67,6 +67,26 @@ const (
 	rolePool                   // after a convolution, or first
 )
 
+// bufferKind is a kind with buffers: tensors of the model that are not
+// parameters — no gradient, not clipped, noised or updated by DP-SGD —
+// like PyTorch's registered buffers (a data normalisation's mean and
+// variance). They live in Net.Buffers and the checkpoint's buffers.bin.
+type bufferKind interface {
+	// buffers returns the layer's buffer tensors, their names and shapes,
+	// with offsets relative to the layer's first buffer.
+	buffers(l Layer) []Tensor
+	// initBuffers gives a new network's buffers (their total size) their
+	// initial values.
+	initBuffers(l Layer, buf []float32)
+}
+
+// inputKind is a kind that must read the network's input as the data
+// holds it (Arch.Input): the first layer, or the second after a fixed
+// front end. A network has at most one.
+type inputKind interface {
+	readsInput()
+}
+
 // randomKind is a kind RandomArch draws.
 type randomKind interface {
 	role() role
@@ -289,6 +309,10 @@ type Layer struct {
 	// WeightShape, BiasShape: the PyTorch shapes of the weight and bias;
 	// nil for a layer without parameters.
 	WeightShape, BiasShape []int
+	// BufferOffset, BufferSize: where the layer's buffers start in
+	// Net.Buffers and how many floats they take (0 for a layer without
+	// buffers).
+	BufferOffset, BufferSize int
 }
 
 // HasParams reports whether the layer has a weight and a bias.
