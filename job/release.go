@@ -50,7 +50,8 @@ type NotPrivateDiagnostics struct {
 }
 
 // Save writes the release to dir: the model with its hyperparameters and
-// ledger (model.json, params.bin) when there is one, and the report as
+// ledger (model.json, params.bin, and buffers.bin for a network with
+// buffers) when there is one, and the report as
 // report.json — or, for a failed job, failed-report.json. It creates dir.
 // What dir holds afterwards is this release alone: a failed job moves an
 // earlier release's model.json, params.bin and report.json into
@@ -91,6 +92,12 @@ func (r *Release) Save(dir string) error {
 			removeAll(dir, written)
 			return err
 		}
+		if len(r.Model.Buffers) == 0 {
+			// An earlier release's buffers are not this model's.
+			if err := os.Remove(filepath.Join(dir, "buffers.bin")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	if err := writeFileAtomic(filepath.Join(dir, file), append(js, '\n')); err != nil {
 		removeAll(dir, written)
@@ -116,7 +123,9 @@ func writeFileAtomic(path string, b []byte) error {
 }
 
 // releaseFiles are the files Save writes for a release that did not fail.
-var releaseFiles = []string{"model.json", "params.bin", "report.json"}
+// buffers.bin holds a model's buffers (a datanorm layer's statistics), for
+// a network that has some.
+var releaseFiles = []string{"model.json", "params.bin", "buffers.bin", "report.json"}
 
 // clearStale moves an earlier release in dir to dir/previous when failed,
 // else removes an earlier failed-report.json.
