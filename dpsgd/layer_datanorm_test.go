@@ -242,3 +242,29 @@ func eventEqual(a, b accounting.Event) bool {
 	y, err2 := accounting.MarshalEvent(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
+
+// The stage's forward pass is x·scale + shift per channel on
+// positions-major maps and its input gradient g·scale (the engine never
+// asks for it while the layer is first, so it is checked here).
+func TestDataNormStageBackward(t *testing.T) {
+	arch := dataNormArchs(t)[1]
+	net, _, _ := randomData(t, arch, 1, 1)
+	setBuffers(net, 2)
+	l, _ := dataNormLayer(net)
+	s := &dataNormStage{l: l}
+	s.prepareBuffers(net.Buffers)
+	scale, shift := model.DataNormAffine(net.Buffers[:3], net.Buffers[3:])
+	n, P := 2, 16
+	in, out, g, gIn := make([]float32, n*P*3), make([]float32, n*P*3), make([]float32, n*P*3), make([]float32, n*P*3)
+	for i := range in {
+		in[i], g[i] = float32(i%11)-5, float32(i%7)-3
+	}
+	s.forward(nil, n, in, out)
+	s.backward(nil, n, in, out, g, gIn)
+	for i := range in {
+		c := i % 3
+		if out[i] != in[i]*scale[c]+shift[c] || gIn[i] != g[i]*scale[c] {
+			t.Fatalf("value %d (channel %d): out %v, gIn %v", i, c, out[i], gIn[i])
+		}
+	}
+}

@@ -89,7 +89,7 @@ func TestTrainDataNormCalibration(t *testing.T) {
 	with, rep := sigmaOf(dataNormMNIST(t, 60, 4))
 	without, _ := sigmaOf(smallMNIST(60))
 	if rep.Epsilon == nil || *rep.Epsilon > 2 || *rep.Epsilon < 1.9 || !(with > without) || rep.NoiseMultiplier != with {
-		t.Fatalf("ε %v with σ %v (σ %v without normalisation)", rep.Epsilon, with, without)
+		t.Fatalf("ε %v with σ %v (σ %v without normalisation)", deref(rep.Epsilon), with, without)
 	}
 }
 
@@ -106,4 +106,11 @@ func TestTrainDataNormOverBudget(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "noise_multiplier") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("σ_norm 0.5 at ε = 3: %v", err)
 	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
