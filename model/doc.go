@@ -37,6 +37,19 @@
 // the identity on it. The built-in scatter-linear-mnist and
 // scatter-cnn-mnist are Tramèr & Boneh's ScatterNet models.
 //
+// # Data normalisation and buffers
+//
+// A datanorm layer (DataNormSpec) standardises each channel of the
+// network's input by a mean and variance of the training data, estimated
+// privately once before training (dpsgd's data normalisation, in the
+// run's ledger). It must read the network's input: the first layer, or the
+// second after the scatter front end. Its μ and v are buffers, not
+// parameters (Net.Buffers, Net.BufferTensors; a kind with buffers
+// implements bufferKind): no gradient, no clipping, noise or update, but
+// saved in the checkpoint's buffers.bin and read by the graph (when it is
+// built) and by dpsgd's engine, so that a reloaded model computes what the
+// trained one did.
+//
 // To add a layer kind: write model/layer_<type>.go (a struct implementing
 // LayerKind, registered in init; paramKind if it has a weight and bias,
 // randomKind for RandomArch to draw it) and dpsgd/layer_<type>.go (its
@@ -60,6 +73,9 @@
 // respect to every parameter (gorgonia's autodiff). It defines what a
 // network computes: Net.Evaluate runs it, and dpsgd's native engine is tested
 // against it on a batch of one per example.
+//
+// A network with buffers also has buffers.bin (see Save); one without has
+// the checkpoint it had before buffers existed.
 //
 // LoadSpec and Load read only regular files (a FIFO or a device is refused
 // without blocking, see internal/fsx): a spec of at most MaxSpecBytes, a

@@ -14,7 +14,7 @@ import (
 )
 
 // LayerKind is one type of layer a Spec may name. A value of the kind is
-// one layer's hyperparameters: a struct of ints whose JSON field names are
+// one layer's hyperparameters: a struct of numbers whose JSON field names are
 // the keys of the layer's object in a spec (all omitempty, 0 meaning
 // absent). Every kind lives in its own file, layer_<type>.go, which holds
 // its hyperparameters and their check, its output shape, its parameter

@@ -64,18 +64,27 @@ type DataNormSpec struct {
 //
 // σ = 8 is the larger of the two noise multipliers Tramèr & Boneh use for
 // the normalisation of ScatterNet features on CIFAR-10 at ε = 3 (6 and 8;
-// sampling rate 1): alone it costs ε ≈ 0.74 at δ = 10⁻⁵ under RDP.
+// sampling rate 1): alone it costs ε ≈ 0.69 at δ = 10⁻⁵ under RDP.
 //
-// The clipping norms come from public data, MNIST's test set (pixels in
-// [0, 1], the scattering transform with J = 2, L = 8: 81×7×7 features):
-// the L2 norms of the examples' per-channel mean vectors range over
-// [0.29, 0.82] (median 0.39, 99th percentile 0.66) and those of their
-// mean-square vectors over [0.13, 1.70] (median 0.41, 99th percentile
-// 1.14); and from CIFAR-10's test set (243×8×8 features of its three
-// colour channels): see DataNormSpec's doc in the README's table. C_m = 1
-// and C_s = 2 clip no MNIST test example, so the estimate is unbiased
-// there, while the noise they set on μ and E[x²], σ·C/N, stays at 1.6·10⁻⁴
-// and 3.2·10⁻⁴ for N = 50,000 examples.
+// The clipping norms were chosen on public data, the test sets, through
+// the scattering transform with J = 2, L = 8 of the images as dptune loads
+// them (standardised with the dataset's published channel mean and
+// deviation). On MNIST's test set (81×7×7 features) the L2 norms of the
+// examples' per-channel mean vectors span [0.29, 0.82] (median 0.39, 99th
+// percentile 0.66) and those of their mean-square vectors [0.13, 1.70]
+// (median 0.41, 99th percentile 1.14): C_m = 1 and C_s = 2 clip none of
+// them, so the estimate is unbiased there, and the noise they put on μ
+// and E[x²], σ·C/N, is 1.3·10⁻⁴ and 2.7·10⁻⁴ for N = 60,000. On CIFAR-10's
+// (every fifth test image, 243×8×8 features) the norms are larger, mean
+// vectors [0.27, 3.04] (median 0.91, 99th percentile 2.37) and mean-square
+// vectors [0.12, 5.69] (median 1.21, 99th percentile 4.11): there the
+// defaults clip many examples (C_m is near the median norm, as Tramèr &
+// Boneh's threshold is), and a spec for CIFAR-10 may set larger ones.
+//
+// A channel whose variance is below about the noise on E[x²] is estimated
+// at v = 0 and dropped (its output is 0): with these defaults about a
+// fifth of MNIST's scattering channels, the second-order ones of least
+// energy (their variances start at 3·10⁻⁵).
 const (
 	DefaultDataNormNoiseMultiplier = 8
 	DefaultDataNormMeanClip        = 1
