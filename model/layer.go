@@ -65,6 +65,7 @@ const (
 	roleActivation role = iota // after a layer with parameters or a reshape, or first
 	roleNorm                   // after a layer with parameters, or first
 	rolePool                   // after a convolution, or first
+	roleInput                  // first only (inputKind)
 )
 
 // bufferKind is a kind with buffers: tensors of the model that are not

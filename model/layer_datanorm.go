@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -109,6 +110,13 @@ func init() { RegisterLayer(DataNormSpec{}) }
 
 func (DataNormSpec) Type() string   { return "datanorm" }
 func (DataNormSpec) prefix() string { return "dn" }
+func (DataNormSpec) role() role     { return roleInput }
+
+// random draws a noise multiplier in [4, 12): the buffers, not the spec,
+// hold what the layer computes.
+func (DataNormSpec) random(rng *rand.Rand, _ int) (LayerSpec, bool) {
+	return DataNorm(float64(4+rng.IntN(8)), 0, 0), true
+}
 
 // Resolved returns p with every absent key at its default.
 func (p DataNormSpec) Resolved() DataNormSpec {
