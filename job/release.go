@@ -195,13 +195,13 @@ func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 const releaseSlack = 1 << 20
 
 // ReleaseBytes is about the most a release of a network of arch takes on
-// disk: its float32 parameters and the JSON files.
+// disk: its float32 parameters and buffers and the JSON files.
 func ReleaseBytes(arch model.Arch) (int64, error) {
 	n, err := model.NewZero(arch)
 	if err != nil {
 		return 0, invalidf("%v", err)
 	}
-	return 4*int64(n.NumParams()) + releaseSlack, nil
+	return 4*int64(n.NumParams()+len(n.Buffers)) + releaseSlack, nil
 }
 
 // CheckRoom returns an error wrapping ErrInvalid when the filesystem
