@@ -3,6 +3,8 @@ package job
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/budget"
 )
 
 // dataNormMNIST is smallMNIST(n) for a network that standardises its input
@@ -113,4 +116,58 @@ func deref(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// The budget file is charged what a datanorm run releases, its
+// normalisation and its steps, and its reservation counts the
+// normalisation: a cap that only the steps fit under refuses the run
+// before its data is read.
+func TestTrainDataNormBudget(t *testing.T) {
+	g := accounting.Gaussian{NoiseMultiplier: 6, Sensitivity: 1}
+	steps := accounting.DPSGD(1.5, 10.0/60, 6)
+	// The filter's ε of each, as the budget file computes it.
+	filter := func(e accounting.Event) float64 {
+		curve, err := accounting.RDP{Orders: budget.DefaultOrders}.RDP(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eps, _ := budget.FilterEpsilon(budget.DefaultOrders, curve, 1e-5)
+		return eps
+	}
+	whole, alone := filter(accounting.Composed{Events: []accounting.Event{g, g, steps}}), filter(steps)
+	for _, c := range []struct {
+		cap    float64
+		refuse bool
+	}{{(whole + alone) / 2, true}, {whole + 1, false}} {
+		file := filepath.Join(t.TempDir(), "b.budget")
+		if err := budget.Init(file, c.cap, 1e-5, "mnist"); err != nil {
+			t.Fatal(err)
+		}
+		src := dataNormMNIST(t, 60, 6)
+		load := src.Load
+		read := false
+		src.Load = func() (*data.Dataset, *data.Dataset, error) { read = true; return load() }
+		s := TrainSpec{Data: src, Delta: 1e-5, NoiseMultiplier: 1.5, ClipNorm: 1, BatchSize: 10, Epochs: 1, LearningRate: 0.1, Budget: file}
+		rel, _, err := Train(context.Background(), s)
+		if c.refuse {
+			if !errors.Is(err, ErrInvalid) || read {
+				t.Fatalf("cap %v below the run's %v: %v (data read: %v)", c.cap, whole, err, read)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := budget.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := accounting.RDP{Orders: b.Orders}.RDP(accounting.Composed{Events: []accounting.Event{g, g, steps}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if charged := b.Releases[len(b.Releases)-1]; len(rel.Ledger.Entries) != 2 || !reflect.DeepEqual(charged.RDP, want) {
+			t.Fatalf("charged %v, want %v", charged.RDP, want)
+		}
+	}
 }
