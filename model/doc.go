@@ -23,7 +23,8 @@
 // RandomArch's skeleton (convolutions, flatten, linear layers) name one.
 // LayerTypes lists the registered kinds:
 // convolution, linear, elementwise activations, pooling, normalisations
-// (per example, so DP-SGD's analysis holds) and flatten. dpsgd's engine
+// (per example, so DP-SGD's analysis holds; or by statistics of the
+// training data estimated privately, datanorm) and flatten. dpsgd's engine
 // finds its own rules for a kind by the same type name.
 //
 // # Fixed front ends
