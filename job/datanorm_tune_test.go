@@ -2,10 +2,14 @@ package job_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
@@ -43,5 +47,46 @@ func TestTuneDataNorm(t *testing.T) {
 	}
 	if rel.Model == nil || slices.Equal(rel.Model.Buffers, []float32{0, 1}) || len(rel.Model.Buffers) != 2 {
 		t.Fatalf("released model's buffers %v: not the run's estimate", rel.Model.Buffers)
+	}
+}
+
+// The doubling tuner on a datanorm network: its non-private part runs
+// estimate without noise, its final run privately, and the ledger and ε
+// count that estimate; private part runs refuse the network before any
+// data is read.
+func TestDoublingDataNorm(t *testing.T) {
+	src := tinyMNIST(600)
+	a, err := model.NewArch(model.Spec{Name: "dn", Layers: []model.LayerSpec{model.DataNorm(7, 0, 0), model.Flatten(), model.Linear(10)}}, 1, 28, 28, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.Arch = a
+	seed := uint64(2)
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.5}}, {Name: tuning.ClipNorm, Values: []float64{1}}}}
+	opts := tuning.DoublingOptions{Partitions: 2, Epsilon0: 0.2, Granularity: 0.2, MaxIterations: 4, PartEpochs: 1}
+	spec := job.TuneSpec{Data: src, Tuner: "doubling", Space: space, Epsilon: 8, Delta: 1e-5, Epochs: 1, BatchSize: 50,
+		ValSize: 100, Options: opts.Values(), Seed: &seed}
+	rel, _, err := job.Tune(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := accounting.Gaussian{NoiseMultiplier: 7, Sensitivity: 1}
+	found := false
+	for _, e := range rel.Ledger.Entries {
+		found = found || reflect.DeepEqual(e.Event, accounting.Event(accounting.Composed{Events: []accounting.Event{g, g}}))
+	}
+	if !found || rel.Epsilon == nil || *rel.Epsilon > 8 {
+		t.Fatalf("ledger %+v, ε %v", rel.Ledger.Entries, rel.Epsilon)
+	}
+	if len(rel.Model.Buffers) != 2 || rel.Model.Buffers[1] == 1 {
+		t.Fatalf("final model's buffers %v", rel.Model.Buffers)
+	}
+	opts.Private, opts.PartitionNoise = true, 2
+	spec.Options = opts.Values()
+	read := false
+	load := src.Load
+	spec.Data.Load = func() (*data.Dataset, *data.Dataset, error) { read = true; return load() }
+	if _, _, err := job.Tune(context.Background(), spec); !errors.Is(err, job.ErrInvalid) || !strings.Contains(err.Error(), "datanorm") || read {
+		t.Fatalf("private part runs of a datanorm network: %v (data read: %v)", err, read)
 	}
 }
