@@ -171,3 +171,12 @@ func TestTrainDataNormBudget(t *testing.T) {
 		}
 	}
 }
+
+// The vote tuner refuses a datanorm network: its clients would estimate
+// statistics on their own data, which the vote's analysis does not count.
+func TestVoteRefusesDataNorm(t *testing.T) {
+	_, err := PlanVote(context.Background(), VoteSpec{Data: dataNormMNIST(t, 60, 6)})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "datanorm") {
+		t.Fatalf("PlanVote: %v", err)
+	}
+}
