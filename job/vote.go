@@ -151,6 +151,11 @@ func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
 	if !ok {
 		return federated.Job{}, invalidf("the %s tuner is not federated", Vote)
 	}
+	if dpsgd.DataNormOf(s.Data.Arch) != nil {
+		// Each client's rounds would estimate the statistics on its own
+		// data, which neither the vote's nor DP-FedAvg's analysis counts.
+		return federated.Job{}, invalidf("the %s tuner does not train networks with a datanorm layer (use groupnorm)", Vote)
+	}
 	j, err := fed.Plan(ctx, s.tuningSpec(), s.Epsilon, tuning.FederatedData{Dataset: s.Data.Name, Arch: s.Data.Arch})
 	if err != nil {
 		return j, invalid(err)
