@@ -54,7 +54,8 @@ func (p NaturalCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float6
 		return 0, err
 	}
 	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, SamplingRate: p.SamplingRate, Steps: p.Steps,
-		ExpectedBatchSize: p.SamplingRate * float64(p.Base.N), LearningRate: p.LearningRate, Seed: &seed, Noise: dpsgd.NoiseFast}
+		ExpectedBatchSize: p.SamplingRate * float64(p.Base.N), LearningRate: p.LearningRate, Seed: &seed, Noise: dpsgd.NoiseFast,
+		DataNorm: dpsgd.DataNormOf(p.Arch)}
 	if _, err := dpsgd.Train(ctx, net, set, cfg, nil, nil); err != nil {
 		return 0, err
 	}

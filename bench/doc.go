@@ -20,6 +20,11 @@
 //     own settings in a comparison (CompareOptions: its flags, its spec's
 //     options at each budget, its part of compare.json) register from its
 //     benchmark's file (bench/doubling.go for the doubling tuner).
+//   - Scatter: the ScatterNet front end's throughput (kymatio's
+//     Scattering2D, J = 2, L = 8, on MNIST's and CIFAR-10's image sizes,
+//     one worker and GOMAXPROCS) with the feature-cache build time it
+//     implies, and one DP-SGD epoch of each built-in scatter network on its
+//     cached features, never building a cache (dptune bench scatter).
 //   - WriteReport: one report.md and report.html from every benchmark's
 //     JSON, with the papers' results beside ours (dptune bench report).
 //     Each output it reads has a registered section (reportKinds); a

@@ -51,6 +51,11 @@ type Config struct {
 	// Noise chooses how the Gaussian noise is drawn; the zero value
 	// (NoiseAuto) is secure noise when Seed is nil and fast noise when seeded.
 	Noise NoiseMode
+	// DataNorm, for a network with a datanorm layer, is the private
+	// estimation of its statistics that Train runs before the first step
+	// (DataNormOf(arch); required for a private run of such a network, so
+	// that PlannedEvent counts it), nil for any other network.
+	DataNorm *DataNorm
 	// NonPrivate trains without noise (NoiseMultiplier must be 0): plain SGD
 	// on Poisson-sampled batches, or, with ClipNorm > 0, per-example clipping
 	// without noise (as the doubling tuner's partition runs use, so that the
@@ -173,6 +178,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("learning-rate decay %v is outside (0, 1] (or 0: none)", c.LRDecay)
 	case !(c.EMADecay >= 0 && c.EMADecay < 1):
 		return fmt.Errorf("EMA decay %v is outside [0, 1)", c.EMADecay)
+	}
+	if c.DataNorm != nil {
+		if err := c.DataNorm.Validate(); err != nil {
+			return err
+		}
 	}
 	if c.NonPrivate {
 		if c.NoiseMultiplier != 0 {

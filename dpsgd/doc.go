@@ -19,6 +19,21 @@
 // The privacy cost of T steps is the event
 // accounting.DPSGD(σ, q, T); Train returns it for the caller's ledger.
 //
+// # Data normalisation
+//
+// For a network with a datanorm layer (model.DataNormSpec), Train first
+// estimates the layer's per-channel mean and variance on the training
+// set's features with the Gaussian mechanism (DataNormStats: Tramèr &
+// Boneh 2021, Section 3, with fixed public clipping norms in place of
+// their median of the private norms) and stores them in the network's
+// buffers; the noise comes from the run's own "datanorm" stream, so seeded
+// runs of other networks are unchanged. Its cost, two Gaussian mechanisms
+// at sampling rate 1 (DataNorm.Event), is Result.NormEvent, and
+// PlannedEvent composes it with the steps': every calibration of σ and
+// every tuner's base event counts it once the config carries it
+// (Config.DataNorm = DataNormOf(arch)). A private run of such a network
+// whose config does not count it is refused.
+//
 // Per-sample gradients come from an Engine. The default engine (NewEngine)
 // evaluates and differentiates the network natively — positions-major
 // activations, every matrix product a float32 GEMM on internal/gemm's

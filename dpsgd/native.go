@@ -245,10 +245,20 @@ func (e *nativeEngine) newWorker() *worker {
 	return w
 }
 
-// prepare rebuilds the stages' weight layouts from net.Params.
+// bufferStage is a stage of a layer with buffers (model.Net.Buffers).
+type bufferStage interface {
+	// prepareBuffers rebuilds what the stage derives from the buffers.
+	prepareBuffers(buffers []float32)
+}
+
+// prepare rebuilds the stages' weight layouts from net.Params, and what
+// they derive from net.Buffers.
 func (e *nativeEngine) prepare() {
 	for _, st := range e.stages {
 		st.prepare(e.net.Params)
+		if bs, ok := st.(bufferStage); ok {
+			bs.prepareBuffers(e.net.Buffers)
+		}
 	}
 }
 

@@ -31,6 +31,11 @@ type Result struct {
 	// Event is the privacy cost of the completed steps:
 	// accounting.DPSGD(σ, q, Steps), or accounting.NonPrivate.
 	Event accounting.Event
+	// NormEvent is the cost of the data normalisation estimated before
+	// the first step (Config.DataNorm.Event()), nil when none was (no
+	// datanorm layer, or a non-private run). The run's whole cost is
+	// NormEvent composed with Event.
+	NormEvent accounting.Event
 	// SecureNoise reports whether the noise was drawn in secure mode (see
 	// NoiseMode).
 	SecureNoise bool
@@ -42,9 +47,23 @@ type Result struct {
 }
 
 // PlannedEvent is the privacy event of a run of cfg, all its steps done:
-// accounting.DPSGD(σ, q, cfg.Steps), or accounting.NonPrivate. It is the
-// most the run can spend, known before it starts.
+// accounting.DPSGD(σ, q, cfg.Steps), composed after cfg.DataNorm's event
+// when the network has a data normalisation (Composed{DataNorm.Event(),
+// DPSGD}), or accounting.NonPrivate. It is the most the run can spend,
+// known before it starts, and what every calibration of a run's noise
+// multiplier and every tuner's base event is made of.
 func PlannedEvent(cfg Config) accounting.Event {
+	steps := StepsEvent(cfg)
+	if cfg.NonPrivate || cfg.DataNorm == nil {
+		return steps
+	}
+	return accounting.Composed{Events: []accounting.Event{cfg.DataNorm.Event(), steps}}
+}
+
+// StepsEvent is the event of cfg's DP-SGD steps alone, without its data
+// normalisation: accounting.DPSGD(σ, q, cfg.Steps), or
+// accounting.NonPrivate.
+func StepsEvent(cfg Config) accounting.Event {
 	if cfg.NonPrivate {
 		return accounting.NonPrivate{Reason: "non-private SGD: no noise"}
 	}
@@ -65,7 +84,8 @@ func PlannedEvent(cfg Config) accounting.Event {
 // error. It returns an error before any step if cfg is invalid.
 func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, engine Engine, progress func(Progress)) (res Result, err error) {
 	var batches float64
-	var ema []float32 // the moving average of the iterates, if cfg.EMADecay > 0
+	var normalised bool // the data normalisation touched the data
+	var ema []float32   // the moving average of the iterates, if cfg.EMADecay > 0
 	defer func() {
 		if res.Steps > 0 {
 			res.MeanBatchSize = batches / float64(res.Steps)
@@ -75,7 +95,10 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		}
 		done := cfg
 		done.Steps = res.Steps
-		res.Event = PlannedEvent(done)
+		res.Event = StepsEvent(done)
+		if normalised && !cfg.NonPrivate {
+			res.NormEvent = cfg.DataNorm.Event()
+		}
 	}()
 	if err := cfg.Validate(); err != nil {
 		return res, fmt.Errorf("dpsgd: %w", err)
@@ -87,6 +110,10 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	if expected == 0 {
 		expected = cfg.SamplingRate * float64(train.N)
 	}
+	secure := cfg.Noise.Secure(cfg.Seed) && !cfg.NonPrivate
+	if normalised, err = estimateDataNorm(ctx, net, train, cfg, secure); err != nil {
+		return res, err
+	}
 	if engine == nil {
 		if engine, err = NewEngine(net, max(1, int(math.Ceil(expected)))); err != nil {
 			return res, err
@@ -94,7 +121,6 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	}
 	sampling := randsrc.For(cfg.Seed, cfg.Key, "sampling")
 	noiseRNG := randsrc.For(cfg.Seed, cfg.Key, "noise")
-	secure := cfg.Noise.Secure(cfg.Seed) && !cfg.NonPrivate
 	res.SecureNoise = secure
 	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm
 	if cfg.NonPrivate {

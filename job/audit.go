@@ -12,6 +12,7 @@ import (
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/model/features"
@@ -231,7 +232,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		if n := s.size(); n < 1 || n > audit.MaxCanarySize {
 			return nil, nil, invalidf("size %d is outside [1, %d] (examples of X = ∅ besides the canary)", s.Size, audit.MaxCanarySize)
 		}
-		sigma, err := s.noiseMultiplier(ctx)
+		sigma, err := s.noiseMultiplier(ctx, nil)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -290,7 +291,8 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			first[i] = i
 		}
 		base := train.Subset("audit base", first)
-		sigma, err := s.noiseMultiplier(ctx)
+		norm := dpsgd.DataNormOf(s.Data.Arch)
+		sigma, err := s.noiseMultiplier(ctx, norm)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -310,7 +312,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			}
 			image = z.X
 		}
-		run := accounting.DPSGD(sigma, s.SamplingRate, s.Steps)
+		run := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: s.SamplingRate, Steps: s.Steps, DataNorm: norm})
 		claims["rdp"], claims["pld"] = run, run
 		return audit.NaturalCanary{Arch: s.Data.Arch, Base: base, Image: image, Label: 0,
 			NoiseMultiplier: sigma, ClipNorm: s.ClipNorm, SamplingRate: s.SamplingRate, Steps: s.Steps, LearningRate: s.LearningRate}, claims, nil
@@ -475,11 +477,11 @@ func flatten(out *[]audit.Param, prefix string, v any) {
 
 // noiseMultiplier is the audited runs' σ: NoiseMultiplier, or σ calibrated
 // so that one run is (BaseEpsilon, Delta)-DP.
-func (s AuditSpec) noiseMultiplier(ctx context.Context) (float64, error) {
+func (s AuditSpec) noiseMultiplier(ctx context.Context, norm *dpsgd.DataNorm) (float64, error) {
 	if s.BaseEpsilon == 0 {
 		return s.NoiseMultiplier, nil
 	}
-	return calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps)
+	return calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps, norm)
 }
 
 // String describes the result for people.

@@ -74,8 +74,9 @@
 // released score, the guarantee, the ledger and the report — and, apart, a
 // NotPrivateDiagnostics for the data curator (the number of tuning runs,
 // every run's score, the realised batch sizes, the wall time), which must
-// never be published. Release.Save writes model.json, params.bin and
-// report.json (or failed-report.json, moving an earlier release to
+// never be published. Release.Save writes model.json, params.bin (and
+// buffers.bin for a network with buffers: a datanorm layer's statistics)
+// and report.json (or failed-report.json, moving an earlier release to
 // previous/, and refusing a previous that is a symbolic link), each file
 // through a temporary file of a random name renamed into place, so that a
 // symbolic link planted in the directory is replaced, never written
@@ -90,7 +91,13 @@
 //     integer counts plus discrete Gaussian noise; DP-SGD noise is drawn in
 //     secure mode unless a seed is given.
 //   - The ledger covers every mechanism that touched the private data, even
-//     when the job fails or is cancelled.
+//     when the job fails or is cancelled. A network with a datanorm layer
+//     adds its data normalisation (two Gaussian mechanisms, dpsgd.DataNorm)
+//     to every run's event: Train's ledger has it as its own entry, the
+//     calibration of σ (dpsgd.PlannedEvent) and the budget's reservation
+//     count it, and a normalisation that alone spends the target ε is
+//     refused. The vote tuner and private partition runs do not take such
+//     a network.
 //   - A private training run cancelled before its last step releases, and
 //     is charged, the ledger and ε of the whole planned run: when to stop
 //     may have followed the non-private training loss shown live.

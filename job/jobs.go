@@ -321,6 +321,31 @@ type runOutput struct {
 	Failed     bool    `json:"failed,omitempty"`
 	NoisyCount int64   `json:"noisy_count,omitempty"`
 	Params     []byte  `json:"params,omitempty"` // little-endian float32
+	// Buffers are the model's buffers (model.Net.Buffers: a datanorm
+	// layer's estimated statistics), little-endian float32; none for a
+	// network without.
+	Buffers []byte `json:"buffers,omitempty"`
+}
+
+// floatBytes is v as little-endian float32s.
+func floatBytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+// readFloats fills dst from b, little-endian float32s, or says what it
+// holds instead.
+func readFloats(what string, b []byte, dst []float32) error {
+	if len(b) != 4*len(dst) {
+		return fmt.Errorf("run output has %d bytes of %s, want %d", len(b), what, 4*len(dst))
+	}
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return nil
 }
 
 func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
@@ -346,9 +371,9 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	if r.Failed {
 		out.Score = 0 // −∞ has no JSON
 	} else if in.Model {
-		out.Params = make([]byte, 4*len(r.Model.Params))
-		for i, v := range r.Model.Params {
-			binary.LittleEndian.PutUint32(out.Params[4*i:], math.Float32bits(v))
+		out.Params = floatBytes(r.Model.Params)
+		if len(r.Model.Buffers) > 0 {
+			out.Buffers = floatBytes(r.Model.Buffers)
 		}
 	}
 	return json.Marshal(out)
@@ -386,11 +411,11 @@ func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
 		if err != nil {
 			return tuning.Run{}, err
 		}
-		if len(out.Params) != 4*len(net.Params) {
-			return tuning.Run{}, fmt.Errorf("run output has %d bytes of parameters, want %d", len(out.Params), 4*len(net.Params))
+		if err := readFloats("parameters", out.Params, net.Params); err != nil {
+			return tuning.Run{}, err
 		}
-		for i := range net.Params {
-			net.Params[i] = math.Float32frombits(binary.LittleEndian.Uint32(out.Params[4*i:]))
+		if err := readFloats("buffers", out.Buffers, net.Buffers); err != nil {
+			return tuning.Run{}, err
 		}
 		r.Model = net
 	}

@@ -25,6 +25,11 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 	plan := tu.Plan(p.spec, s.Data.Arch, sigma)
 	scorer := plan.Scorer()
 	scorer.Warn = s.Warn
+	if scorer.Private && dpsgd.DataNormOf(s.Data.Arch) != nil {
+		// Each private part run would estimate its own normalisation, which
+		// the search's ledger does not count.
+		return nil, nil, invalidf("private partition runs do not take a network with a datanorm layer: score the parts without privacy (their cost is then the search's)")
+	}
 	var err error
 	if s.Runner, err = s.openRunner(ctx); err != nil {
 		return nil, nil, err

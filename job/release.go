@@ -50,7 +50,8 @@ type NotPrivateDiagnostics struct {
 }
 
 // Save writes the release to dir: the model with its hyperparameters and
-// ledger (model.json, params.bin) when there is one, and the report as
+// ledger (model.json, params.bin, and buffers.bin for a network with
+// buffers) when there is one, and the report as
 // report.json — or, for a failed job, failed-report.json. It creates dir.
 // What dir holds afterwards is this release alone: a failed job moves an
 // earlier release's model.json, params.bin and report.json into
@@ -91,6 +92,12 @@ func (r *Release) Save(dir string) error {
 			removeAll(dir, written)
 			return err
 		}
+		if len(r.Model.Buffers) == 0 {
+			// An earlier release's buffers are not this model's.
+			if err := os.Remove(filepath.Join(dir, "buffers.bin")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
 	}
 	if err := writeFileAtomic(filepath.Join(dir, file), append(js, '\n')); err != nil {
 		removeAll(dir, written)
@@ -116,7 +123,9 @@ func writeFileAtomic(path string, b []byte) error {
 }
 
 // releaseFiles are the files Save writes for a release that did not fail.
-var releaseFiles = []string{"model.json", "params.bin", "report.json"}
+// buffers.bin holds a model's buffers (a datanorm layer's statistics), for
+// a network that has some.
+var releaseFiles = []string{"model.json", "params.bin", "buffers.bin", "report.json"}
 
 // clearStale moves an earlier release in dir to dir/previous when failed,
 // else removes an earlier failed-report.json.
@@ -186,13 +195,13 @@ func (d *NotPrivateDiagnostics) WriteDiagnostics(path string) error {
 const releaseSlack = 1 << 20
 
 // ReleaseBytes is about the most a release of a network of arch takes on
-// disk: its float32 parameters and the JSON files.
+// disk: its float32 parameters and buffers and the JSON files.
 func ReleaseBytes(arch model.Arch) (int64, error) {
 	n, err := model.NewZero(arch)
 	if err != nil {
 		return 0, invalidf("%v", err)
 	}
-	return 4*int64(n.NumParams()) + releaseSlack, nil
+	return 4*int64(n.NumParams()+len(n.Buffers)) + releaseSlack, nil
 }
 
 // CheckRoom returns an error wrapping ErrInvalid when the filesystem

@@ -47,8 +47,10 @@ type TrainDefaults struct {
 
 // networkDefaults are the built-in networks that carry their own settings.
 var networkDefaults = map[string]TrainDefaults{
-	model.ScatterLinearMNIST.Name: {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
-	model.ScatterCNNMNIST.Name:    {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterLinearMNIST.Name:   {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterCNNMNIST.Name:      {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterLinearCIFAR10.Name: {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
+	model.ScatterCNNCIFAR10.Name:    {BatchSize: 8192, Epochs: 60, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1},
 }
 
 // NetworkDefaults returns the training settings of the built-in network
@@ -120,32 +122,39 @@ type TrainProgress struct {
 // TrainReport is report.json of a training run: its public settings, the
 // guarantee, the test metrics and the ledger.
 type TrainReport struct {
-	Dataset         string            `json:"dataset"`
-	NominalSize     int               `json:"nominal_size"` // the public training-set size q is computed from
-	Private         bool              `json:"private"`
-	Epsilon         *float64          `json:"epsilon"` // null when not private or unbounded; the full planned run's when interrupted early
-	EpsilonNote     string            `json:"epsilon_note,omitempty"`
-	Delta           float64           `json:"delta"`
-	Accountant      string            `json:"accountant"`
-	RDPOrder        float64           `json:"rdp_order,omitempty"`
-	NoiseMultiplier float64           `json:"noise_multiplier"`
-	ClipNorm        float64           `json:"clip_norm"`
-	SamplingRate    float64           `json:"sampling_rate"`
-	BatchSize       int               `json:"batch_size"`
-	Steps           int               `json:"steps"`
-	PlannedSteps    int               `json:"planned_steps"`
-	Epochs          float64           `json:"epochs"`
-	LearningRate    float64           `json:"learning_rate"`
-	Momentum        float64           `json:"momentum"`
-	Schedule        string            `json:"lr_schedule"`
-	EMADecay        float64           `json:"ema_decay"`
-	Seeded          bool              `json:"seeded"` // the seed itself is never written: it would undo the guarantee
-	SecureNoise     bool              `json:"secure_noise"`
-	TestAccuracy    *float64          `json:"test_accuracy"`
-	TestLoss        *float64          `json:"test_loss"`
-	Interrupted     bool              `json:"interrupted"`
-	Failed          string            `json:"failed,omitempty"`
-	Ledger          accounting.Ledger `json:"ledger"`
+	Dataset         string   `json:"dataset"`
+	NominalSize     int      `json:"nominal_size"` // the public training-set size q is computed from
+	Private         bool     `json:"private"`
+	Epsilon         *float64 `json:"epsilon"` // null when not private or unbounded; the full planned run's when interrupted early
+	EpsilonNote     string   `json:"epsilon_note,omitempty"`
+	Delta           float64  `json:"delta"`
+	Accountant      string   `json:"accountant"`
+	RDPOrder        float64  `json:"rdp_order,omitempty"`
+	NoiseMultiplier float64  `json:"noise_multiplier"`
+	// NormNoiseMultiplier is the noise multiplier of the private data
+	// normalisation of a network with a datanorm layer (0: none), and
+	// NormEpsilon its ε alone at Delta under Accountant (its share of the
+	// budget, as Tramèr & Boneh report ε_norm); the ledger composes it with
+	// the DP-SGD steps.
+	NormNoiseMultiplier float64           `json:"norm_noise_multiplier,omitempty"`
+	NormEpsilon         *float64          `json:"norm_epsilon,omitempty"`
+	ClipNorm            float64           `json:"clip_norm"`
+	SamplingRate        float64           `json:"sampling_rate"`
+	BatchSize           int               `json:"batch_size"`
+	Steps               int               `json:"steps"`
+	PlannedSteps        int               `json:"planned_steps"`
+	Epochs              float64           `json:"epochs"`
+	LearningRate        float64           `json:"learning_rate"`
+	Momentum            float64           `json:"momentum"`
+	Schedule            string            `json:"lr_schedule"`
+	EMADecay            float64           `json:"ema_decay"`
+	Seeded              bool              `json:"seeded"` // the seed itself is never written: it would undo the guarantee
+	SecureNoise         bool              `json:"secure_noise"`
+	TestAccuracy        *float64          `json:"test_accuracy"`
+	TestLoss            *float64          `json:"test_loss"`
+	Interrupted         bool              `json:"interrupted"`
+	Failed              string            `json:"failed,omitempty"`
+	Ledger              accounting.Ledger `json:"ledger"`
 }
 
 // plan is a validated TrainSpec: the DP-SGD configuration and accountant.
@@ -185,6 +194,7 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 	if err := accounting.CheckDelta(s.Delta); err != nil {
 		return cfg, nil, invalidf("delta: %v", err)
 	}
+	cfg.DataNorm = dpsgd.DataNormOf(s.Data.Arch)
 	if !(s.ClipNorm > 0) || math.IsInf(s.ClipNorm, 1) {
 		return cfg, nil, invalidf("clipping norm %v must be positive and finite", s.ClipNorm)
 	}
@@ -195,8 +205,47 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 		}
 	} else if err := accounting.CheckEpsilon(s.Epsilon); err != nil {
 		return cfg, nil, invalidf("epsilon: %v", err)
+	} else if err := checkDataNormShare(cfg.DataNorm, acc, s.Epsilon, s.Delta); err != nil {
+		return cfg, nil, err
 	}
 	return cfg, acc, nil
+}
+
+// checkDataNormShare refuses a data normalisation (d, nil for none) that
+// alone spends the whole target ε at delta under acc: no DP-SGD noise
+// multiplier could then meet it.
+func checkDataNormShare(d *dpsgd.DataNorm, acc accounting.Accountant, eps, delta float64) error {
+	if d == nil {
+		return nil
+	}
+	g, err := acc.Epsilon(d.Event(), delta)
+	if err != nil {
+		return invalidf("data normalisation: %v", err)
+	}
+	if g.Epsilon >= eps {
+		return invalidf("the datanorm layer's noise multiplier %g alone spends ε = %.4g of the target ε = %g at δ = %g: raise its noise_multiplier", d.NoiseMultiplier, g.Epsilon, eps, delta)
+	}
+	return nil
+}
+
+// trainLedger is the ledger of a run of cfg: its data normalisation, if
+// any, then its DP-SGD steps under label.
+func trainLedger(label string, norm, steps accounting.Event) accounting.Ledger {
+	var l accounting.Ledger
+	if norm != nil {
+		l.Add("data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", norm)
+	}
+	l.Add(label, steps)
+	return l
+}
+
+// plannedLedger is trainLedger of cfg's whole planned run.
+func plannedLedger(label string, cfg dpsgd.Config) accounting.Ledger {
+	var norm accounting.Event
+	if cfg.DataNorm != nil && !cfg.NonPrivate {
+		norm = cfg.DataNorm.Event()
+	}
+	return trainLedger(label, norm, dpsgd.StepsEvent(cfg))
 }
 
 // Train trains s.Data's network with DP-SGD (or plain SGD when NonPrivate)
@@ -233,7 +282,11 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	calibrated := s.NonPrivate || s.NoiseMultiplier != 0
 	prepare := func() error {
 		if !calibrated {
-			sigma, err := accounting.CalibrateNoise(ctx, acc, func(z float64) accounting.Event { return accounting.DPSGD(z, cfg.SamplingRate, steps) }, s.Epsilon, s.Delta)
+			sigma, err := accounting.CalibrateNoise(ctx, acc, func(z float64) accounting.Event {
+				c := cfg
+				c.NoiseMultiplier = z
+				return dpsgd.PlannedEvent(c)
+			}, s.Epsilon, s.Delta)
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
 					return err
@@ -242,7 +295,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			}
 			cfg.NoiseMultiplier, calibrated = sigma, true
 		}
-		resv, err = reserve(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, ledgerOf("dpsgd training", dpsgd.PlannedEvent(cfg)))
+		resv, err = reserve(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, plannedLedger("dpsgd training", cfg))
 		return err
 	}
 	if _, isRDP := acc.(accounting.RDP); isRDP || calibrated {
@@ -267,8 +320,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		s.Started(cfg)
 	}
 	run, trainErr := dpsgd.Train(ctx, net, train, cfg, nil, s.progress(acc, cfg))
-	var ledger accounting.Ledger
-	ledger.Add("dpsgd training", run.Event)
+	ledger := trainLedger("dpsgd training", run.NormEvent, run.Event)
 	diag := &NotPrivateDiagnostics{MeanBatchSize: run.MeanBatchSize}
 	interrupted := errors.Is(trainErr, context.Canceled)
 	// A run stopped early is released with the full planned run's ledger,
@@ -277,13 +329,18 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	// steps not taken still count.
 	stoppedEarly := interrupted && !s.NonPrivate && run.Steps < steps
 	if stoppedEarly {
-		ledger = ledgerOf("dpsgd training (planned: stopped early)", dpsgd.PlannedEvent(cfg))
+		ledger = plannedLedger("dpsgd training (planned: stopped early)", cfg)
 	}
 	rep := &TrainReport{Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Private: !s.NonPrivate, Delta: s.Delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: cfg.SamplingRate, BatchSize: s.BatchSize,
 		Steps: run.Steps, PlannedSteps: steps, Epochs: float64(run.Steps) / float64(steps/s.Epochs), LearningRate: s.LearningRate,
 		Momentum: s.Momentum, Schedule: s.Schedule.String(), EMADecay: s.EMADecay, Seeded: cfg.Seed != nil, SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
 	rel := &Release{Report: rep, Ledger: ledger, Delta: s.Delta, Accountant: acc.Name()}
+	if cfg.DataNorm != nil && !s.NonPrivate {
+		rep.NormNoiseMultiplier = cfg.DataNorm.NoiseMultiplier
+		g, err := acc.Epsilon(cfg.DataNorm.Event(), s.Delta)
+		rep.NormEpsilon, _, _ = finiteEpsilon(g, err)
+	}
 	if !s.NonPrivate {
 		g, err := ledger.Spent(acc, s.Delta)
 		rep.Epsilon, rep.RDPOrder, rep.EpsilonNote = finiteEpsilon(g, err)
@@ -332,7 +389,9 @@ func (s TrainSpec) progress(acc accounting.Accountant, cfg dpsgd.Config) func(dp
 	return func(p dpsgd.Progress) {
 		inEpoch := (p.Step-1)%perEpoch + 1
 		if inEpoch == 1 && !cfg.NonPrivate {
-			g, err := acc.Epsilon(accounting.DPSGD(cfg.NoiseMultiplier, cfg.SamplingRate, p.Step-1), s.Delta)
+			done := cfg
+			done.Steps = p.Step - 1
+			g, err := acc.Epsilon(dpsgd.PlannedEvent(done), s.Delta)
 			before, _, _ = finiteEpsilon(g, err)
 		}
 		s.Progress(TrainProgress{Step: p.Step, Steps: p.Steps, Epoch: (p.Step-1)/perEpoch + 1, Epochs: s.Epochs,

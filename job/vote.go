@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/federated"
 	pb "github.com/dptune/dptune/federated/votepb"
 	"github.com/dptune/dptune/model"
@@ -149,6 +150,11 @@ func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
 	fed, ok := tu.(tuning.Federated)
 	if !ok {
 		return federated.Job{}, invalidf("the %s tuner is not federated", Vote)
+	}
+	if dpsgd.DataNormOf(s.Data.Arch) != nil {
+		// Each client's rounds would estimate the statistics on its own
+		// data, which neither the vote's nor DP-FedAvg's analysis counts.
+		return federated.Job{}, invalidf("the %s tuner does not train networks with a datanorm layer (use groupnorm)", Vote)
 	}
 	j, err := fed.Plan(ctx, s.tuningSpec(), s.Epsilon, tuning.FederatedData{Dataset: s.Data.Name, Arch: s.Data.Arch})
 	if err != nil {

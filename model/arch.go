@@ -77,7 +77,8 @@ func (a Arch) Layers() ([]Layer, []Tensor, error) {
 	var tensors []Tensor
 	in := Shape{C: a.C, H: a.H, W: a.W}
 	count := map[string]int{}
-	params := 0
+	params, buffers := 0, 0
+	inputLayer := "" // the layer that must read the network's input (inputKind)
 	for i, s := range a.Spec.Layers {
 		kind := s.Kind
 		count[s.Type]++
@@ -85,6 +86,15 @@ func (a Arch) Layers() ([]Layer, []Tensor, error) {
 			InH: in.H, InW: in.W, Flat: in.Flat, FlatC: in.FlatC, FlatHW: in.FlatHW}
 		fail := func(format string, args ...any) error {
 			return fmt.Errorf("model: %s, layer %d (%s %s): %s", a.Name, i+1, s.Type, l.Name, fmt.Sprintf(format, args...))
+		}
+		if _, ok := kind.(inputKind); ok {
+			if inputLayer != "" {
+				return nil, nil, fail("a network takes one %s layer (%s is the first)", s.Type, inputLayer)
+			}
+			if _, scatter := a.Spec.Layers[0].Kind.(ScatterSpec); !(i == 0 || i == 1 && scatter) {
+				return nil, nil, fail("must be the first layer, or the second right after the scatter front end: its statistics are those of the network's input")
+			}
+			inputLayer = l.Name
 		}
 		out, err := kind.shape(in, i == 0)
 		if err != nil {
@@ -108,6 +118,13 @@ func (a Arch) Layers() ([]Layer, []Tensor, error) {
 			l.BiasOffset = params
 			tensors = append(tensors, Tensor{Name: l.Name + ".bias", Shape: l.BiasShape, Offset: params})
 			params += l.BiasSize()
+		}
+		if bk, ok := kind.(bufferKind); ok {
+			for _, t := range bk.buffers(l) {
+				l.BufferSize += t.Size()
+			}
+			l.BufferOffset = buffers
+			buffers += l.BufferSize
 		}
 		layers = append(layers, l)
 		in = out

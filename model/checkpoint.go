@@ -24,10 +24,18 @@ import (
 //   - params.bin: the flat parameter vector as little-endian IEEE-754 float32,
 //     tensors in the order and at the offsets of "tensors" (PyTorch layouts:
 //     conv weight [out, in, kh, kw], linear weight [out, in], bias [out]).
+//
+// A network with buffers (Net.Buffers: a datanorm layer's mean and
+// variance) has a third file, buffers.bin, the buffers as little-endian
+// float32 laid out as model.json's "buffers" list ({name, shape, offset}
+// like "tensors"), with its SHA-256 in "buffers_sha256" and its name in
+// "buffers_file". A network without buffers has none of these keys, so its
+// checkpoint is what it was before buffers existed.
 const (
 	CheckpointFormat = "dptune-model/1"
 	modelFile        = "model.json"
 	paramsFile       = "params.bin"
+	buffersFile      = "buffers.bin"
 )
 
 // Metadata is what a checkpoint records besides the parameters.
@@ -42,7 +50,40 @@ type checkpointHeader struct {
 	Tensors      []Tensor `json:"tensors"`
 	ParamsFile   string   `json:"params_file"`
 	ParamsSHA256 string   `json:"params_sha256"`
+	// Buffers, BuffersFile, BuffersSHA256: a network with buffers only.
+	Buffers       []Tensor `json:"buffers,omitempty"`
+	BuffersFile   string   `json:"buffers_file,omitempty"`
+	BuffersSHA256 string   `json:"buffers_sha256,omitempty"`
 	Metadata
+}
+
+// floatBytes is v as little-endian float32s.
+func floatBytes(v []float32) []byte {
+	buf := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
+	}
+	return buf
+}
+
+// readFloats reads exactly len(dst) little-endian float32s from the file
+// path into dst, checking them against the hex SHA-256 sum recorded in
+// the header mpath.
+func readFloats(path, mpath, sum string, dst []float32) error {
+	buf, err := fsx.ReadFile(path, 4*int64(len(dst)))
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if len(buf) != 4*len(dst) {
+		return fmt.Errorf("model: %s: %d bytes, want %d (%d float32 values)", path, len(buf), 4*len(dst), len(dst))
+	}
+	if s := sha256.Sum256(buf); hex.EncodeToString(s[:]) != sum {
+		return fmt.Errorf("model: %s: SHA-256 does not match the one in %s", path, mpath)
+	}
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+	}
+	return nil
 }
 
 // Save writes the network and meta to dir (created if needed) in the
@@ -55,16 +96,21 @@ func (n *Net) Save(dir string, meta Metadata) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
-	buf := make([]byte, 4*len(n.Params))
-	for i, v := range n.Params {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
-	}
+	buf := floatBytes(n.Params)
 	sum := sha256.Sum256(buf)
 	if err := writeFileAtomic(filepath.Join(dir, paramsFile), buf); err != nil {
 		return err
 	}
 	h := checkpointHeader{Format: CheckpointFormat, Arch: n.Arch, Tensors: n.Tensors,
 		ParamsFile: paramsFile, ParamsSHA256: hex.EncodeToString(sum[:]), Metadata: meta}
+	if len(n.Buffers) > 0 {
+		buf := floatBytes(n.Buffers)
+		sum := sha256.Sum256(buf)
+		if err := writeFileAtomic(filepath.Join(dir, buffersFile), buf); err != nil {
+			return err
+		}
+		h.Buffers, h.BuffersFile, h.BuffersSHA256 = n.BufferTensors, buffersFile, hex.EncodeToString(sum[:])
+	}
 	js, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return fmt.Errorf("model: %w", err)
@@ -77,8 +123,9 @@ func (n *Net) Save(dir string, meta Metadata) error {
 // shapes do not work (model.json's "layers"; a checkpoint written before
 // specs existed has none, and its "name" mnist-cnn or cifar10-cnn names the
 // opacus-mnist or opacus-cifar10 spec),
-// tensors that do not match the architecture, a params.bin of the wrong size
-// or whose SHA-256 differs from the one recorded.
+// tensors or buffers that do not match the architecture, a params.bin (or
+// buffers.bin) of the wrong size or whose SHA-256 differs from the one
+// recorded.
 func Load(dir string) (*Net, Metadata, error) {
 	mpath := filepath.Join(dir, modelFile)
 	js, err := fsx.ReadFile(mpath, maxHeaderBytes)
@@ -103,19 +150,16 @@ func Load(dir string) (*Net, Metadata, error) {
 	if fmt.Sprint(h.Tensors) != fmt.Sprint(n.Tensors) {
 		return nil, Metadata{}, fmt.Errorf("model: %s: tensors %v do not match the %s network", mpath, h.Tensors, arch.Name)
 	}
-	ppath := filepath.Join(dir, filepath.Base(h.ParamsFile))
-	buf, err := fsx.ReadFile(ppath, 4*int64(len(n.Params)))
-	if err != nil {
-		return nil, Metadata{}, fmt.Errorf("model: %w", err)
+	if fmt.Sprint(h.Buffers) != fmt.Sprint(n.BufferTensors) {
+		return nil, Metadata{}, fmt.Errorf("model: %s: buffers %v do not match the %s network's %v", mpath, h.Buffers, arch.Name, n.BufferTensors)
 	}
-	if len(buf) != 4*len(n.Params) {
-		return nil, Metadata{}, fmt.Errorf("model: %s: %d bytes, want %d (%d float32 parameters)", ppath, len(buf), 4*len(n.Params), len(n.Params))
+	if err := readFloats(filepath.Join(dir, filepath.Base(h.ParamsFile)), mpath, h.ParamsSHA256, n.Params); err != nil {
+		return nil, Metadata{}, err
 	}
-	if sum := sha256.Sum256(buf); hex.EncodeToString(sum[:]) != h.ParamsSHA256 {
-		return nil, Metadata{}, fmt.Errorf("model: %s: SHA-256 does not match the one in %s", ppath, mpath)
-	}
-	for i := range n.Params {
-		n.Params[i] = math.Float32frombits(binary.LittleEndian.Uint32(buf[4*i:]))
+	if len(n.Buffers) > 0 {
+		if err := readFloats(filepath.Join(dir, filepath.Base(h.BuffersFile)), mpath, h.BuffersSHA256, n.Buffers); err != nil {
+			return nil, Metadata{}, err
+		}
 	}
 	return n, h.Metadata, nil
 }

@@ -23,7 +23,8 @@
 // RandomArch's skeleton (convolutions, flatten, linear layers) name one.
 // LayerTypes lists the registered kinds:
 // convolution, linear, elementwise activations, pooling, normalisations
-// (per example, so DP-SGD's analysis holds) and flatten. dpsgd's engine
+// (per example, so DP-SGD's analysis holds; or by statistics of the
+// training data estimated privately, datanorm) and flatten. dpsgd's engine
 // finds its own rules for a kind by the same type name.
 //
 // # Fixed front ends
@@ -36,6 +37,19 @@
 // L = 8), computed once per dataset from Arch.FrontEnd, and the layer is
 // the identity on it. The built-in scatter-linear-mnist and
 // scatter-cnn-mnist are Tramèr & Boneh's ScatterNet models.
+//
+// # Data normalisation and buffers
+//
+// A datanorm layer (DataNormSpec) standardises each channel of the
+// network's input by a mean and variance of the training data, estimated
+// privately once before training (dpsgd's data normalisation, in the
+// run's ledger). It must read the network's input: the first layer, or the
+// second after the scatter front end. Its μ and v are buffers, not
+// parameters (Net.Buffers, Net.BufferTensors; a kind with buffers
+// implements bufferKind): no gradient, no clipping, noise or update, but
+// saved in the checkpoint's buffers.bin and read by the graph (when it is
+// built) and by dpsgd's engine, so that a reloaded model computes what the
+// trained one did.
 //
 // To add a layer kind: write model/layer_<type>.go (a struct implementing
 // LayerKind, registered in init; paramKind if it has a weight and bias,
@@ -60,6 +74,9 @@
 // respect to every parameter (gorgonia's autodiff). It defines what a
 // network computes: Net.Evaluate runs it, and dpsgd's native engine is tested
 // against it on a batch of one per example.
+//
+// A network with buffers also has buffers.bin (see Save); one without has
+// the checkpoint it had before buffers existed.
 //
 // LoadSpec and Load read only regular files (a FIFO or a device is refused
 // without blocking, see internal/fsx): a spec of at most MaxSpecBytes, a

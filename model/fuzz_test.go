@@ -15,6 +15,7 @@ func FuzzParseSpec(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"name":"g","layers":[{"type":"conv2d","out":6,"kernel":3,"padding":1},{"type":"groupnorm","groups":3},{"type":"avgpool2d","kernel":2},{"type":"flatten"},{"type":"linear","out":10}]}`))
+	f.Add([]byte(`{"name":"d","layers":[{"type":"scatter","j":2,"l":8},{"type":"datanorm","noise_multiplier":6,"mean_clip_norm":0.9},{"type":"flatten"},{"type":"linear","out":10}]}`))
 	f.Add([]byte(`{"name":"l","layers":[{"type":"conv2d","out":4,"kernel":3},{"type":"layernorm"},{"type":"silu"},{"type":"flatten"},{"type":"gelu"},{"type":"linear","out":10}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := ParseSpec(bytes.NewReader(b))

@@ -43,7 +43,7 @@ type Graph struct {
 }
 
 // NewGraph builds the network for batch size B in the given mode. The graph
-// reads n.Params in place.
+// reads n.Params in place, and n.Buffers once, when it is built.
 func (n *Net) NewGraph(B int, mode Mode) (*Graph, error) {
 	if B < 1 {
 		return nil, fmt.Errorf("model: batch size %d < 1", B)
@@ -77,7 +77,7 @@ func (gr *Graph) build() (err error) {
 	y := G.NewMatrix(g, tensor.Float32, G.WithShape(B, a.Classes), G.WithName("y"),
 		G.WithValue(tensor.New(tensor.WithShape(B, a.Classes), tensor.WithBacking(gr.Y))))
 
-	c := &graphCtx{g: g, B: B}
+	c := &graphCtx{g: g, B: B, buffers: n.Buffers}
 	h := x
 	pi := 0 // the next parameter tensor
 	for _, l := range n.Layers {
@@ -114,6 +114,9 @@ func (gr *Graph) build() (err error) {
 type graphCtx struct {
 	g *G.ExprGraph
 	B int // batch size
+	// buffers is Net.Buffers, which the nodes of layers with buffers read
+	// when the graph is built.
+	buffers []float32
 	// pending is the feature count of a reshape to flat features not yet
 	// applied. It is applied when a layer needs flat features (flat), or
 	// for the logits: elementwise layers in between act on the feature

@@ -14,7 +14,7 @@ import (
 )
 
 // LayerKind is one type of layer a Spec may name. A value of the kind is
-// one layer's hyperparameters: a struct of ints whose JSON field names are
+// one layer's hyperparameters: a struct of numbers whose JSON field names are
 // the keys of the layer's object in a spec (all omitempty, 0 meaning
 // absent). Every kind lives in its own file, layer_<type>.go, which holds
 // its hyperparameters and their check, its output shape, its parameter
@@ -65,7 +65,28 @@ const (
 	roleActivation role = iota // after a layer with parameters or a reshape, or first
 	roleNorm                   // after a layer with parameters, or first
 	rolePool                   // after a convolution, or first
+	roleInput                  // first only (inputKind)
 )
+
+// bufferKind is a kind with buffers: tensors of the model that are not
+// parameters — no gradient, not clipped, noised or updated by DP-SGD —
+// like PyTorch's registered buffers (a data normalisation's mean and
+// variance). They live in Net.Buffers and the checkpoint's buffers.bin.
+type bufferKind interface {
+	// buffers returns the layer's buffer tensors, their names and shapes,
+	// with offsets relative to the layer's first buffer.
+	buffers(l Layer) []Tensor
+	// initBuffers gives a new network's buffers (their total size) their
+	// initial values.
+	initBuffers(l Layer, buf []float32)
+}
+
+// inputKind is a kind that must read the network's input as the data
+// holds it (Arch.Input): the first layer, or the second after a fixed
+// front end. A network has at most one.
+type inputKind interface {
+	readsInput()
+}
 
 // randomKind is a kind RandomArch draws.
 type randomKind interface {
@@ -289,6 +310,10 @@ type Layer struct {
 	// WeightShape, BiasShape: the PyTorch shapes of the weight and bias;
 	// nil for a layer without parameters.
 	WeightShape, BiasShape []int
+	// BufferOffset, BufferSize: where the layer's buffers start in
+	// Net.Buffers and how many floats they take (0 for a layer without
+	// buffers).
+	BufferOffset, BufferSize int
 }
 
 // HasParams reports whether the layer has a weight and a bias.

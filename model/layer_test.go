@@ -15,7 +15,7 @@ import (
 // A spec with a layer of every registered kind survives a JSON round trip:
 // the same layers after parsing, the same bytes when written again.
 func TestEveryKindJSONRoundTrip(t *testing.T) {
-	js := `{"name":"all","layers":[{"type":"scatter","j":1,"l":2},{"type":"layernorm"},{"type":"conv2d","out":8,"kernel":3,"stride":1,"padding":1},` +
+	js := `{"name":"all","layers":[{"type":"scatter","j":1,"l":2},{"type":"datanorm","noise_multiplier":6.5,"square_clip_norm":3},{"type":"layernorm"},{"type":"conv2d","out":8,"kernel":3,"stride":1,"padding":1},` +
 		`{"type":"groupnorm","groups":2},{"type":"silu"},{"type":"avgpool2d","kernel":2},{"type":"conv2d","out":8,"kernel":3},` +
 		`{"type":"relu"},{"type":"maxpool2d","kernel":2,"stride":1},{"type":"tanh"},{"type":"flatten"},{"type":"gelu"},{"type":"linear","out":10}]}`
 	s, err := ParseSpec(strings.NewReader(js))
@@ -38,7 +38,7 @@ func TestEveryKindJSONRoundTrip(t *testing.T) {
 	if err != nil || string(out) != js {
 		t.Fatalf("written again as %s (%v)", out, err)
 	}
-	want := Spec{Name: "all", Layers: []LayerSpec{Scatter(1, 2), LayerNorm(), Conv2d(8, 3, 1, 1), GroupNorm(2), SiLU(), AvgPool2d(2, 0),
+	want := Spec{Name: "all", Layers: []LayerSpec{Scatter(1, 2), DataNorm(6.5, 0, 3), LayerNorm(), Conv2d(8, 3, 1, 1), GroupNorm(2), SiLU(), AvgPool2d(2, 0),
 		Conv2d(8, 3, 0, 0), ReLU(), MaxPool2d(2, 1), Tanh(), Flatten(), GELU(), Linear(10)}}
 	a, b := Arch{Spec: s, C: 1, H: 28, W: 28, Classes: 10}, Arch{Spec: want, C: 1, H: 28, W: 28, Classes: 10}
 	if !a.Equal(b) {

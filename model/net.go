@@ -18,6 +18,14 @@ type Net struct {
 	// Params is the flat parameter vector; every Graph of this Net reads it
 	// in place, so an update to Params is seen by the next Graph.Run.
 	Params []float32
+	// BufferTensors lists the buffer tensors in Buffers, in layer order
+	// (dn1.mean, dn1.var); nil for a network without buffers.
+	BufferTensors []Tensor
+	// Buffers holds the layers' buffers: tensors of the model that are
+	// not parameters (no gradient; DP-SGD neither clips, noises nor
+	// updates them), such as a datanorm layer's mean and variance. A
+	// Graph reads them when it is built, dpsgd's engine at every step.
+	Buffers []float32
 }
 
 // New returns the network for arch with PyTorch's default initialisation
@@ -39,14 +47,39 @@ func New(arch Arch, rng *rand.Rand) (*Net, error) {
 	return n, nil
 }
 
-// NewZero returns the network for arch with all parameters zero.
+// NewZero returns the network for arch with all parameters zero, and its
+// buffers at their kinds' initial values (a datanorm layer's μ = 0, v = 1).
 func NewZero(arch Arch) (*Net, error) {
 	layers, tensors, err := arch.Layers()
 	if err != nil {
 		return nil, err
 	}
 	last := tensors[len(tensors)-1]
-	return &Net{Arch: arch, Layers: layers, Tensors: tensors, Params: make([]float32, last.Offset+last.Size())}, nil
+	n := &Net{Arch: arch, Layers: layers, Tensors: tensors, Params: make([]float32, last.Offset+last.Size())}
+	for _, l := range layers {
+		bk, ok := l.Kind.(bufferKind)
+		if !ok {
+			continue
+		}
+		for _, t := range bk.buffers(l) {
+			t.Offset += l.BufferOffset
+			n.BufferTensors = append(n.BufferTensors, t)
+		}
+		n.Buffers = append(n.Buffers, make([]float32, l.BufferSize)...)
+		bk.initBuffers(l, n.Buffers[l.BufferOffset:l.BufferOffset+l.BufferSize])
+	}
+	return n, nil
+}
+
+// Buffer returns the slice of Buffers holding the buffer tensor called
+// name, or nil.
+func (n *Net) Buffer(name string) []float32 {
+	for _, t := range n.BufferTensors {
+		if t.Name == name {
+			return n.Buffers[t.Offset : t.Offset+t.Size()]
+		}
+	}
+	return nil
 }
 
 // NumParams is the number of parameters, len(Params).

@@ -35,7 +35,7 @@ func kindsOf(r role) []randomKind {
 
 func randomSpec(rng *rand.Rand, c, classes int) Spec {
 	var ls []LayerSpec
-	acts, norms, pools := kindsOf(roleActivation), kindsOf(roleNorm), kindsOf(rolePool)
+	acts, norms, pools, inputs := kindsOf(roleActivation), kindsOf(roleNorm), kindsOf(rolePool), kindsOf(roleInput)
 	// draw appends a random layer of one of ks on c channels, if it takes
 	// them.
 	draw := func(ks []randomKind, c int) {
@@ -57,13 +57,15 @@ func randomSpec(rng *rand.Rand, c, classes int) Spec {
 		}
 	}
 	// Sometimes a layer without parameters reads the input first.
-	switch rng.IntN(6) {
+	switch rng.IntN(7) {
 	case 0:
 		draw(acts, c)
 	case 1:
 		draw(pools, c)
 	case 2:
 		norm(c)
+	case 3:
+		draw(inputs, c)
 	}
 	blocks := rng.IntN(4) // 0: a network of linear layers only
 	for range blocks {

@@ -124,6 +124,14 @@ func refForward(n *Net, p []float64, x []float64) []float64 {
 			copy(out, act) // the (channel, row, column) layout is PyTorch's flatten order
 		case ScatterSpec:
 			copy(out, act) // the network's input is the transform's output (Arch.Input)
+		case DataNormSpec:
+			mean, variance := n.Buffers[l.BufferOffset:l.BufferOffset+c], n.Buffers[l.BufferOffset+c:l.BufferOffset+2*c]
+			for i, v := range act {
+				ch := i / (h * w)
+				if variance[ch] > 0 {
+					out[i] = (v - float64(mean[ch])) / math.Sqrt(float64(variance[ch])+DataNormEpsilon)
+				}
+			}
 		default:
 			panic("refForward: no reference for layer type " + l.Kind.Type())
 		}

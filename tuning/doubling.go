@@ -230,6 +230,9 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 		return res, err
 	}
 	final, err := dpsgd.Train(ctx, net, d.Train, cfg, nil, nil)
+	if final.NormEvent != nil {
+		res.Ledger.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", final.NormEvent)
+	}
 	res.Ledger.Add("final DP-SGD run with the selected candidate", final.Event)
 	res.FinalSteps = final.Steps
 	if err == nil {
@@ -291,7 +294,8 @@ func NewDoubling(s Spec, arch model.Arch) *DoublingTuner {
 	scorer := &PartitionScorer{Arch: arch, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: s.BatchSize, SamplingRate: partQ,
 		Momentum: s.Momentum, Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache}
 	return &DoublingTuner{Space: s.Space, Search: search, Arch: arch, Seed: s.Seed, Scorer: scorer,
-		Final: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum}}
+		Final: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum,
+			DataNorm: dpsgd.DataNormOf(arch)}}
 }
 
 // The doubling tuner's search space, "mnist-doubling": learning rate 0.05 …
@@ -412,7 +416,7 @@ type doublingPlan struct {
 // Worst is the search's ledger at its cap and the whole final run.
 func (p *doublingPlan) Worst() accounting.Ledger {
 	l := p.d.SearchLedger()
-	l.Add("final DP-SGD run with the selected candidate", accounting.DPSGD(p.d.Final.NoiseMultiplier, p.d.Final.SamplingRate, p.d.Final.Steps))
+	l.Add("final DP-SGD run with the selected candidate", dpsgd.PlannedEvent(p.d.Final))
 	return l
 }
 
@@ -445,7 +449,9 @@ func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport
 		Granularity: o.Granularity, U0: o.U0, MaxIterations: d.Search.MaxIterations, RealisedIterations: res.Iterations,
 		EarlierSearches: len(res.EarlierSearches), PrivatePartitions: o.Private, Epochs: p.spec.Epochs, FinalSteps: res.FinalSteps,
 		PartEpochs: o.PartEpochs, Seeded: f.Seeded, SecureNoise: f.SecureNoise, Interrupted: f.Interrupted, Failed: f.Failed, Ledger: f.Ledger}
-	if fe, err := (accounting.RDP{}).Epsilon(accounting.DPSGD(d.Final.NoiseMultiplier, d.Final.SamplingRate, res.FinalSteps), f.Delta); err == nil {
+	done := d.Final
+	done.Steps = res.FinalSteps
+	if fe, err := (accounting.RDP{}).Epsilon(dpsgd.PlannedEvent(done), f.Delta); err == nil {
 		rep.FinalEpsilon = fe.Epsilon
 	}
 	rep.TuningOverhead = float64(d.Search.MaxIterations) * d.Search.IterationEpsilon()

@@ -81,9 +81,11 @@ type DPSGDTrainer struct {
 }
 
 // EventFor is the event of one run with noise multiplier sigma: the DP-SGD
-// steps, plus the noisy score when Val is private.
+// steps (after the run's own data normalisation, for a network with a
+// datanorm layer: dpsgd.PlannedEvent), plus the noisy score when Val is
+// private.
 func (t *DPSGDTrainer) EventFor(sigma float64) accounting.Event {
-	e := accounting.DPSGD(sigma, t.SamplingRate, t.Steps)
+	e := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: t.SamplingRate, Steps: t.Steps, DataNorm: dpsgd.DataNormOf(t.Arch)})
 	if t.ScoreNoise > 0 {
 		return accounting.Composed{Events: []accounting.Event{e,
 			accounting.DiscreteGaussian{NoiseMultiplier: t.ScoreNoise, Sensitivity: 1}}}
@@ -110,7 +112,8 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 		return Run{}, err
 	}
 	cfg := dpsgd.Config{NoiseMultiplier: t.NoiseMultiplier, ClipNorm: clip, SamplingRate: t.SamplingRate,
-		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed, Key: t.Key, Noise: t.Noise}
+		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed, Key: t.Key, Noise: t.Noise,
+		DataNorm: dpsgd.DataNormOf(t.Arch)}
 	if _, err := dpsgd.Train(ctx, net, t.Data, cfg, nil, stepHeartbeat(ctx)); err != nil {
 		if errors.Is(err, dpsgd.ErrDiverged) {
 			return Run{Score: math.Inf(-1), Failed: true}, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -67,7 +68,11 @@ func featureProgress(w io.Writer) func(set string, done, total int) {
 
 // addModelFlag adds --model: the network trained.
 func addModelFlag(fl *pflag.FlagSet, m *string) {
-	fl.StringVar(m, "model", "", "network: a built-in spec (tb-mnist, opacus-mnist, tb-cifar10, opacus-cifar10, scatter-linear-mnist, scatter-cnn-mnist) or a JSON spec file (default: "+job.DefaultModelHelp()+")")
+	var names []string
+	for _, s := range model.BuiltinSpecs() {
+		names = append(names, s.Name)
+	}
+	fl.StringVar(m, "model", "", "network: a built-in spec ("+strings.Join(names, ", ")+") or a JSON spec file (default: "+job.DefaultModelHelp()+")")
 }
 
 // withModel is src training the network --model names ("" keeps its default).

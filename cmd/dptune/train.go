@@ -33,7 +33,8 @@ multiplier is calibrated so that the whole run meets --epsilon at --delta,
 unless --noise-multiplier is given. Writes the model and report.json to --out.
 
 The built-in ScatterNet networks (--model scatter-linear-mnist,
-scatter-cnn-mnist) carry their own settings, used for every one of
+scatter-cnn-mnist, scatter-linear-cifar10, scatter-cnn-cifar10) carry their
+own settings, used for every one of
 --batch-size, --epochs, --lr, --momentum and --clip-norm not given; their
 features are computed once per dataset and kept in --feature-cache.
 
@@ -247,6 +248,13 @@ func printSummary(w io.Writer, r *job.TrainReport, d *job.NotPrivateDiagnostics)
 			fmt.Fprintf(w, "privacy        ε %s\n", r.EpsilonNote)
 		}
 		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps, %s\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
+		if r.NormNoiseMultiplier > 0 {
+			share := "ε unbounded"
+			if r.NormEpsilon != nil {
+				share = fmt.Sprintf("ε = %.4f of it alone", *r.NormEpsilon)
+			}
+			fmt.Fprintf(w, "normalisation  σ = %g (Gaussian mean and variance, q = 1), %s\n", r.NormNoiseMultiplier, share)
+		}
 	} else {
 		fmt.Fprintf(w, "privacy        none (non-private training), %d steps\n", r.Steps)
 	}

@@ -57,10 +57,32 @@
 //     and S2's φ at level j2) and subsampling to 2^J; the real part of the
 //     inverse FFT; and one sample removed from each side (unpad).
 //
-// FFTs are gonum's dsp/fourier (gonum v0.17.0). The filters are built once,
-// in float64, by New; Transform computes in float64 and rounds the output
-// to float32 (kymatio computes in float32, so the two agree to about 1e-6
-// relative error per channel; see TestMatchesKymatio). Transform is safe for
+// # How it is computed
+//
+// FFTs are gonum's dsp/fourier (gonum v0.17.0), planned once per work
+// space. The image and each first-order |U| that feeds the second order
+// are real, so their 2-D DFTs are real FFTs of the rows, complex FFTs of
+// the n/2+1 columns those give, and the other columns from the Hermitian
+// symmetry. Each wavelet product is formed and periodised in one pass
+// (the 1/k² of kymatio's mean over the aliases folded into the modulus'
+// scale), inverted by complex FFTs, and its modulus taken in the column
+// pass. The last step — the product with φ, the subsampling to 2^J, the
+// inverse FFT, the real part and the unpadding — is one linear map of
+// the real |U|, and φ is an isotropic Gaussian whose Fourier transform is
+// an outer product at every resolution, so for padded sides up to 128
+// New precomputes it as two small real matrices, S = G·|U|·Hᵀ
+// (denseLowpass; equal to the Fourier-domain computation to rounding,
+// TestDenseLowpass); larger images take the Fourier-domain path. This
+// removes the forward FFT of every second-order |U| and every inverse FFT
+// at resolution 2^J. What remains is dominated by the inverse FFTs of
+// the wavelet products (8 at 36×36 and 72 at 18×18 for MNIST), whose
+// outputs are complex and all needed for the modulus: about 85% of the
+// time on one core.
+//
+// The filters and the low-pass matrices are built once, in float64, by
+// New; Transform computes in float64 and rounds the output to float32
+// (kymatio computes in float32, so the two agree to about 1e-6 relative
+// error per channel; see TestMatchesKymatio). Transform is safe for
 // concurrent use and does not allocate once warm.
 //
 // Sizes: New accepts J in 1…MaxJ, L in 1…MaxL and sides of at least 2^J

@@ -3,7 +3,6 @@ package scatter
 import (
 	"fmt"
 	"math"
-	"math/cmplx"
 	"sync"
 
 	"gonum.org/v1/gonum/dsp/fourier"
@@ -42,22 +41,29 @@ type Scattering struct {
 	ow   int // output columns
 
 	fb   filterBank
-	pool sync.Pool // *workspace
+	lp   []denseLowpass // per resolution r < J; nil: low-pass by FFT
+	pool sync.Pool      // *workspace
 }
 
 // workspace holds what one Transform call writes: FFT plans (gonum's plans
 // keep internal buffers, so they are not shared) and the intermediate
-// spectra. Real signals are transformed two at a time, as the real and
-// imaginary parts of one complex signal.
+// signals and spectra, each sized for the finest resolution it is used at.
 type workspace struct {
-	rowFFT []*fourier.CmplxFFT // per resolution r: length np/2^r
-	colFFT []*fourier.CmplxFFT // per resolution r: length mp/2^r
-	col    []complex128        // one column, length mp
-	x0     []complex128        // spectrum of the padded image, mp×np
-	u1     [2][]complex128     // first-order signals and spectra at resolution j1
-	u2     [2][]complex128     // second-order signals and spectra at resolution j2
-	s      [2][]complex128     // low-passed spectra at resolution J
-	z      []complex128        // the pair of outputs as one signal, resolution J
+	rowFFT  []*fourier.CmplxFFT // per resolution r: length np/2^r
+	colFFT  []*fourier.CmplxFFT // per resolution r: length mp/2^r
+	realFFT []*fourier.FFT      // per resolution r: real input, length np/2^r
+	col     []complex128        // one column, length mp
+	half    []complex128        // row spectra of a real signal, mp×(np/2+1)
+	x       []float64           // the padded image, mp×np
+	x0      []complex128        // spectrum of the padded image, mp×np
+	z1      []complex128        // first-order wavelet product and its inverse
+	u1      []float64           // U1 = |x ⋆ ψ|, at resolution j1
+	u1c     []complex128        // spectrum of U1
+	z2      []complex128        // second-order wavelet product and its inverse
+	u2      []float64           // U2 = |U1 ⋆ ψ|, at resolution j2
+	lp      []float64           // dense low-pass: G·U, oh×(np/2^r), and one output row
+	spec    []complex128        // FFT low-pass: spectrum of U2
+	s       []complex128        // FFT low-pass: spectrum of S, then S
 }
 
 // NumChannels returns 1 + J·L + L²·J(J−1)/2, the number of scattering
@@ -97,6 +103,12 @@ func New(h, w, J, L int) (*Scattering, error) {
 		ow:   np/f - 2,
 	}
 	s.fb = newFilterBank(mp, np, J, L)
+	if mp <= maxDense && np <= maxDense {
+		s.lp = make([]denseLowpass, J)
+		for r := range s.lp {
+			s.lp[r] = newDenseLowpass(s.fb.phi[r], mp>>r, np>>r, 1<<(J-r), s.oh, s.ow)
+		}
+	}
 	s.pool.New = func() any { return s.newWorkspace() }
 	return s, nil
 }
@@ -141,20 +153,26 @@ func (s *Scattering) newWorkspace() *workspace {
 	full := s.mp * s.np
 	out := (s.mp >> s.j) * (s.np >> s.j)
 	ws := &workspace{
-		rowFFT: make([]*fourier.CmplxFFT, s.j+1),
-		colFFT: make([]*fourier.CmplxFFT, s.j+1),
-		col:    make([]complex128, s.mp),
-		x0:     make([]complex128, full),
-		z:      make([]complex128, out),
-	}
-	for i := range 2 {
-		ws.u1[i] = make([]complex128, full)
-		ws.u2[i] = make([]complex128, full/4)
-		ws.s[i] = make([]complex128, out)
+		rowFFT:  make([]*fourier.CmplxFFT, s.j+1),
+		colFFT:  make([]*fourier.CmplxFFT, s.j+1),
+		realFFT: make([]*fourier.FFT, s.j+1),
+		col:     make([]complex128, s.mp),
+		half:    make([]complex128, s.mp*(s.np/2+1)),
+		x:       make([]float64, full),
+		x0:      make([]complex128, full),
+		z1:      make([]complex128, full),
+		u1:      make([]float64, full),
+		u1c:     make([]complex128, full),
+		z2:      make([]complex128, full/4),
+		u2:      make([]float64, full/4),
+		lp:      make([]float64, s.oh*s.np+s.ow),
+		spec:    make([]complex128, full/4),
+		s:       make([]complex128, out),
 	}
 	for r := 0; r <= s.j; r++ {
 		ws.rowFFT[r] = fourier.NewCmplxFFT(s.np >> r)
 		ws.colFFT[r] = fourier.NewCmplxFFT(s.mp >> r)
+		ws.realFFT[r] = fourier.NewFFT(s.np >> r)
 	}
 	return ws
 }
@@ -215,153 +233,120 @@ func (s *Scattering) TransformChannels(dst, img []float32, c int) error {
 
 func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 	J, L := s.j, s.l
-	mp, np := s.mp, s.np
 	plane := s.oh * s.ow
 	out := func(ch int) []float32 { return dst[ch*plane : (ch+1)*plane] }
 
 	// Reflection padding (numpy's "reflect": the edge is not repeated).
-	for r := 0; r < mp; r++ {
+	for r := 0; r < s.mp; r++ {
 		sr := reflect(r-s.top, s.h)
-		row := ws.x0[r*np : (r+1)*np]
+		row := ws.x[r*s.np : (r+1)*s.np]
 		src := img[sr*s.w : (sr+1)*s.w]
 		for c := range row {
-			row[c] = complex(float64(src[reflect(c-s.left, s.w)]), 0)
+			row[c] = float64(src[reflect(c-s.left, s.w)])
 		}
 	}
-	s.fft2(ws, ws.x0, 0, false)
-
+	s.rfft2(ws, ws.x0, ws.x, 0)
 	// S0 = x ⋆ φ, subsampled by 2^J.
-	mulSub(ws.s[0], ws.x0, s.fb.phi[0], mp, np, 1<<J)
-	s.emit(ws, 1, out(0), nil)
+	s.lowpass(ws, out(0), ws.x, ws.x0, 0)
 
 	s2 := 1 + J*L // channel of the next S2 coefficient
-	for n1 := 0; n1 < J*L; {
+	for n1 := 0; n1 < J*L; n1++ {
 		j1 := n1 / L
-		m1, c1 := mp>>j1, np>>j1
-		// Two first-order paths at a time when they share j1.
-		cnt := 1
-		if n1+1 < J*L && (n1+1)/L == j1 {
-			cnt = 2
+		m1, c1 := s.mp>>j1, s.np>>j1
+		// U1 = |x ⋆ ψ_{j1,θ1}|, at resolution 2^j1.
+		z := ws.z1[:m1*c1]
+		k1 := 1 << j1
+		foldMul(z, ws.x0, s.fb.psi[n1][0], s.mp, s.np, k1)
+		u1 := ws.u1[:m1*c1]
+		s.ifft2Abs(ws, u1, z, j1, 1/float64(m1*c1*k1*k1))
+		second := j1+1 < J
+		var spec []complex128
+		if second || s.lp == nil {
+			spec = ws.u1c[:m1*c1]
+			s.rfft2(ws, spec, u1, j1)
 		}
-		for i := range cnt {
-			// U1 = |x ⋆ ψ_{j1,θ1}|, at resolution 2^j1.
-			u := ws.u1[i][:m1*c1]
-			mulSub(u, ws.x0, s.fb.psi[n1+i][0], mp, np, 1<<j1)
-			s.fft2(ws, u, j1, true)
-			modulus(u, 1/float64(m1*c1))
-		}
-		s.fwdReal(ws, ws.u1[0][:m1*c1], ws.u1[1][:m1*c1], cnt, j1)
 		// S1 = U1 ⋆ φ, subsampled to 2^J.
-		for i := range cnt {
-			mulSub(ws.s[i], ws.u1[i][:m1*c1], s.fb.phi[j1], m1, c1, 1<<(J-j1))
+		s.lowpass(ws, out(1+n1), u1, spec, j1)
+		if !second {
+			continue
 		}
-		if cnt == 2 {
-			s.emit(ws, 2, out(1+n1), out(2+n1))
-		} else {
-			s.emit(ws, 1, out(1+n1), nil)
-		}
-
-		for i := range cnt {
-			u1 := ws.u1[i][:m1*c1]
-			for n2 := (j1 + 1) * L; n2 < J*L; {
-				j2 := n2 / L
-				m2, c2 := mp>>j2, np>>j2
-				cnt2 := 1
-				if n2+1 < J*L && (n2+1)/L == j2 {
-					cnt2 = 2
-				}
-				for i2 := range cnt2 {
-					// U2 = |U1 ⋆ ψ_{j2,θ2}|, at resolution 2^j2.
-					u := ws.u2[i2][:m2*c2]
-					mulSub(u, u1, s.fb.psi[n2+i2][j1], m1, c1, 1<<(j2-j1))
-					s.fft2(ws, u, j2, true)
-					modulus(u, 1/float64(m2*c2))
-				}
-				s.fwdReal(ws, ws.u2[0][:m2*c2], ws.u2[1][:m2*c2], cnt2, j2)
-				// S2 = U2 ⋆ φ, subsampled to 2^J.
-				for i2 := range cnt2 {
-					mulSub(ws.s[i2], ws.u2[i2][:m2*c2], s.fb.phi[j2], m2, c2, 1<<(J-j2))
-				}
-				if cnt2 == 2 {
-					s.emit(ws, 2, out(s2), out(s2+1))
-				} else {
-					s.emit(ws, 1, out(s2), nil)
-				}
-				s2 += cnt2
-				n2 += cnt2
+		for n2 := (j1 + 1) * L; n2 < J*L; n2++ {
+			j2 := n2 / L
+			m2, c2 := s.mp>>j2, s.np>>j2
+			// U2 = |U1 ⋆ ψ_{j2,θ2}|, at resolution 2^j2.
+			z2 := ws.z2[:m2*c2]
+			k2 := 1 << (j2 - j1)
+			foldMul(z2, spec, s.fb.psi[n2][j1], m1, c1, k2)
+			u2 := ws.u2[:m2*c2]
+			s.ifft2Abs(ws, u2, z2, j2, 1/float64(m2*c2*k2*k2))
+			var spec2 []complex128
+			if s.lp == nil {
+				spec2 = ws.spec[:m2*c2]
+				s.rfft2(ws, spec2, u2, j2)
 			}
+			// S2 = U2 ⋆ φ, subsampled to 2^J.
+			s.lowpass(ws, out(s2), u2, spec2, j2)
+			s2++
 		}
-		n1 += cnt
 	}
 }
 
-// fwdReal replaces the real signal a (imaginary parts zero), and b when
-// cnt is 2, at resolution 2^res by its spectrum. Two real signals are
-// transformed with one complex FFT of z = a + ib, whose spectrum Z gives
-// A[k] = (Z[k] + conj Z[−k])/2 and B[k] = (Z[k] − conj Z[−k])/(2i).
-func (s *Scattering) fwdReal(ws *workspace, a, b []complex128, cnt, res int) {
-	if cnt == 1 {
-		s.fft2(ws, a, res, false)
+// lowpass writes to dst the real part of U ⋆ φ subsampled to 2^J, less one
+// row and one column on each side, for the real signal u at resolution
+// 2^res. With the dense operators (s.lp) it computes G·U·Hᵀ from u; without
+// them it uses spec, the spectrum of u: the product with φ and the
+// subsampling in the Fourier domain, then the inverse FFT at resolution
+// 2^J.
+func (s *Scattering) lowpass(ws *workspace, dst []float32, u []float64, spec []complex128, res int) {
+	m, n := s.mp>>res, s.np>>res
+	if s.lp != nil {
+		s.lp[res].apply(dst, u, ws.lp, m, n, s.oh, s.ow)
 		return
 	}
-	for i := range a {
-		a[i] = complex(real(a[i]), real(b[i]))
-	}
-	s.fft2(ws, a, res, false)
-	m, n := s.mp>>res, s.np>>res
-	for r := 0; r < m; r++ {
-		nr := (m - r) % m
-		for c := 0; c < n; c++ {
-			nc := (n - c) % n
-			k, nk := r*n+c, nr*n+nc
-			if nk < k {
-				continue
-			}
-			zk, zn := a[k], cmplx.Conj(a[nk])
-			ak := (zk + zn) / 2
-			bk := (zk - zn) * complex(0, -0.5)
-			a[k], a[nk] = ak, cmplx.Conj(ak)
-			b[k], b[nk] = bk, cmplx.Conj(bk)
+	mo, no := s.mp>>s.j, s.np>>s.j
+	z := ws.s
+	k := 1 << (s.j - res)
+	foldMul(z, spec, s.fb.phi[res], m, n, k)
+	s.fft2(ws, z, s.j, true)
+	scale := 1 / float64(mo*no*k*k)
+	for r := 0; r < s.oh; r++ {
+		src := z[(r+1)*no+1:]
+		o := dst[r*s.ow : (r+1)*s.ow]
+		for c := range o {
+			o[c] = float32(real(src[c]) * scale)
 		}
 	}
 }
 
-// emit inverts the spectra ws.s[0] (and ws.s[1] when cnt is 2) at
-// resolution 2^J and writes their real parts, less one row and one column
-// on each side, to outA (and outB). The real parts of two inverse DFTs are
-// the real and imaginary parts of the inverse DFT of H0 + iH1, where
-// H[k] = (S[k] + conj S[−k])/2 is the Hermitian part of S.
-func (s *Scattering) emit(ws *workspace, cnt int, outA, outB []float32) {
-	m, n := s.mp>>s.j, s.np>>s.j
-	z := ws.z
-	if cnt == 1 {
-		copy(z, ws.s[0])
-	} else {
-		sa, sb := ws.s[0], ws.s[1]
-		for r := 0; r < m; r++ {
-			nr := (m - r) % m
-			for c := 0; c < n; c++ {
-				nk := nr*n + (n-c)%n
-				k := r*n + c
-				ha := (sa[k] + cmplx.Conj(sa[nk])) / 2
-				hb := (sb[k] + cmplx.Conj(sb[nk])) / 2
-				z[k] = ha + complex(0, 1)*hb
-			}
+// rfft2 writes to dst the unnormalised 2-D DFT (numpy's fft2) of the real
+// (mp/2^res)×(np/2^res) row-major u: real FFTs of the rows, complex FFTs
+// of the n/2+1 columns they give, and the other columns from the Hermitian
+// symmetry X[−k, −l] = conj X[k, l] of a real signal's spectrum.
+func (s *Scattering) rfft2(ws *workspace, dst []complex128, u []float64, res int) {
+	m, n := s.mp>>res, s.np>>res
+	h := n/2 + 1
+	half := ws.half[:m*h]
+	rf := ws.realFFT[res]
+	for r := 0; r < m; r++ {
+		rf.Coefficients(half[r*h:(r+1)*h], u[r*n:(r+1)*n])
+	}
+	col := ws.col[:m]
+	cf := ws.colFFT[res]
+	for c := 0; c < h; c++ {
+		for r := range col {
+			col[r] = half[r*h+c]
+		}
+		cf.Coefficients(col, col)
+		for r, v := range col {
+			dst[r*n+c] = v
 		}
 	}
-	s.fft2(ws, z, s.j, true)
-	scale := 1 / float64(m*n)
-	for r := 0; r < s.oh; r++ {
-		src := z[(r+1)*n+1:]
-		oa := outA[r*s.ow : (r+1)*s.ow]
-		for c := range oa {
-			oa[c] = float32(real(src[c]) * scale)
-		}
-		if cnt == 2 {
-			ob := outB[r*s.ow : (r+1)*s.ow]
-			for c := range ob {
-				ob[c] = float32(imag(src[c]) * scale)
-			}
+	for r := 0; r < m; r++ {
+		nr := ((m - r) % m) * n
+		row := dst[r*n : (r+1)*n]
+		for c := h; c < n; c++ {
+			v := dst[nr+n-c]
+			row[c] = complex(real(v), -imag(v))
 		}
 	}
 }
@@ -399,43 +384,53 @@ func fft2(buf []complex128, m, n int, rowFFT, colFFT *fourier.CmplxFFT, col []co
 	}
 }
 
-// mulSub writes to dst the product of the m×n spectrum src with the real
-// filter f, subsampled by k in the Fourier domain as kymatio's
-// subsample_fourier does: dst[a, b] = (1/k²) Σ_{i,j<k} (src·f)[a + i·m/k, b + j·n/k].
-// Its inverse DFT is the inverse DFT of src·f sampled every k points.
-func mulSub(dst, src []complex128, f []float64, m, n, k int) {
-	if k == 1 {
-		for i, v := range src[:m*n] {
-			dst[i] = complex(real(v)*f[i], imag(v)*f[i])
-		}
-		return
-	}
+// foldMul writes to dst the product of the m×n spectrum src with the real
+// filter f, periodised onto (m/k)×(n/k): dst[a, b] = Σ_{i,j<k} (src·f)[a + i·m/k, b + j·n/k].
+// This is k² times kymatio's subsample_fourier (the mean of the k²
+// aliases); its inverse DFT is k² times the inverse DFT of src·f sampled
+// every k points, and callers fold the 1/k² into their own scaling.
+func foldMul(dst, src []complex128, f []float64, m, n, k int) {
 	dm, dn := m/k, n/k
 	d := dst[:dm*dn]
-	for i := range d {
-		d[i] = 0
-	}
 	for r := 0; r < m; r++ {
 		drow := d[(r%dm)*dn : (r%dm+1)*dn]
 		for c0 := 0; c0 < n; c0 += dn {
 			srow := src[r*n+c0 : r*n+c0+dn]
 			frow := f[r*n+c0 : r*n+c0+dn]
+			if r < dm && c0 == 0 {
+				for c, v := range srow {
+					drow[c] = complex(real(v)*frow[c], imag(v)*frow[c])
+				}
+				continue
+			}
 			for c, v := range srow {
 				drow[c] += complex(real(v)*frow[c], imag(v)*frow[c])
 			}
 		}
 	}
-	scale := 1 / float64(k*k)
-	for i, v := range d {
-		d[i] = complex(real(v)*scale, imag(v)*scale)
-	}
 }
 
-// modulus replaces each value v by |v|·scale.
-func modulus(buf []complex128, scale float64) {
-	for i, v := range buf {
-		re, im := real(v), imag(v)
-		buf[i] = complex(math.Sqrt(re*re+im*im)*scale, 0)
+// ifft2Abs writes |z'|·scale to the real u, where z' is the unnormalised
+// inverse DFT of the (mp/2^res)×(np/2^res) spectrum z (which it
+// overwrites): the row transforms in place, then each column transformed
+// and its modulus written straight to u.
+func (s *Scattering) ifft2Abs(ws *workspace, u []float64, z []complex128, res int, scale float64) {
+	m, n := s.mp>>res, s.np>>res
+	rf, cf := ws.rowFFT[res], ws.colFFT[res]
+	for r := 0; r < m; r++ {
+		row := z[r*n : (r+1)*n]
+		rf.Sequence(row, row)
+	}
+	col := ws.col[:m]
+	for c := 0; c < n; c++ {
+		for r := range col {
+			col[r] = z[r*n+c]
+		}
+		cf.Sequence(col, col)
+		for r, v := range col {
+			re, im := real(v), imag(v)
+			u[r*n+c] = math.Sqrt(re*re+im*im) * scale
+		}
 	}
 }
 

@@ -434,7 +434,7 @@ func TestFirstLayerEnergy(t *testing.T) {
 	lo, hi := math.Inf(1), 0.0
 	lp := make([]float64, M*N)
 	for _, f := range filters {
-		mulSub(y, spec, f, M, N, 1)
+		foldMul(y, spec, f, M, N, 1)
 		s.fft2(ws, y, 0, true) // numpy's ifft2 times M·N
 		for _, v := range y {
 			energy += (real(v)*real(v) + imag(v)*imag(v)) / float64(M*N*M*N)

@@ -1,0 +1,231 @@
+package dpsgd
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/noise"
+)
+
+// dataNormStage is a datanorm layer (model.DataNormSpec) on
+// positions-major feature maps ([n, P, C]): y = x·scale_c + shift_c with
+// the scale and shift of model.DataNormAffine, from the network's buffers
+// μ and v. It has no parameters; its input gradient is g·scale_c.
+type dataNormStage struct {
+	l            model.Layer
+	scale, shift []float32
+}
+
+func init() {
+	register("datanorm", rule{build: func(ls []model.Layer, _ bool) (stage, int) {
+		return &dataNormStage{l: ls[0]}, 1
+	}})
+}
+
+func (s *dataNormStage) layer() model.Layer { return s.l }
+func (s *dataNormStage) exampleFloats() int { return 0 }
+func (s *dataNormStage) newBuffers(int) any { return nil }
+func (s *dataNormStage) prepare([]float32)  {}
+
+// prepareBuffers implements bufferStage.
+func (s *dataNormStage) prepareBuffers(b []float32) {
+	l := s.l
+	s.scale, s.shift = model.DataNormAffine(b[l.BufferOffset:l.BufferOffset+l.In], b[l.BufferOffset+l.In:l.BufferOffset+2*l.In])
+}
+
+func (s *dataNormStage) forward(_ any, n int, in, out []float32) {
+	C := s.l.In
+	for p := 0; p < n*s.l.InH*s.l.InW; p++ {
+		x, y := in[p*C:(p+1)*C], out[p*C:(p+1)*C]
+		for c, v := range x {
+			y[c] = v*s.scale[c] + s.shift[c]
+		}
+	}
+}
+
+func (s *dataNormStage) backward(_ any, n int, _, _, gOut, gIn []float32) {
+	if gIn == nil {
+		return
+	}
+	C := s.l.In
+	for p := 0; p < n*s.l.InH*s.l.InW; p++ {
+		g, d := gOut[p*C:(p+1)*C], gIn[p*C:(p+1)*C]
+		for c, v := range g {
+			d[c] = v * s.scale[c]
+		}
+	}
+}
+
+// DataNorm is the private estimation of a datanorm layer's statistics
+// (model.DataNormSpec), Config.DataNorm: Tramèr & Boneh's data
+// normalisation ("Differentially Private Learning Needs Better Features
+// (or Much More Data)", ICLR 2021, Section 3) with fixed, public clipping
+// norms in place of their median of the private norms.
+type DataNorm struct {
+	// NoiseMultiplier σ of both noisy sums: the noise is N(0, σ²C_m²) per
+	// channel on the sum of means, N(0, σ²C_s²) on the sum of squares.
+	NoiseMultiplier float64
+	// MeanClipNorm C_m and SquareClipNorm C_s: the L2 norms each example's
+	// vector of per-channel means and of per-channel mean squares are
+	// clipped to.
+	MeanClipNorm, SquareClipNorm float64
+}
+
+// DataNormOf returns the estimation of arch's datanorm layer, its absent
+// keys at their defaults, or nil for a network without one.
+func DataNormOf(arch model.Arch) *DataNorm {
+	for _, s := range arch.Spec.Layers {
+		if p, ok := s.Kind.(model.DataNormSpec); ok {
+			p = p.Resolved()
+			return &DataNorm{NoiseMultiplier: p.NoiseMultiplier, MeanClipNorm: p.MeanClipNorm, SquareClipNorm: p.SquareClipNorm}
+		}
+	}
+	return nil
+}
+
+// Event is the estimation's privacy cost: two Gaussian mechanisms of noise
+// multiplier σ and sensitivity 1 (in units of their clipping norms: under
+// add/remove adjacency one example moves each clipped sum by at most its
+// clipping norm in L2), each on the whole training set (sampling rate 1).
+func (d DataNorm) Event() accounting.Event {
+	g := accounting.Gaussian{NoiseMultiplier: d.NoiseMultiplier, Sensitivity: 1}
+	return accounting.Composed{Events: []accounting.Event{g, g}}
+}
+
+// Validate returns an error unless σ and both clipping norms are positive
+// and finite.
+func (d DataNorm) Validate() error {
+	switch {
+	case !(d.NoiseMultiplier > 0) || math.IsInf(d.NoiseMultiplier, 1):
+		return fmt.Errorf("data normalisation noise multiplier %v must be positive and finite", d.NoiseMultiplier)
+	case !(d.MeanClipNorm > 0) || math.IsInf(d.MeanClipNorm, 1) || !(d.SquareClipNorm > 0) || math.IsInf(d.SquareClipNorm, 1):
+		return fmt.Errorf("data normalisation clipping norms %v and %v must be positive and finite", d.MeanClipNorm, d.SquareClipNorm)
+	}
+	return nil
+}
+
+// DataNormStats estimates the per-channel mean μ and variance v of the n
+// examples of x ([n, C, P]: C channels of P positions each, the layout of a
+// dataset's feature maps) with the Gaussian mechanism (Tramèr & Boneh 2021,
+// Section 3, without their data-dependent clipping):
+//
+//	m_i = per-channel spatial mean of example i, clipped to L2 norm C_m;
+//	s_i = per-channel spatial mean of squares of example i, clipped to C_s;
+//	μ = (Σ_i m_i + N(0, σ²C_m² I)) / N,  E[x²] = (Σ_i s_i + N(0, σ²C_s² I)) / N,
+//	v = max(E[x²] − μ², 0),
+//
+// with σ = d.NoiseMultiplier (0: no noise, for non-private training and
+// tests) and N = nominalN, the training set's public nominal size, never
+// n. An example with a non-finite value counts as zero vectors. The sums
+// are kept in float64; the noise is added to their float32 values with
+// noise.AddGaussian (secure: the draw DP-SGD's noise uses unseeded), from
+// rng. It stops with ctx's error when ctx is cancelled.
+func DataNormStats(ctx context.Context, x []float32, n, C, P int, d DataNorm, nominalN float64, secure bool, rng *rand.Rand) (mean, variance []float32, err error) {
+	if len(x) != n*C*P || C < 1 || P < 1 {
+		return nil, nil, fmt.Errorf("dpsgd: data normalisation: %d values for %d examples of %d×%d", len(x), n, C, P)
+	}
+	if !(nominalN > 0) || math.IsInf(nominalN, 1) {
+		return nil, nil, fmt.Errorf("dpsgd: data normalisation: nominal size %v must be positive", nominalN)
+	}
+	sumM, sumS := make([]float64, C), make([]float64, C)
+	m, s := make([]float64, C), make([]float64, C)
+	for i := 0; i < n; i++ {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
+		ex := x[i*C*P : (i+1)*C*P]
+		var nm, ns float64
+		for c := range C {
+			var a, b float64
+			for _, v := range ex[c*P : (c+1)*P] {
+				a += float64(v)
+				b += float64(v) * float64(v)
+			}
+			m[c], s[c] = a/float64(P), b/float64(P)
+			nm += m[c] * m[c]
+			ns += s[c] * s[c]
+		}
+		if math.IsNaN(nm+ns) || math.IsInf(nm+ns, 0) {
+			continue
+		}
+		fm, fs := clipScale(nm, d.MeanClipNorm), clipScale(ns, d.SquareClipNorm)
+		for c := range C {
+			sumM[c] += fm * m[c]
+			sumS[c] += fs * s[c]
+		}
+	}
+	mean, variance = make([]float32, C), make([]float32, C)
+	squares := make([]float32, C)
+	for c := range C {
+		mean[c], squares[c] = float32(sumM[c]), float32(sumS[c])
+	}
+	noise.AddGaussian(mean, d.NoiseMultiplier*d.MeanClipNorm, secure, rng)
+	noise.AddGaussian(squares, d.NoiseMultiplier*d.SquareClipNorm, secure, rng)
+	for c := range C {
+		mu, e2 := float64(mean[c])/nominalN, float64(squares[c])/nominalN
+		mean[c], variance[c] = float32(mu), float32(max(e2-mu*mu, 0))
+	}
+	return mean, variance, nil
+}
+
+// clipScale is min(1, clip/‖v‖) for ‖v‖² = norm2: exact clipping, without
+// the 10⁻⁶ of DP-SGD's clipFactor.
+func clipScale(norm2, clip float64) float64 {
+	if n := math.Sqrt(norm2); n > clip {
+		return clip / n
+	}
+	return 1
+}
+
+// dataNormLayer returns net's datanorm layer, if it has one.
+func dataNormLayer(net *model.Net) (model.Layer, bool) {
+	for _, l := range net.Layers {
+		if _, ok := l.Kind.(model.DataNormSpec); ok {
+			return l, true
+		}
+	}
+	return model.Layer{}, false
+}
+
+// estimateDataNorm fills the buffers of net's datanorm layer, if it has
+// one, with DataNormStats on train (the network's input: the layer is its
+// first or follows the fixed front end), and reports whether it touched
+// the data. A private run's cfg.DataNorm must be the layer's own
+// (DataNormOf), so that what PlannedEvent counted is what is done; a
+// non-private run estimates without noise.
+func estimateDataNorm(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, secure bool) (bool, error) {
+	l, ok := dataNormLayer(net)
+	want := DataNormOf(net.Arch)
+	switch {
+	case !ok && cfg.DataNorm != nil:
+		return false, fmt.Errorf("dpsgd: the config estimates a data normalisation, but network %s has no datanorm layer", net.Arch.Name)
+	case !ok:
+		return false, nil
+	case !cfg.NonPrivate && (cfg.DataNorm == nil || *cfg.DataNorm != *want):
+		return false, fmt.Errorf("dpsgd: network %s's datanorm layer is %+v, but the config counts %+v (set Config.DataNorm to dpsgd.DataNormOf(arch))", net.Arch.Name, *want, cfg.DataNorm)
+	}
+	d := *want
+	if cfg.NonPrivate {
+		d.NoiseMultiplier = 0
+	}
+	nominal := float64(train.N)
+	if cfg.ExpectedBatchSize > 0 {
+		nominal = cfg.ExpectedBatchSize / cfg.SamplingRate
+	}
+	rng := randsrc.For(cfg.Seed, cfg.Key, "datanorm")
+	mean, variance, err := DataNormStats(ctx, train.X, train.N, l.In, l.InH*l.InW, d, nominal, secure, rng)
+	if err != nil {
+		return true, err
+	}
+	copy(net.Buffers[l.BufferOffset:], mean)
+	copy(net.Buffers[l.BufferOffset+l.In:], variance)
+	return true, nil
+}
