@@ -35,8 +35,9 @@
 // the graph nor dpsgd's engine computes it: a network with a front end
 // reads the transform's output (Arch.Input: 81·C × H/4 × W/4 for J = 2,
 // L = 8), computed once per dataset from Arch.FrontEnd, and the layer is
-// the identity on it. The built-in scatter-linear-mnist and
-// scatter-cnn-mnist are Tramèr & Boneh's ScatterNet models.
+// the identity on it. The built-in scatter-linear-mnist,
+// scatter-cnn-mnist, scatter-linear-cifar10 and scatter-cnn-cifar10 are
+// Tramèr & Boneh's ScatterNet models.
 //
 // # Data normalisation and buffers
 //
