@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
@@ -203,23 +202,16 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	w := cmd.ErrOrStderr()
 	start := time.Now()
-	bar := progressbar.NewOptions(f.trials, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("audit trials"),
-		progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
-		progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish())
-	started := false
-	spec.Progress = func(done, _ int) { started = true; bar.Set(done) }
+	b := newBar(w, f.trials, "audit trials")
+	spec.Progress = func(done, _ int) { b.Set(done) }
 	res, err := job.Audit(cmd.Context(), spec)
 	// The invocation is closed (or left to resume) before anything is
 	// written; an error closing it is returned once the results are out.
 	closeErr := end(errors.Is(err, context.Canceled))
 	if err != nil {
 		err = errors.Join(err, closeErr)
-	} else {
-		bar.Finish()
 	}
-	if started {
-		fmt.Fprintln(w)
-	}
+	b.Close()
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -119,23 +118,21 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	start := time.Now()
 	fmt.Fprintf(w, "comparing %d tuners × %d budgets × %d seeds on %s (%s, %d candidates of %s), runs in %s; cache %s\n",
 		len(entries), len(f.budgets), f.seeds, src.Name, src.Arch.Spec.Name, space.Size(), space.Name, describeRunner(run), filepath.Join(f.out, "runs"))
-	var bar *progressbar.ProgressBar
+	var b *bar
 	var stage string
 	cfg.Progress = func(s string) {
-		if bar != nil {
-			bar.Finish()
-			fmt.Fprintln(w)
-			bar = nil
+		if b != nil {
+			b.Close()
+			b = nil
 		}
 		stage = s
 		fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s)
 	}
 	cfg.RunProgress = func(r, runs int) {
-		if bar == nil {
-			bar = progressbar.NewOptions(runs, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(stage+" (curator-side)"),
-				progressbar.OptionShowCount(), progressbar.OptionSetWidth(20), progressbar.OptionThrottle(time.Second))
+		if b == nil {
+			b = newBar(w, runs, stage+" (curator-side)")
 		}
-		bar.Set(r)
+		b.Set(r)
 	}
 	rep, err := bench.Compare(cmd.Context(), cfg)
 	// The invocation is closed (or left to resume) before anything is
@@ -144,9 +141,8 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if err != nil {
 		err = errors.Join(err, closeErr)
 	}
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(w)
+	if b != nil {
+		b.Close()
 	}
 	if err != nil {
 		return err

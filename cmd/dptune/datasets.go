@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -52,17 +50,17 @@ func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
 // featureProgress shows a progress bar while a set's front-end features
 // are computed.
 func featureProgress(w io.Writer) func(set string, done, total int) {
-	var bar *progressbar.ProgressBar
+	var b *bar
 	var current string
 	return func(set string, done, total int) {
-		if bar == nil || set != current {
+		if b == nil || set != current {
+			if b != nil {
+				b.Close()
+			}
 			current = set
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("features ("+set+")"),
-				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
-				progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish(),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+			b = newBar(w, total, "features ("+set+")")
 		}
-		bar.Set(done)
+		b.Set(done)
 	}
 }
 

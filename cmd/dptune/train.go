@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/dptune/dptune/job"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -214,7 +212,7 @@ func printCharge(w io.Writer, budgetFile string, eps *float64, delta float64) {
 // per epoch with its ETA, the ε spent before the epoch and the epoch's mean
 // training loss so far (the loss is a curator-side diagnostic).
 func epochProgress(w io.Writer, nonPrivate bool) func(job.TrainProgress) {
-	var bar *progressbar.ProgressBar
+	var b *bar
 	var prefix string
 	var lossSum float64
 	var n int
@@ -224,16 +222,13 @@ func epochProgress(w io.Writer, nonPrivate bool) func(job.TrainProgress) {
 			if !nonPrivate && p.EpsilonBefore != nil {
 				prefix += fmt.Sprintf("  ε %.3f", *p.EpsilonBefore)
 			}
-			bar = progressbar.NewOptions(p.StepsPerEpoch, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(prefix),
-				progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
-				progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish(),
-				progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+			b = newBar(w, p.StepsPerEpoch, prefix)
 			lossSum, n = 0, 0
 		}
 		lossSum += p.Loss
 		n++
-		bar.Describe(fmt.Sprintf("%s  loss %.3f", prefix, lossSum/float64(n)))
-		bar.Add(1)
+		b.Describe(fmt.Sprintf("%s  loss %.3f", prefix, lossSum/float64(n)))
+		b.Add(1)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/job"
@@ -94,18 +93,16 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	spec.Warn = warner(w)
 	// The bar shows the number of runs K (or the part runs): it is for the
 	// curator's eyes, on the terminal, and never in the report.
-	var bar *progressbar.ProgressBar
+	var b *bar
 	spec.Progress = func(run, runs int) {
-		if bar == nil {
+		if b == nil {
 			desc := "tuning runs (curator-side, not private)"
 			if t, ok := tunerInfo(spec.Tuner); ok && t.Partitioned {
 				desc = "part runs"
 			}
-			bar = progressbar.NewOptions(runs, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(desc), progressbar.OptionShowCount(),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25), progressbar.OptionThrottle(time.Second),
-				progressbar.OptionShowElapsedTimeOnFinish())
+			b = newBar(w, runs, desc)
 		}
-		bar.Set(run)
+		b.Set(run)
 	}
 	var run runner.Runner
 	end := func(bool) error { return nil }
@@ -123,9 +120,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	rel, diag, err := job.Tune(cmd.Context(), spec)
 	err = errors.Join(err, end(errors.Is(err, context.Canceled)))
-	if bar != nil {
-		bar.Finish()
-		fmt.Fprintln(w)
+	if b != nil {
+		b.Close()
 	}
 	if rel == nil {
 		return err

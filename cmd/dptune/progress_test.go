@@ -1,0 +1,36 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// On output that is not a terminal a bar writes one line when its stage
+// closes, with the count reached, and nothing while it runs.
+func TestBarOneLinePerStageOffTerminal(t *testing.T) {
+	var buf bytes.Buffer
+	b := newBar(&buf, 3, "epoch 1/2")
+	b.Add(1)
+	b.Describe("epoch 1/2  loss 0.500")
+	b.Add(1)
+	if buf.Len() != 0 {
+		t.Fatalf("wrote %q before the stage closed", buf.String())
+	}
+	b.Add(1)
+	b.Add(1) // past the total: already closed
+	b.Close()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "epoch 1/2  loss 0.500  (3/3) [") {
+		t.Fatalf("got %q", buf.String())
+	}
+
+	buf.Reset()
+	newBar(&buf, 5, "never moved").Close()
+	stopped := newBar(&buf, 5, "audit trials")
+	stopped.Set(2)
+	stopped.Close()
+	if got := buf.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "audit trials  (2/5) [") {
+		t.Fatalf("got %q", got)
+	}
+}
