@@ -202,7 +202,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	w := cmd.ErrOrStderr()
 	start := time.Now()
-	b := newBar(w, f.trials, "audit trials")
+	b := newPhaseBar(w, f.trials, "audit trials")
 	spec.Progress = func(done, _ int) { b.Set(done) }
 	res, err := job.Audit(cmd.Context(), spec)
 	// The invocation is closed (or left to resume) before anything is

@@ -130,7 +130,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	}
 	cfg.RunProgress = func(r, runs int) {
 		if b == nil {
-			b = newBar(w, runs, stage+" (curator-side)")
+			b = newPhaseBar(w, runs, stage+" (curator-side)")
 		}
 		b.Set(r)
 	}

@@ -58,7 +58,7 @@ func featureProgress(w io.Writer) func(set string, done, total int) {
 				b.Close()
 			}
 			current = set
-			b = newBar(w, total, "features ("+set+")")
+			b = newPhaseBar(w, total, "features ("+set+")")
 		}
 		b.Set(done)
 	}

@@ -13,9 +13,9 @@ import (
 // bar shows the progress of one stage (an epoch, a feature set, a
 // tuning's runs, an audit's trials). On a terminal it is a redrawn
 // progress bar; on any other output (a file, a pipe, CI's log) it writes
-// nothing until the stage closes and then one line — its description, the
-// count and the time taken — so that a log holds one line per epoch, not
-// one per redraw.
+// one line — its description, the count and the time so far — when the
+// stage closes and, for a long phase, at each tenth of the way, so that a
+// log holds one line per epoch or per 10% of a phase, not one per redraw.
 type bar struct {
 	w        io.Writer
 	pb       *progressbar.ProgressBar // nil when w is not a terminal
@@ -23,6 +23,8 @@ type bar struct {
 	n, total int
 	start    time.Time
 	closed   bool
+	tenths   bool // off a terminal, also a line at each tenth of the total
+	logged   int  // tenths logged so far
 }
 
 // newBar starts a bar of total units described by desc on w.
@@ -33,6 +35,15 @@ func newBar(w io.Writer, total int, desc string) *bar {
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionSetWidth(25),
 			progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish())
 	}
+	return b
+}
+
+// newPhaseBar is newBar for a long phase (the features of a dataset, an
+// audit's trials, a tuning's runs): off a terminal it also logs each tenth
+// of the way.
+func newPhaseBar(w io.Writer, total int, desc string) *bar {
+	b := newBar(w, total, desc)
+	b.tenths = true
 	return b
 }
 
@@ -64,6 +75,13 @@ func (b *bar) Set(n int) {
 	}
 	if n >= b.total {
 		b.Close()
+		return
+	}
+	if b.pb == nil && b.tenths && b.total > 0 {
+		if t := int(int64(n) * 10 / int64(b.total)); t > b.logged {
+			b.logged = t
+			b.line()
+		}
 	}
 }
 
@@ -74,12 +92,16 @@ func (b *bar) Close() {
 		return
 	}
 	b.closed = true
-	if b.n == 0 {
-		return
-	}
-	if b.pb != nil {
+	switch {
+	case b.n == 0:
+	case b.pb != nil:
 		fmt.Fprintln(b.w)
-		return
+	default:
+		b.line()
 	}
+}
+
+// line writes the bar's state as one line.
+func (b *bar) line() {
 	fmt.Fprintf(b.w, "%s  (%d/%d) [%s]\n", b.desc, b.n, b.total, time.Since(b.start).Round(100*time.Millisecond))
 }

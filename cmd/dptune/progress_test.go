@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -32,5 +33,24 @@ func TestBarOneLinePerStageOffTerminal(t *testing.T) {
 	stopped.Close()
 	if got := buf.String(); strings.Count(got, "\n") != 1 || !strings.HasPrefix(got, "audit trials  (2/5) [") {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// A long phase off a terminal logs each tenth of the way once, then its
+// close: ten lines for a phase set one unit at a time, the last its close.
+func TestPhaseBarLogsTenths(t *testing.T) {
+	var buf bytes.Buffer
+	b := newPhaseBar(&buf, 1000, "features (train)")
+	for n := 1; n <= 1000; n++ {
+		b.Set(n)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 10 {
+		t.Fatalf("%d lines: %q", len(lines), buf.String())
+	}
+	for i, l := range lines {
+		if want := "features (train)  (" + strconv.Itoa(100*(i+1)) + "/1000) ["; !strings.HasPrefix(l, want) {
+			t.Errorf("line %d %q, want prefix %q", i, l, want)
+		}
 	}
 }

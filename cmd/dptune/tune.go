@@ -100,7 +100,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 			if t, ok := tunerInfo(spec.Tuner); ok && t.Partitioned {
 				desc = "part runs"
 			}
-			b = newBar(w, runs, desc)
+			b = newPhaseBar(w, runs, desc)
 		}
 		b.Set(run)
 	}
