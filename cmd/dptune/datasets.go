@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
