@@ -24,7 +24,7 @@ func TestDPSGDCanaryAudit(t *testing.T) {
 		run    float64
 		broken bool
 	}{{sigma, false}, {sigma / 4, true}} {
-		p := DPSGDCanary{Arch: model.MNIST, Size: 1, NoiseMultiplier: c.run, ClipNorm: 1, SamplingRate: 1, Steps: steps}
+		p := DPSGDCanary{Arch: CanaryArch, Size: 1, NoiseMultiplier: c.run, ClipNorm: 1, SamplingRate: 1, Steps: steps}
 		s0, s1, err := Run(context.Background(), p, Config{Trials: trials, Seed: 7})
 		if err != nil {
 			t.Fatal(err)

@@ -236,7 +236,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		if err != nil {
 			return nil, nil, err
 		}
-		run := audit.DPSGDCanary{Arch: model.MNIST, Size: s.size(), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
+		run := audit.DPSGDCanary{Arch: audit.CanaryArch, Size: s.size(), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
 			SamplingRate: s.SamplingRate, Steps: s.Steps}
 		if err := run.Check(); err != nil {
 			return nil, nil, invalid(err)
