@@ -13,11 +13,19 @@ import (
 	"github.com/dptune/dptune/privacy/accounting"
 )
 
+// CanaryGradientNorm is the L2 norm of the Dirac canary's gradient before
+// clipping, in units of the clipping norm C: the gradient is
+// CanaryGradientNorm·C·e₁, and DP-SGD's own clipping (dpsgd.ClipFactor)
+// is what brings its contribution down to C. An implementation that skips
+// clipping lets it count fourfold, which the audit sees.
+const CanaryGradientNorm = 4
+
 // diracEngine is an AUDIT-ONLY engine hook: it makes the example at index
-// canary have the clipped gradient C·e₁ (the clipping norm along the first
-// parameter), the worst-case "Dirac gradient canary" of Xiang et al.'s ETCV
-// setting (§4), and passes the other examples to inner — or, when inner is
-// nil, gives them zero gradient (the setting X = ∅). Never use it to train.
+// canary have the gradient CanaryGradientNorm·C·e₁, clipped by
+// dpsgd.ClipFactor to C·e₁ (the clipping norm along the first parameter),
+// the worst-case "Dirac gradient canary" of Xiang et al.'s ETCV setting
+// (§4), and passes the other examples to inner — or, when inner is nil,
+// gives them zero gradient (the setting X = ∅). Never use it to train.
 type diracEngine struct {
 	inner  dpsgd.Engine
 	canary int
@@ -42,7 +50,8 @@ func (e *diracEngine) ClippedSum(x []float32, y []uint8, idx []int, clip float64
 		}
 	}
 	if present {
-		sum[0] += float32(clip)
+		g := CanaryGradientNorm * clip
+		sum[0] += float32(float64(dpsgd.ClipFactor(g, clip)) * g)
 	}
 	return loss, nil
 }

@@ -17,15 +17,18 @@ type Engine interface {
 	ClippedSum(x []float32, y []uint8, idx []int, clipNorm float64, sum []float32) (float64, error)
 }
 
-// clipFactor is Opacus's clipping factor min(1, C/(‖g‖ + 10⁻⁶)). An example
-// whose gradient is not finite (overflow) gets factor 0: it is dropped from
-// the sum rather than turning it into NaN; dropping depends on that example
-// alone, so the sum's sensitivity stays C.
-func clipFactor(norm, clipNorm float64) float32 {
+// ClipFactor is Opacus's clipping factor min(1, C/(‖g‖ + 10⁻⁶)) for an
+// example whose gradient has L2 norm ‖g‖ = norm, C = clipNorm: every
+// engine scales each example's gradient by it before the sum, and the
+// audit's canary (package audit) goes through it too. An example whose
+// gradient is not finite (overflow) gets factor 0: it is dropped from the
+// sum rather than turning it into NaN; dropping depends on that example
+// alone, so the sum's sensitivity stays C. clipNorm = +Inf gives 1.
+func ClipFactor(norm, clipNorm float64) float32 {
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return 0
 	}
-	if math.IsInf(clipNorm, 1) {
+	if math.IsInf(clipNorm, 1) || plantedNoClip {
 		return 1
 	}
 	return float32(math.Min(1, clipNorm/(norm+1e-6)))
@@ -154,7 +157,7 @@ func (e *referenceEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm
 			return 0, err
 		}
 		grad := e.g.ParamGrad()
-		f := float64(clipFactor(math.Sqrt(sq(grad)), clipNorm))
+		f := float64(ClipFactor(math.Sqrt(sq(grad)), clipNorm))
 		if f == 0 {
 			continue
 		}

@@ -177,7 +177,7 @@ func DataNormStats(ctx context.Context, x []float32, n, C, P int, d DataNorm, no
 }
 
 // clipScale is min(1, clip/‖v‖) for ‖v‖² = norm2: exact clipping, without
-// the 10⁻⁶ of DP-SGD's clipFactor.
+// the 10⁻⁶ of DP-SGD's ClipFactor.
 func clipScale(norm2, clip float64) float64 {
 	if n := math.Sqrt(norm2); n > clip {
 		return clip / n

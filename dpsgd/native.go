@@ -424,7 +424,7 @@ func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) floa
 		}
 		for k := range f {
 			norm2[k] += ghost2[k]
-			f[k] = float64(clipFactor(math.Sqrt(norm2[k]), clipNorm))
+			f[k] = float64(ClipFactor(math.Sqrt(norm2[k]), clipNorm))
 		}
 		for i, st := range e.stages {
 			if ps, ok := st.(paramStage); ok {

@@ -122,7 +122,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	sampling := randsrc.For(cfg.Seed, cfg.Key, "sampling")
 	noiseRNG := randsrc.For(cfg.Seed, cfg.Key, "noise")
 	res.SecureNoise = secure
-	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm
+	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm*plantedNoiseScale
 	if cfg.NonPrivate {
 		std = 0
 		if clip == 0 {

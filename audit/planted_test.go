@@ -1,0 +1,17 @@
+//go:build dptune_plant_quarter_noise || dptune_plant_no_clip
+
+package audit
+
+import "testing"
+
+// Built with a planted bug in dpsgd (tag dptune_plant_quarter_noise: noise
+// of σ/4 where the ledger records σ; dptune_plant_no_clip: no clipping, so
+// the canary's gradient of norm CanaryGradientNorm·C counts in full), the
+// tight DP-SGD audit must find ε_L above the claimed ε = 2. `make test`
+// runs it once per tag.
+func TestPlantedBugCaught(t *testing.T) {
+	lower, claim := tightAudit(t, 2)
+	if lower <= claim {
+		t.Errorf("planted bug not caught: ε_L %.3f ≤ claimed ε %.3f", lower, claim)
+	}
+}
