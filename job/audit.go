@@ -112,6 +112,12 @@ type AuditResult struct {
 	Delta        float64            `json:"delta"`
 	Trials       int                `json:"trials"`
 	EpsilonUpper map[string]float64 `json:"epsilon_upper"` // by accountant; "xiang-o" is approximate for DP-SGD
+	// GDPMuEstimate and EpsilonGDPEstimate (dpsgd only) are the μ-GDP
+	// fitted to the statistics and its ε at Delta (audit.GDPEstimate,
+	// Nasr et al. 2023): an ESTIMATE beside ε_L, never a bound; exact in
+	// the limit of many trials at sampling rate 1.
+	GDPMuEstimate      *float64 `json:"gdp_mu_estimate,omitempty"`
+	EpsilonGDPEstimate *float64 `json:"epsilon_gdp_estimate,omitempty"`
 	// Detail is the lower bound's working (threshold, rates); Stats0 and
 	// Stats1 the statistics, for plots.
 	Detail         audit.LowerBound `json:"-"`
@@ -126,7 +132,8 @@ type AuditResult struct {
 //   - reduced: Papernot–Steinke's bound for a Gaussian base of RDP α·μ²/2
 //     ("rdp", TNB and Poisson only) and Algorithm 3 ("xiang-o", exact for
 //     this game);
-//   - dpsgd: RDP and PLD of the run;
+//   - dpsgd: RDP and PLD of the run, and beside ε_L the GDP-fitted
+//     estimate (audit.GDPEstimate), labelled as one;
 //   - tuner: Papernot–Steinke of the runs ("rdp") and Algorithm 3 with
 //     μ = τ√T/σ ("xiang-o", approximate; absent when that μ is above
 //     accounting.MaxGaussianSelectMu);
@@ -209,6 +216,11 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 		return nil, err
 	}
 	res.EpsilonLower, res.Detail, res.Stats0, res.Stats1 = lb.EpsilonLower, lb, s0, s1
+	if s.Protocol == AuditDPSGD {
+		if mu, eps, err := audit.GDPEstimate(s0, s1, s.Delta); err == nil {
+			res.GDPMuEstimate, res.EpsilonGDPEstimate = &mu, &eps
+		}
+	}
 	return res, nil
 }
 

@@ -45,7 +45,14 @@ func TestEveryClaimIsAboveItsAudit(t *testing.T) {
 		b, _ := json.Marshal(res)
 		var m map[string]any
 		json.Unmarshal(b, &m)
-		if len(m) != 5 || m["epsilon_lower"] == nil || m["epsilon_upper"] == nil || m["trials"] != float64(s.Trials) {
+		keys := 5
+		if s.Protocol == AuditDPSGD {
+			keys = 7 // and the GDP fit
+			if m["epsilon_gdp_estimate"] == nil || m["gdp_mu_estimate"] == nil {
+				t.Errorf("%s: no GDP estimate in %s", s.Protocol, b)
+			}
+		}
+		if len(m) != keys || m["epsilon_lower"] == nil || m["epsilon_upper"] == nil || m["trials"] != float64(s.Trials) {
 			t.Errorf("%s: audit.json %s", s.Protocol, b)
 		}
 		if math.IsNaN(res.EpsilonLower) {

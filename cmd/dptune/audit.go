@@ -63,7 +63,10 @@ network or data of yours changes them), and every other protocol trains no
 network; they are refused with these flags.
 
 Writes DIR/audit.json (epsilon_lower, confidence, delta, trials,
-epsilon_upper by accountant), DIR/audit.png, and the trials to DIR/trials.csv.
+epsilon_upper by accountant; for dpsgd also gdp_mu_estimate and
+epsilon_gdp_estimate, the μ-GDP fitted to the statistics as Nasr et al. 2023
+report it: an estimate, never a bound), DIR/audit.png, and the trials to
+DIR/trials.csv.
 A rerun with the same settings resumes them; the file's header records the
 protocol, every parameter, δ, the confidence, the seed and --trials, and a
 rerun that differs in any of them is refused (exit 2), naming the field.
@@ -241,6 +244,10 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 			}
 			fmt.Fprintf(out, "ε_U %-8s %.4f  %s\n", name, v, verdict)
 		}
+	}
+	if res.EpsilonGDPEstimate != nil {
+		fmt.Fprintf(out, "ε (GDP fit)  %.4f  an estimate, not a bound: μ-GDP with μ = %.4f fitted to the statistics (Nasr et al. 2023)\n",
+			*res.EpsilonGDPEstimate, *res.GDPMuEstimate)
 	}
 	fmt.Fprintf(w, "wall time      %.1f s; audit.json, audit.png and trials.csv in %s\n", time.Since(start).Seconds(), f.out)
 	return closeErr
