@@ -71,6 +71,11 @@ func (e *diracEngine) ClippedSum(x []float32, y []uint8, idx []int, clip float64
 // close to the claim; with Poisson sampling this statistic is far from
 // optimal and a large gap is expected, not a finding.
 type DPSGDCanary struct {
+	// Observe is what the adversary sees: ObserveLast (or "") the last
+	// iterate, whose statistic is the first coordinate's summed update;
+	// ObserveAll every iterate, whose statistic is the log-likelihood ratio
+	// of the per-step updates (see ObserveAll).
+	Observe         string
 	Arch            model.Arch
 	Base            *data.Dataset // nil: Size examples without gradient
 	Size            int
@@ -79,6 +84,26 @@ type DPSGDCanary struct {
 	SamplingRate    float64
 	Steps           int
 }
+
+// The adversary's views of a DPSGDCanary run.
+//
+// With ObserveAll the adversary reads the first coordinate's update u_t of
+// every step, in units of the clipping norm: N(0, σ²) on X, and on X′ the
+// mixture (1−τ)·N(0, σ²) + τ·N(1, σ²), each step independently. Its
+// statistic is the log-likelihood ratio of the T updates,
+//
+//	Σ_t log(1 − τ + τ·exp((2u_t − 1)/(2σ²))),
+//
+// the most powerful test between the two (Neyman–Pearson), which is how
+// Nasr et al. (2023, Section 4) audit DP-SGD with every iterate seen. At
+// τ = 1 it is increasing in Σ_t u_t, the last iterate's statistic, so the
+// two views give the same ε_L; with Poisson sampling the sum mixes the
+// steps that sampled the canary with those that did not, and the
+// all-iterates statistic is far stronger.
+const (
+	ObserveAll  = "all"
+	ObserveLast = "last"
+)
 
 // MaxCanarySize is the largest Size of a DPSGDCanary without Base: the
 // size of MNIST's training set. Each trial holds its X = ∅ in memory as
@@ -118,12 +143,15 @@ func (p DPSGDCanary) Check() error {
 		return fmt.Errorf("audit: sampling rate %v is outside [%g, 1] (a smaller rate overflows the float32 parameters)", p.SamplingRate, MinCanarySamplingRate)
 	case p.Steps < 1 || p.Steps > dpsgd.MaxSteps:
 		return fmt.Errorf("audit: steps %d is outside [1, %d]", p.Steps, dpsgd.MaxSteps)
+	case p.Observe != "" && p.Observe != ObserveAll && p.Observe != ObserveLast:
+		return fmt.Errorf("audit: observe %q is neither %q nor %q", p.Observe, ObserveAll, ObserveLast)
 	}
 	return nil
 }
 
-// Trial runs DP-SGD on X (b = 0) or X′ (b = 1) and returns the sum of the
-// first parameter's updates over ClipNorm (see DPSGDCanary).
+// Trial runs DP-SGD on X (b = 0) or X′ (b = 1) and returns the
+// adversary's statistic: the sum of the first parameter's updates over
+// ClipNorm, or with ObserveAll their log-likelihood ratio.
 func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64, error) {
 	if b != 0 && b != 1 {
 		return 0, fmt.Errorf("audit: the coin b must be 0 or 1, have %d", b)
@@ -155,10 +183,32 @@ func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 	const lr = 1
 	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, SamplingRate: p.SamplingRate, Steps: p.Steps,
 		ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast}
-	if _, err := dpsgd.Train(ctx, net, set, cfg, &diracEngine{inner: inner, canary: base.N}, nil); err != nil {
+	var progress func(dpsgd.Progress)
+	var llr float64
+	if p.Observe == ObserveAll {
+		prev, s2 := w0, p.NoiseMultiplier*p.NoiseMultiplier
+		progress = func(dpsgd.Progress) {
+			w := float64(net.Params[0])
+			u := (prev - w) * expected / (lr * p.ClipNorm)
+			prev = w
+			llr += logMixture(p.SamplingRate, (2*u-1)/(2*s2))
+		}
+	}
+	if _, err := dpsgd.Train(ctx, net, set, cfg, &diracEngine{inner: inner, canary: base.N}, progress); err != nil {
 		return 0, err
 	}
+	if p.Observe == ObserveAll {
+		return llr, nil
+	}
 	return (w0 - float64(net.Params[0])) * expected / (lr * p.ClipNorm), nil
+}
+
+// logMixture is log(1 − q + q·eˣ) for q in (0, 1], without overflow.
+func logMixture(q, x float64) float64 {
+	if x > 0 {
+		return x + math.Log(q+(1-q)*math.Exp(-x))
+	}
+	return math.Log1p(q * math.Expm1(x))
 }
 
 // blank is n examples of zeros for arch (they never reach an engine).

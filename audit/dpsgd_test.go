@@ -89,3 +89,38 @@ func TestDPSGDCanaryStatistic(t *testing.T) {
 		}
 	}
 }
+
+// At τ = 1 the all-iterates statistic (the updates' log-likelihood ratio)
+// is increasing in the last iterate's (their sum): the two order the same
+// trials the same way, so they give the same ε_L. Below τ = 1 they differ.
+func TestObserveAllAtRateOne(t *testing.T) {
+	stats := func(observe string, q float64) []float64 {
+		p := DPSGDCanary{Observe: observe, Arch: CanaryArch, Size: 4, NoiseMultiplier: 3, ClipNorm: 1, SamplingRate: q, Steps: 20}
+		s0, s1, err := Run(context.Background(), p, Config{Trials: 200, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(s0, s1...)
+	}
+	all, last := stats(ObserveAll, 1), stats(ObserveLast, 1)
+	for i := range all {
+		for j := range all {
+			if (all[i] < all[j]) != (last[i] < last[j]) && math.Abs(last[i]-last[j]) > 1e-6 {
+				t.Fatalf("trials %d, %d: all-iterates %v, %v but last iterate %v, %v", i, j, all[i], all[j], last[i], last[j])
+			}
+		}
+	}
+	allQ, lastQ := stats(ObserveAll, 0.3), stats(ObserveLast, 0.3)
+	differ := false
+	for i := range allQ {
+		for j := range allQ {
+			differ = differ || (allQ[i] < allQ[j]) != (lastQ[i] < lastQ[j])
+		}
+	}
+	if !differ {
+		t.Error("at τ = 0.3 the two statistics order every pair of trials alike")
+	}
+	if err := (DPSGDCanary{Observe: "first", Arch: CanaryArch, Size: 1, NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 1, Steps: 1}).Check(); err == nil {
+		t.Error("an unknown view was accepted")
+	}
+}

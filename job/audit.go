@@ -40,6 +40,10 @@ const (
 	// MaxRuns is the most runs a fixed or binary number of runs may ask
 	// for (tuning.MaxRuns).
 	MaxRuns = tuning.MaxRuns
+	// ObserveAll and ObserveLast are the dpsgd audit's views
+	// (AuditSpec.Observe; audit.ObserveAll, audit.ObserveLast).
+	ObserveAll  = audit.ObserveAll
+	ObserveLast = audit.ObserveLast
 )
 
 // DefaultAuditGPOptions are the DP-HyPO settings the gp audit plays by
@@ -92,6 +96,9 @@ type AuditSpec struct {
 	// accounting.MaxNoiseMultiplier).
 	NoiseMultiplier, BaseEpsilon, SamplingRate, ClipNorm float64
 	Steps, Size                                          int
+	// Observe (dpsgd) is what the adversary sees: audit.ObserveAll (every
+	// iterate; the default) or audit.ObserveLast (the last iterate).
+	Observe string
 	// Data and Size (natural): the real training subset is the first Size
 	// training examples of Data; LearningRate trains it.
 	Data         Source `json:"-"`
@@ -158,7 +165,12 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 	if s.Confidence == 0 {
 		s.Confidence = 0.95
 	}
+	if s.Protocol == AuditDPSGD && s.Observe == "" {
+		s.Observe = audit.ObserveAll
+	}
 	switch {
+	case s.Observe != "" && s.Protocol != AuditDPSGD:
+		return nil, invalidf("observe %q: only the dpsgd audit has a choice of what the adversary sees", s.Observe)
 	case s.Trials < 4 || s.Trials > audit.MaxTrials:
 		return nil, invalidf("%d trials: an audit plays between 4 and %d", s.Trials, audit.MaxTrials)
 	case !(s.Confidence > 0 && s.Confidence < 1):
@@ -249,7 +261,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			return nil, nil, err
 		}
 		run := audit.DPSGDCanary{Arch: audit.CanaryArch, Size: s.size(), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
-			SamplingRate: s.SamplingRate, Steps: s.Steps}
+			SamplingRate: s.SamplingRate, Steps: s.Steps, Observe: s.Observe}
 		if err := run.Check(); err != nil {
 			return nil, nil, invalid(err)
 		}
@@ -374,7 +386,7 @@ func (s AuditSpec) size() int {
 // protocol's trials depend on, besides Protocol, Delta and Confidence.
 var auditFields = map[string][]string{
 	AuditReduced:        {"Mu", "Repetitions"},
-	AuditDPSGD:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size"},
+	AuditDPSGD:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Observe"},
 	AuditTuner:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions"},
 	AuditGP:             {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions", "GPOptions"},
 	AuditNatural:        {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "LearningRate"},

@@ -29,6 +29,7 @@ type auditFlags struct {
 	partitions, maxIterations                            int
 	epsilon0, granularity, u0                            float64
 	dataset, dataDir, model                              string
+	observe                                              string
 	run                                                  runnerFlags
 	lr                                                   float64
 }
@@ -97,6 +98,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner: Poisson sampling rate τ, in [%g, 1]", job.MinCanarySamplingRate))
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
 	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner: DP-SGD steps T")
+	fl.StringVar(&f.observe, "observe", "all", "dpsgd: what the adversary sees, all (every iterate: the per-step likelihood ratio) or last (the last iterate: the summed update)")
 	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural: real training examples", job.MaxCanarySize))
 	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: "+job.DatasetHelp())
 	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default "+job.DefaultDirHelp()+")")
@@ -130,6 +132,15 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 			}
 		}
 	}
+	observe := ""
+	switch {
+	case protocol == job.AuditDPSGD && f.observe != job.ObserveAll && f.observe != job.ObserveLast:
+		return usagef("--observe %q is neither %s nor %s", f.observe, job.ObserveAll, job.ObserveLast)
+	case protocol == job.AuditDPSGD:
+		observe = f.observe
+	case cmd.Flags().Changed("observe"):
+		return usagef("--observe applies to audit dpsgd only")
+	}
 	// The protocols' own ranges, checked here so that the message names
 	// the flag; out of them a trial used to fail after the audit started.
 	switch protocol {
@@ -152,7 +163,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	spec := job.AuditSpec{Protocol: protocol, Trials: f.trials, Seed: f.seed, Delta: f.delta, Confidence: f.confidence,
 		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
-		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise,
+		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise, Observe: observe,
 		CSV: filepath.Join(f.out, "trials.csv")}
 	if protocol == job.AuditNatural {
 		src, err := job.Dataset(f.dataset, f.dataDir)

@@ -28,6 +28,8 @@ func TestAuditRangesRefused(t *testing.T) {
 		{[]string{"audit", "reduced", "--repeat", "binary", "--binary-l", "1073741824", "--binary-s", "0.5"}, "--binary-l 1073741824 is above 1048576"},
 		{[]string{"audit", "dpsgd", "--base-epsilon", "1e300"}, "--base-epsilon: ε = 1e+300 is not below 1e+300, the largest ε"},
 		{[]string{"train", "--epsilon", "1e300"}, "ε = 1e+300 is not below 1e+300, the largest ε"},
+		{[]string{"audit", "dpsgd", "--observe", "first"}, `--observe "first" is neither all nor last`},
+		{[]string{"audit", "tuner", "--repeat", "fixed", "--runs", "2", "--observe", "last"}, "--observe applies to audit dpsgd only"},
 	} {
 		args := append(tc.args, "--out", filepath.Join(t.TempDir(), "x"))
 		if tc.args[0] == "audit" {
