@@ -10,7 +10,7 @@ import "testing"
 // tight DP-SGD audit must find ε_L above the claimed ε = 2. `make test`
 // runs it once per tag.
 func TestPlantedBugCaught(t *testing.T) {
-	lower, claim := tightAudit(t, 2)
+	lower, claim := tightAudit(t, 2, 1)
 	if lower <= claim {
 		t.Errorf("planted bug not caught: ε_L %.3f ≤ claimed ε %.3f", lower, claim)
 	}
