@@ -50,8 +50,22 @@
 // refused at once) and read only up to the length its header and trial
 // count allow. Run plays at most MaxTrials trials.
 //
-// DPSGDCanary takes a clipping norm up to MaxCanaryClipNorm and a sampling
-// rate down to MinCanarySamplingRate: within them its float32 parameters
-// cannot overflow, and outside them Check refuses the settings before any
-// trial.
+// DPSGDCanary is the worst-case DP-SGD game of Nasr et al. ("Tight
+// Auditing of Differentially Private Machine Learning", 2023): X = ∅, a
+// Dirac gradient canary whose gradient of norm CanaryGradientNorm·C goes
+// through dpsgd's own clipping (dpsgd.ClipFactor), dpsgd.Train's sampling,
+// noise and update, on the four-parameter CanaryArch so that 10⁵ trials
+// take seconds; the adversary sees every iterate (ObserveAll: the per-step
+// likelihood ratio) or the last (ObserveLast: the summed update).
+// GDPEstimate fits μ-GDP to a game's statistics, the estimate Nasr et al.
+// report beside their bound; it is never a bound. DPSGDCanary takes a
+// clipping norm up to MaxCanaryClipNorm and a sampling rate down to
+// MinCanarySamplingRate: within them its float32 parameters cannot
+// overflow, and outside them Check refuses the settings before any trial.
+//
+// The standing test that the claim and the implementation agree: built
+// with the tag dptune_plant_quarter_noise or dptune_plant_no_clip, dpsgd
+// carries a planted bug (noise of σ/4 where the ledger says σ; no
+// clipping), and TestPlantedBugCaught requires the tight audit to report
+// ε_L above the claimed ε; `make test` runs it with each tag.
 package audit
