@@ -254,9 +254,9 @@ func newBenchAuditCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&c.Out, "out", "out/bench-audit", "directory for the figures and JSON")
-	fl.IntVar(&c.Trials, "trials", 200000, "trials of each reduced-game audit (the paper: 1000000)")
-	fl.IntVar(&c.DPSGDTrials, "dpsgd-trials", 2000, "trials of each DP-SGD audit")
-	fl.IntVar(&c.DPSGDSteps, "dpsgd-steps", 20, "steps of each audited DP-SGD run")
+	fl.IntVar(&c.Trials, "trials", 1000000, "trials of each reduced-game audit (the paper's 10⁶)")
+	fl.IntVar(&c.DPSGDTrials, "dpsgd-trials", 100000, "trials of each DP-SGD audit (the worst-case game, all iterates)")
+	fl.IntVar(&c.DPSGDSteps, "dpsgd-steps", 50, "steps of each audited DP-SGD run")
 	fl.Float64SliceVar(&c.BaseEpsilons, "base-epsilons", []float64{0.5, 1, 2, 4}, "ε_B of one run")
 	fl.Uint64Var(&c.Seed, "seed", 1, "seed of the audits")
 	return cmd
