@@ -26,6 +26,10 @@ import (
 const (
 	// MaxAuditTrials is the most games one audit plays (audit.MaxTrials).
 	MaxAuditTrials = audit.MaxTrials
+	// MinAuditTrials is the fewest games `dptune audit` plays: with fewer,
+	// Clopper–Pearson on the evaluation half certifies nothing of use
+	// (Audit itself takes 4, for tests).
+	MinAuditTrials = 100
 	// MaxCanarySize is the most examples of X besides the canary
 	// (audit.MaxCanarySize).
 	MaxCanarySize = audit.MaxCanarySize

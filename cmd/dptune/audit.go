@@ -85,7 +85,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 		RunE: func(cmd *cobra.Command, args []string) error { return runAudit(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
-	fl.IntVar(&f.trials, "trials", 100000, fmt.Sprintf("games played, 4 to %d (fixed when the audit starts: a resume plays the same count)", job.MaxAuditTrials))
+	fl.IntVar(&f.trials, "trials", 100000, fmt.Sprintf("games played, %d to %d (fixed when the audit starts: a resume plays the same count)", job.MinAuditTrials, job.MaxAuditTrials))
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the trials (an audit is reproducible)")
 	fl.StringVar(&f.out, "out", "out/audit", "directory for audit.json, audit.png and trials.csv")
 	addRunnerFlags(fl, &f.run)
@@ -115,8 +115,8 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 
 func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	switch {
-	case f.trials < 4 || f.trials > job.MaxAuditTrials:
-		return usagef("--trials %d is outside [4, %d]", f.trials, job.MaxAuditTrials)
+	case f.trials < job.MinAuditTrials || f.trials > job.MaxAuditTrials:
+		return usagef("--trials %d is outside [%d, %d]", f.trials, job.MinAuditTrials, job.MaxAuditTrials)
 	case !(f.confidence > 0 && f.confidence < 1):
 		return usagef("--confidence %v is outside (0, 1)", f.confidence)
 	case f.size < 1:

@@ -23,7 +23,7 @@ func TestAuditFIFOTrialsRefused(t *testing.T) {
 	var out string
 	go func() {
 		defer close(done)
-		code, out = run(t, "audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "40", "--out", dir)
+		code, out = run(t, "audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "100", "--out", dir)
 	}()
 	select {
 	case <-done:
@@ -49,7 +49,7 @@ func TestAuditOutputsIgnorePlantedLinks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, out := run(t, "audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "40", "--out", dir); code != 0 {
+	if code, out := run(t, "audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "100", "--out", dir); code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	if b, err := os.ReadFile(victim); err != nil || string(b) != "victim" {

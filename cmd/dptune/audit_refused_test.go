@@ -33,7 +33,7 @@ func TestAuditRangesRefused(t *testing.T) {
 	} {
 		args := append(tc.args, "--out", filepath.Join(t.TempDir(), "x"))
 		if tc.args[0] == "audit" {
-			args = append(args, "--trials", "10")
+			args = append(args, "--trials", "100")
 		}
 		start := time.Now()
 		code, out := run(t, args...)

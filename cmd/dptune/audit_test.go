@@ -69,7 +69,7 @@ func TestAuditTrialsBoundToProtocol(t *testing.T) {
 
 // Hostile audit settings end with one line and exit 2 before any work:
 // trial counts that cannot fit in memory (they panicked in makeslice or ran
-// out of memory), a canary set of a billion examples, a confidence of 0
+// out of memory) or below 100, a canary set of a billion examples, a confidence of 0
 // and a negative size (both silently replaced before), no protocol.
 func TestAuditHostileSettingsExit2(t *testing.T) {
 	out := t.TempDir()
@@ -77,10 +77,12 @@ func TestAuditHostileSettingsExit2(t *testing.T) {
 		{"audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "9223372036854775807"},
 		{"audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "10000000000"},
 		{"audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "100000001"},
-		{"audit", "dpsgd", "--size", "1000000000", "--trials", "10"},
-		{"audit", "dpsgd", "--size", "60001", "--trials", "10"},
-		{"audit", "dpsgd", "--size", "-1", "--trials", "10"},
-		{"audit", "dpsgd", "--size", "0", "--trials", "10"},
+		{"audit", "reduced", "--repeat", "fixed", "--runs", "1", "--trials", "99"},
+		{"bench", "audit", "--dpsgd-trials", "99"},
+		{"audit", "dpsgd", "--size", "1000000000", "--trials", "100"},
+		{"audit", "dpsgd", "--size", "60001", "--trials", "100"},
+		{"audit", "dpsgd", "--size", "-1", "--trials", "100"},
+		{"audit", "dpsgd", "--size", "0", "--trials", "100"},
 		{"audit", "reduced", "--repeat", "fixed", "--runs", "1", "--confidence", "0"},
 		{"audit", "reduced", "--repeat", "fixed", "--runs", "1", "--confidence", "1"},
 		{"audit"},
@@ -113,9 +115,9 @@ func TestHugeParametersAnswerFast(t *testing.T) {
 		{"account", "--accountant", "xiang-o", "--repeat", "fixed", "--runs", "2", "--gdp-mu", "1e300"},
 		{"account", "--accountant", "xiang-o", "--repeat", "fixed", "--runs", "2", "--gdp-mu", "1e5"},
 		{"account", "--accountant", "xiang-o", "--repeat", "fixed", "--runs", "2", "--noise-multiplier", "1e-6", "--sampling-rate", "1", "--steps", "10"},
-		{"audit", "reduced", "--repeat", "tnb", "--mean-runs", "1e15", "--trials", "10", "--out", out},
-		{"audit", "reduced", "--repeat", "fixed", "--runs", "2", "--gdp-mu", "100", "--trials", "10", "--out", out},
-		{"audit", "dpsgd", "--noise-multiplier", "1e300", "--trials", "10", "--out", out},
+		{"audit", "reduced", "--repeat", "tnb", "--mean-runs", "1e15", "--trials", "100", "--out", out},
+		{"audit", "reduced", "--repeat", "fixed", "--runs", "2", "--gdp-mu", "100", "--trials", "100", "--out", out},
+		{"audit", "dpsgd", "--noise-multiplier", "1e300", "--trials", "100", "--out", out},
 		{"tune", "--tuner", "randomstop", "--runs-dist", "tnb", "--mean-runs", "1e9", "--out", out},
 		{"tune", "--tuner", "randomstop", "--mean-runs", "1e6", "--out", out},
 		{"tune", "--tuner", "gp", "--mean-runs", "701", "--out", out},

@@ -215,10 +215,10 @@ func newBenchAuditCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
-			case c.Trials < 4 || c.Trials > job.MaxAuditTrials:
-				return usagef("--trials %d is outside [4, %d]", c.Trials, job.MaxAuditTrials)
-			case c.DPSGDTrials < 4 || c.DPSGDTrials > job.MaxAuditTrials:
-				return usagef("--dpsgd-trials %d is outside [4, %d]", c.DPSGDTrials, job.MaxAuditTrials)
+			case c.Trials < job.MinAuditTrials || c.Trials > job.MaxAuditTrials:
+				return usagef("--trials %d is outside [%d, %d]", c.Trials, job.MinAuditTrials, job.MaxAuditTrials)
+			case c.DPSGDTrials < job.MinAuditTrials || c.DPSGDTrials > job.MaxAuditTrials:
+				return usagef("--dpsgd-trials %d is outside [%d, %d]", c.DPSGDTrials, job.MinAuditTrials, job.MaxAuditTrials)
 			case c.DPSGDSteps < 1 || c.DPSGDSteps > job.MaxSteps:
 				return usagef("--dpsgd-steps %d is outside [1, %d]", c.DPSGDSteps, job.MaxSteps)
 			}

@@ -48,7 +48,7 @@ func TestAuditRefusesNaturalFlagsElsewhere(t *testing.T) {
 		{"audit", "score", "--lr", "2"},
 	} {
 		out := filepath.Join(t.TempDir(), "audit")
-		code, text := run(t, append(args, "--trials", "4", "--out", out)...)
+		code, text := run(t, append(args, "--trials", "100", "--out", out)...)
 		if code != 2 || strings.Count(strings.TrimSpace(text), "\n") != 0 || !strings.Contains(text, "natural only") {
 			t.Errorf("%v: exit %d, %q", args, code, text)
 		}
