@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/dptune/dptune/privacy/accounting"
+	"gonum.org/v1/gonum/stat"
 )
 
 // GDPEstimate fits μ-Gaussian differential privacy to the game's
@@ -45,7 +46,9 @@ func GDPEstimate(stats0, stats1 []float64, delta float64) (mu, eps float64, err 
 	return mu, accounting.GDPEpsilon(mu, delta), nil
 }
 
-// meanVar is the mean and unbiased variance of s.
+// meanVar is the mean and unbiased variance of s (gonum's
+// stat.MeanVariance), after checking that there are at least 2 finite
+// statistics.
 func meanVar(s []float64) (mean, variance float64, err error) {
 	if len(s) < 2 {
 		return 0, 0, fmt.Errorf("audit: GDP fit: %d statistics, need at least 2", len(s))
@@ -54,11 +57,7 @@ func meanVar(s []float64) (mean, variance float64, err error) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return 0, 0, fmt.Errorf("audit: GDP fit: statistic %v is not finite", v)
 		}
-		mean += v
 	}
-	mean /= float64(len(s))
-	for _, v := range s {
-		variance += (v - mean) * (v - mean)
-	}
-	return mean, variance / float64(len(s)-1), nil
+	mean, variance = stat.MeanVariance(s, nil)
+	return mean, variance, nil
 }
