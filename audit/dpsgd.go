@@ -13,49 +13,6 @@ import (
 	"github.com/dptune/dptune/privacy/accounting"
 )
 
-// CanaryGradientNorm is the L2 norm of the Dirac canary's gradient before
-// clipping, in units of the clipping norm C: the gradient is
-// CanaryGradientNorm·C·e₁, and DP-SGD's own clipping (dpsgd.ClipFactor)
-// is what brings its contribution down to C. An implementation that skips
-// clipping lets it count fourfold, which the audit sees.
-const CanaryGradientNorm = 4
-
-// diracEngine is an AUDIT-ONLY engine hook: it makes the example at index
-// canary have the gradient CanaryGradientNorm·C·e₁, clipped by
-// dpsgd.ClipFactor to C·e₁ (the clipping norm along the first parameter),
-// the worst-case "Dirac gradient canary" of Xiang et al.'s ETCV setting
-// (§4), and passes the other examples to inner — or, when inner is nil,
-// gives them zero gradient (the setting X = ∅). Never use it to train.
-type diracEngine struct {
-	inner  dpsgd.Engine
-	canary int
-	rest   []int
-}
-
-func (e *diracEngine) ClippedSum(x []float32, y []uint8, idx []int, clip float64, sum []float32) (float64, error) {
-	e.rest = e.rest[:0]
-	present := false
-	for _, i := range idx {
-		if i == e.canary {
-			present = true
-		} else {
-			e.rest = append(e.rest, i)
-		}
-	}
-	var loss float64
-	if e.inner != nil && len(e.rest) > 0 {
-		var err error
-		if loss, err = e.inner.ClippedSum(x, y, e.rest, clip, sum); err != nil {
-			return 0, err
-		}
-	}
-	if present {
-		g := CanaryGradientNorm * clip
-		sum[0] += float32(float64(dpsgd.ClipFactor(g, clip)) * g)
-	}
-	return loss, nil
-}
-
 // DPSGDCanary audits one DP-SGD run (Xiang et al., §4, ETCV with the Dirac
 // gradient canary): X is Base (or, when Base is nil, Size examples that
 // contribute no gradient: X = ∅), X′ is X with the canary z appended, whose
@@ -194,7 +151,7 @@ func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 			llr += logMixture(p.SamplingRate, (2*u-1)/(2*s2))
 		}
 	}
-	if _, err := dpsgd.Train(ctx, net, set, cfg, &diracEngine{inner: inner, canary: base.N}, progress); err != nil {
+	if _, err := dpsgd.Train(ctx, net, set, cfg, NewDiracCanaries(inner, base.N, []int{0}), progress); err != nil {
 		return 0, err
 	}
 	if p.Observe == ObserveAll {

@@ -286,6 +286,30 @@ func TestEvaluateMatchesGraph(t *testing.T) {
 		if got.Accuracy != want.Accuracy || got.N != want.N || math.Abs(got.Loss-want.Loss) > 1e-5*want.Loss {
 			t.Errorf("%s: %+v, graph %+v", arch.Name, got, want)
 		}
+		// Logits: their cross-entropy and argmax are the graph's loss and
+		// accuracy.
+		logits, err := Logits(context.Background(), net, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var loss float64
+		var correct int
+		for i, l := range y {
+			row := logits[i*arch.Classes : (i+1)*arch.Classes]
+			loss += model.CrossEntropy(row, int(l))
+			best := 0
+			for o, v := range row {
+				if v > row[best] {
+					best = o
+				}
+			}
+			if best == int(l) {
+				correct++
+			}
+		}
+		if loss /= float64(len(y)); correct != want.Correct || math.Abs(loss-want.Loss) > 1e-5*want.Loss {
+			t.Errorf("%s: logits give loss %v and %d correct, graph %v and %d", arch.Name, loss, correct, want.Loss, want.Correct)
+		}
 	}
 	net, x, y := randomData(t, model.MNIST, 4, 5)
 	if _, err := Evaluate(context.Background(), net, x[:10], y); err == nil {

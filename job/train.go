@@ -118,6 +118,14 @@ type TrainSpec struct {
 	// Started, if not nil, is called once the data is read, the noise
 	// calibrated and the budget charged, before the first step.
 	Started func(dpsgd.Config)
+
+	// arrange, if not nil, replaces the sets the network reads (images, or
+	// a front end's features) before training: AuditOneRun adds its
+	// canaries to the training set and takes them out of the test set.
+	arrange func(train, test *data.Dataset) (*data.Dataset, *data.Dataset, error)
+	// engine, if not nil, is the engine the run trains with (an audit's
+	// canary hook), made for the freshly initialised net.
+	engine func(net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error)
 }
 
 // TrainProgress is reported after every step of a training run.
@@ -317,6 +325,9 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		}
 	}
 	train, test, err := s.Data.loadCtx(ctx, s.Warn)
+	if err == nil && s.arrange != nil {
+		train, test, err = s.arrange(train, test)
+	}
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
@@ -332,7 +343,13 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	if s.Started != nil {
 		s.Started(cfg)
 	}
-	run, trainErr := dpsgd.Train(ctx, net, train, cfg, nil, s.progress(acc, cfg))
+	var engine dpsgd.Engine
+	if s.engine != nil {
+		if engine, err = s.engine(net, cfg); err != nil {
+			return nil, nil, resv.done(accounting.Ledger{}, err)
+		}
+	}
+	run, trainErr := dpsgd.Train(ctx, net, train, cfg, engine, s.progress(acc, cfg))
 	ledger := trainLedger("dpsgd training", run.NormEvent, run.Event)
 	diag := &NotPrivateDiagnostics{MeanBatchSize: run.MeanBatchSize}
 	interrupted := errors.Is(trainErr, context.Canceled)

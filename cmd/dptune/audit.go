@@ -37,7 +37,7 @@ type auditFlags struct {
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit reduced|dpsgd|tuner|gp|natural|score|above-threshold",
+		Use:   "audit reduced|dpsgd|tuner|gp|natural|score|above-threshold|one-run",
 		Short: "Privacy audit: a lower bound ε_L on ε from the distinguishing game, beside the claimed ε_U",
 		Long: `audit plays Xiang et al.'s distinguishing game ("Selection leaks privacy",
 Algorithm 1) --trials times on all cores: a fair coin chooses X or X′, the
@@ -57,6 +57,8 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
                    scatter front end trains on the features of both
   score            the private score's integer count + discrete Gaussian
   above-threshold  Ding et al.'s capped AboveThreshold search
+  one-run          one real training run with train's flags and --canaries
+                   (Steinke, Nasr & Jagielski 2023): see dptune audit one-run --help
 
 --dataset, --data-dir, --model and --lr belong to natural alone: the dpsgd,
 tuner and gp audits play a Dirac gradient canary on a fixed network (no
@@ -84,6 +86,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error { return runAudit(cmd, args[0], f) },
 	}
+	cmd.AddCommand(newAuditOneRunCmd())
 	fl := cmd.Flags()
 	fl.IntVar(&f.trials, "trials", 100000, fmt.Sprintf("games played, %d to %d (fixed when the audit starts: a resume plays the same count)", job.MinAuditTrials, job.MaxAuditTrials))
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the trials (an audit is reproducible)")

@@ -45,3 +45,29 @@ func TestAuditRangesRefused(t *testing.T) {
 		}
 	}
 }
+
+// audit one-run refuses what no one-run audit can run with, in one line
+// and exit 2, before reading any data.
+func TestAuditOneRunRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--canaries", "1"}, "--canaries 1: a one-run audit needs at least 2"},
+		{[]string{"--confidence", "1"}, "--confidence 1 is outside (0, 1)"},
+		{[]string{"--guesses", "10,2000"}, "--guesses 2000 is outside [1, 1000]"},
+		{[]string{"--canary", "pixel"}, `--canary "pixel" is neither gradient nor input`},
+		{[]string{"--non-private"}, "--non-private: a one-run audit audits a private run"},
+		{[]string{"--epsilon", "-1"}, "ε"},
+	} {
+		args := append([]string{"audit", "one-run", "--out", filepath.Join(t.TempDir(), "x")}, tc.args...)
+		start := time.Now()
+		code, out := run(t, args...)
+		if code != 2 || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Errorf("%v: exit %d, output %q; want exit 2 and one line with %q", tc.args, code, out, tc.want)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%v: refused only after %v", tc.args, d)
+		}
+	}
+}

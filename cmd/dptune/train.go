@@ -8,6 +8,7 @@ import (
 
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type trainFlags struct {
@@ -55,7 +56,13 @@ may have followed it.`,
 			return runTrain(cmd.Context(), cmd, f)
 		},
 	}
-	fl := cmd.Flags()
+	f.add(cmd.Flags())
+	cmd.Flags().StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
+	return cmd
+}
+
+// add registers train's flags on fl.
+func (f *trainFlags) add(fl *pflag.FlagSet) {
 	addDataFlags(fl, &f.data)
 	fl.Float64Var(&f.epsilon, "epsilon", 3, "target ε in nats of the whole run; the noise multiplier is calibrated to meet it")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "target δ")
@@ -68,10 +75,8 @@ may have followed it.`,
 	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, or cosine (η decays to 0 along half a cosine over the run)")
 	fl.Float64Var(&f.ema, "ema-decay", 0, "if positive (e.g. 0.999), the released model is the exponential moving average of the iterates with this decay (post-processing: no privacy cost)")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
-	fl.StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
 	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
 	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: "+job.AccountantHelp(false))
-	return cmd
 }
 
 // validate checks the flags' combinations; the job checks their values.
@@ -107,7 +112,9 @@ func (f *trainFlags) useDefaults(cmd *cobra.Command, d job.TrainDefaults) {
 	set("clip-norm", func() { f.clipNorm = d.ClipNorm })
 }
 
-func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
+// spec is the TrainSpec the flags ask for, labelled label in the budget
+// file, with progress and warnings going to cmd's stderr.
+func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, error) {
 	if f.nonPrivate && !cmd.Flags().Changed("lr") {
 		f.lr = job.DefaultNonPrivateLearningRate
 	}
@@ -115,25 +122,22 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		f.momentum = job.DefaultNonPrivateMomentum
 	}
 	if err := f.validate(cmd); err != nil {
-		return err
+		return job.TrainSpec{}, err
 	}
 	schedule, err := job.ParseSchedule(f.schedule)
 	if err != nil {
-		return usagef("--lr-schedule: %v", err)
+		return job.TrainSpec{}, usagef("--lr-schedule: %v", err)
 	}
 	src, err := f.data.source(cmd)
 	if err != nil {
-		return err
+		return job.TrainSpec{}, err
 	}
 	if d, ok := job.NetworkDefaults(src.Arch.Spec); ok && !f.nonPrivate {
 		f.useDefaults(cmd, d)
 	}
-	if err := checkOutRoom(f.out, src); err != nil {
-		return err
-	}
 	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: f.clipNorm, BatchSize: f.batchSize,
 		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, EMADecay: f.ema, NonPrivate: f.nonPrivate, Accountant: f.accountant,
-		Budget: f.data.budget, Label: "dptune train → " + f.out, Seed: seedFlag(cmd, f.seed), Warn: warner(cmd.ErrOrStderr())}
+		Budget: f.data.budget, Label: label, Seed: seedFlag(cmd, f.seed), Warn: warner(cmd.ErrOrStderr())}
 	if !f.nonPrivate {
 		spec.NoiseMultiplier = f.noiseMultiplier
 	} else {
@@ -152,6 +156,18 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 			warnSeeded(w)
 		}
 	}
+	return spec, nil
+}
+
+func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
+	spec, err := f.spec(cmd, "dptune train → "+f.out)
+	if err != nil {
+		return err
+	}
+	if err := checkOutRoom(f.out, spec.Data); err != nil {
+		return err
+	}
+	w := cmd.ErrOrStderr()
 	rel, diag, err := job.Train(ctx, spec)
 	if rel == nil {
 		return err
