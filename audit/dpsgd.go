@@ -139,7 +139,7 @@ func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 	w0 := float64(net.Params[0])
 	const lr = 1
 	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, SamplingRate: p.SamplingRate, Steps: p.Steps,
-		ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast}
+		ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast, DataNorm: dpsgd.DataNormOf(p.Arch)}
 	var progress func(dpsgd.Progress)
 	var llr float64
 	if p.Observe == ObserveAll {

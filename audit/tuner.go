@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
@@ -34,7 +35,8 @@ type canaryTrainer struct {
 }
 
 func (t canaryTrainer) Event() accounting.Event {
-	return accounting.DPSGD(t.run.NoiseMultiplier, t.run.SamplingRate, t.run.Steps)
+	return dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: t.run.NoiseMultiplier, SamplingRate: t.run.SamplingRate, Steps: t.run.Steps,
+		DataNorm: dpsgd.DataNormOf(t.run.Arch)})
 }
 
 func (t canaryTrainer) Train(ctx context.Context, _ tuning.Candidate, seed *uint64) (tuning.Run, error) {

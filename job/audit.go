@@ -103,8 +103,10 @@ type AuditSpec struct {
 	// Observe (dpsgd) is what the adversary sees: audit.ObserveAll (every
 	// iterate; the default) or audit.ObserveLast (the last iterate).
 	Observe string
-	// Data and Size (natural): the real training subset is the first Size
-	// training examples of Data; LearningRate trains it.
+	// Data and Size (natural, and tuner when Data is set: Xiang et al.'s
+	// NTCV): the real training subset is the first Size training examples
+	// of Data; LearningRate trains it (natural; the tuner's canary runs
+	// use 1, their statistic being in units of the step).
 	Data         Source `json:"-"`
 	LearningRate float64
 	// GPOptions (gp) are DP-HyPO's.
@@ -257,19 +259,31 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		}
 		return audit.ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
 	case AuditDPSGD, AuditTuner, AuditGP:
-		if n := s.size(); n < 1 || n > audit.MaxCanarySize {
+		onData := s.Protocol == AuditTuner && s.Data.Load != nil
+		if n := s.size(); !onData && (n < 1 || n > audit.MaxCanarySize) {
 			return nil, nil, invalidf("size %d is outside [1, %d] (examples of X = ∅ besides the canary)", s.Size, audit.MaxCanarySize)
 		}
-		sigma, err := s.noiseMultiplier(ctx, nil)
+		run := audit.DPSGDCanary{Arch: audit.CanaryArch, Size: s.size(), ClipNorm: s.ClipNorm,
+			SamplingRate: s.SamplingRate, Steps: s.Steps, Observe: s.Observe}
+		if onData {
+			// Xiang et al.'s NTCV: X is real data, the canary's gradient
+			// sits on the network's first parameter.
+			var err error
+			if run.Base, _, err = s.realBase(ctx, false); err != nil {
+				return nil, nil, err
+			}
+			run.Arch = s.Data.Arch
+		}
+		norm := dpsgd.DataNormOf(run.Arch)
+		sigma, err := s.noiseMultiplier(ctx, norm)
 		if err != nil {
 			return nil, nil, err
 		}
-		run := audit.DPSGDCanary{Arch: audit.CanaryArch, Size: s.size(), NoiseMultiplier: sigma, ClipNorm: s.ClipNorm,
-			SamplingRate: s.SamplingRate, Steps: s.Steps, Observe: s.Observe}
+		run.NoiseMultiplier = sigma
 		if err := run.Check(); err != nil {
 			return nil, nil, invalid(err)
 		}
-		base := accounting.DPSGD(sigma, s.SamplingRate, s.Steps)
+		base := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: s.SamplingRate, Steps: s.Steps, DataNorm: norm})
 		if s.Protocol == AuditDPSGD {
 			claims["rdp"], claims["pld"] = base, base
 			return run, claims, nil
@@ -301,44 +315,17 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		}
 		return audit.TunerCanary{Run: run, Repetitions: s.Repetitions, Tuner: tu.(tuning.Runner), Options: spec.Options}, claims, nil
 	case AuditNatural:
-		if err := s.Data.Check(); err != nil {
-			return nil, nil, err
-		}
 		if s.BaseEpsilon == 0 && !(s.NoiseMultiplier > 0 && s.NoiseMultiplier <= accounting.MaxNoiseMultiplier) {
 			return nil, nil, invalidf("noise multiplier %v is outside (0, %g]", s.NoiseMultiplier, accounting.MaxNoiseMultiplier)
 		}
-		train, _, err := s.Data.Load()
+		base, image, err := s.realBase(ctx, true)
 		if err != nil {
 			return nil, nil, err
 		}
-		if s.Size < 1 || s.Size > train.N {
-			return nil, nil, invalidf("size %d is outside [1, %d]", s.Size, train.N)
-		}
-		first := make([]int, s.Size)
-		for i := range first {
-			first[i] = i
-		}
-		base := train.Subset("audit base", first)
 		norm := dpsgd.DataNormOf(s.Data.Arch)
 		sigma, err := s.noiseMultiplier(ctx, norm)
 		if err != nil {
 			return nil, nil, err
-		}
-		image := audit.CheckerCanary(s.Data.Arch)
-		if f, ok := s.Data.Arch.FrontEnd(); ok {
-			// The network reads its front end's features: those of the
-			// base set and of the canary image, by the same fixed,
-			// data-independent transform (computed here for these
-			// examples alone, wherever the trials run).
-			if base, err = features.Compute(ctx, f, base, nil); err != nil {
-				return nil, nil, err
-			}
-			a := s.Data.Arch
-			z, err := features.Compute(ctx, f, &data.Dataset{Name: "canary", X: image, Y: []uint8{0}, N: 1, C: a.C, H: a.H, W: a.W, Classes: a.Classes}, nil)
-			if err != nil {
-				return nil, nil, err
-			}
-			image = z.X
 		}
 		run := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: s.SamplingRate, Steps: s.Steps, DataNorm: norm})
 		claims["rdp"], claims["pld"] = run, run
@@ -361,6 +348,46 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		return audit.AboveThreshold{Config: s.AboveThreshold, Utilities: []float64{s.AboveThreshold.U0 + s.AboveThreshold.Granularity - 0.5/float64(s.AboveThreshold.Partitions)}}, claims, nil
 	}
 	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
+}
+
+// realBase is the real training subset of the natural audit and of the
+// tuner audit on data (Xiang et al.'s NTCV): the first Size training
+// examples of Data as its network reads them — for a network with a fixed
+// front end, their features, by the same fixed, data-independent
+// transform (computed here for these examples alone, wherever the trials
+// run) — and, when checker is set, the checkerboard canary image likewise.
+func (s AuditSpec) realBase(ctx context.Context, checker bool) (base *data.Dataset, image []float32, err error) {
+	if err := s.Data.Check(); err != nil {
+		return nil, nil, err
+	}
+	train, _, err := s.Data.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.Size < 1 || s.Size > train.N {
+		return nil, nil, invalidf("size %d is outside [1, %d]", s.Size, train.N)
+	}
+	first := make([]int, s.Size)
+	for i := range first {
+		first[i] = i
+	}
+	base = train.Subset("audit base", first)
+	if checker {
+		image = audit.CheckerCanary(s.Data.Arch)
+	}
+	f, ok := s.Data.Arch.FrontEnd()
+	if !ok {
+		return base, image, nil
+	}
+	if base, err = features.Compute(ctx, f, base, nil); err != nil || !checker {
+		return base, nil, err
+	}
+	a := s.Data.Arch
+	z, err := features.Compute(ctx, f, &data.Dataset{Name: "canary", X: image, Y: []uint8{0}, N: 1, C: a.C, H: a.H, W: a.W, Classes: a.Classes}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return base, z.X, nil
 }
 
 // checkRepetitions returns an error wrapping ErrInvalid unless s's
@@ -427,7 +454,7 @@ func (s AuditSpec) Params() ([]audit.Param, error) {
 	for _, f := range append([]string{"Protocol", "Delta", "Confidence"}, fields...) {
 		keep[f] = all[f]
 	}
-	if s.Protocol == AuditNatural {
+	if s.Protocol == AuditNatural || s.Protocol == AuditTuner && s.Data.Load != nil {
 		b, err := json.Marshal(struct {
 			Data dataRef
 			Arch model.Arch

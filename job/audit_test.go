@@ -109,3 +109,34 @@ func TestAuditParams(t *testing.T) {
 		t.Errorf("NaN μ: error %v, want one naming Mu", err)
 	}
 }
+
+// The tuner audit on data (Xiang et al.'s NTCV): X is the first Size real
+// training examples of the network given, the canary sits on its first
+// parameter, the claim counts the network's runs, ε_L stays below it, and
+// the trial file's header names the data and the network.
+func TestTunerAuditOnData(t *testing.T) {
+	src := smallMNIST(30)
+	s := AuditSpec{Protocol: AuditTuner, Trials: 100, Seed: 2, Delta: 1e-5, Data: src, Size: 10, NoiseMultiplier: 1.5, SamplingRate: 1,
+		ClipNorm: 1, Steps: 2, Repetitions: accounting.PoissonRepetitions(2)}
+	p, _, err := s.protocol(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := p.(audit.TunerCanary)
+	if tc.Run.Base == nil || tc.Run.Base.N != 10 || tc.Run.Arch.Name != src.Arch.Name || tc.Run.Arch.Name == audit.CanaryArch.Name {
+		t.Fatalf("the canary runs train on %v with %s", tc.Run.Base, tc.Run.Arch.Name)
+	}
+	res, err := Audit(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.EpsilonUpper["rdp"]; !(res.EpsilonLower <= u) {
+		t.Errorf("ε_L %v above the claim %v", res.EpsilonLower, u)
+	}
+	withData, _ := s.Params()
+	s.Data = Source{}
+	without, _ := s.Params()
+	if fmt.Sprint(withData) == fmt.Sprint(without) || !strings.Contains(fmt.Sprint(withData), "Arch") {
+		t.Errorf("the header does not record the data: %v", withData)
+	}
+}

@@ -49,7 +49,10 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
   reduced          the reduced tuning game (Fig. 5): max of K ~ --repeat draws
                    from N(0,1) or N(--gdp-mu, 1)
   dpsgd            one DP-SGD run, Dirac gradient canary, white-box (ETCV, §4)
-  tuner            random-stop tuning of such runs, score = the canary's sum
+  tuner            random-stop tuning of such runs, score = the canary's sum;
+                   with --dataset or --model, X is --size real training
+                   examples and the canary sits on the network's first
+                   parameter (Xiang et al.'s NTCV)
   gp               DP-HyPO (GP) tuning of such runs (--repeat tnb)
   natural          one DP-SGD run on --size real training examples with an
                    out-of-distribution checkerboard canary; statistic = −loss
@@ -60,10 +63,10 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
   one-run          one real training run with train's flags and --canaries
                    (Steinke, Nasr & Jagielski 2023): see dptune audit one-run --help
 
---dataset, --data-dir, --model and --lr belong to natural alone: the dpsgd,
-tuner and gp audits play a Dirac gradient canary on a fixed network (no
-network or data of yours changes them), and every other protocol trains no
-network; they are refused with these flags.
+--dataset, --data-dir, --model and --lr belong to natural (and but for --lr
+to tuner): the dpsgd and gp audits, and tuner without them, play a Dirac
+gradient canary on a fixed network with X = ∅, and every other protocol
+trains no network; they are refused with these flags.
 
 Writes DIR/audit.json (epsilon_lower, confidence, delta, trials,
 epsilon_upper by accountant; for dpsgd also gdp_mu_estimate and
@@ -102,10 +105,10 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	fl.Float64Var(&f.clipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
 	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner: DP-SGD steps T")
 	fl.StringVar(&f.observe, "observe", "all", "dpsgd: what the adversary sees, all (every iterate: the per-step likelihood ratio) or last (the last iterate: the summed update)")
-	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural: real training examples", job.MaxCanarySize))
-	fl.StringVar(&f.dataset, "dataset", "mnist", "natural: "+job.DatasetHelp())
-	fl.StringVar(&f.dataDir, "data-dir", "", "natural: the dataset's directory (default "+job.DefaultDirHelp()+")")
-	fl.StringVar(&f.model, "model", "", "natural: the network, a built-in spec or a JSON spec file (default: the dataset's)")
+	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", job.MaxCanarySize))
+	fl.StringVar(&f.dataset, "dataset", "mnist", "natural, tuner (NTCV): "+job.DatasetHelp())
+	fl.StringVar(&f.dataDir, "data-dir", "", "natural, tuner: the dataset's directory (default "+job.DefaultDirHelp()+")")
+	fl.StringVar(&f.model, "model", "", "natural, tuner: the network, a built-in spec or a JSON spec file (default: the dataset's)")
 	fl.Float64Var(&f.lr, "lr", 0.5, "natural: learning rate")
 	fl.Float64Var(&f.scoreNoise, "score-noise", 20, fmt.Sprintf("score: the discrete Gaussian's σ on the count, in (0, %g]", float64(job.MaxScoreNoise)))
 	fl.IntVar(&f.partitions, "partitions", 10, "above-threshold: k")
@@ -128,11 +131,14 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	// Only the natural audit trains a network on data: the others have
 	// none to choose (dpsgd, tuner and gp play a Dirac gradient canary on
 	// a fixed network, whatever --model would say).
-	if protocol != job.AuditNatural {
-		for _, name := range []string{"model", "dataset", "data-dir", "lr"} {
-			if cmd.Flags().Changed(name) {
-				return usagef("--%s applies to audit natural only: the %s audit trains no network of yours on data", name, protocol)
-			}
+	onData := protocol == job.AuditNatural
+	for _, name := range []string{"model", "dataset", "data-dir", "lr"} {
+		switch {
+		case !cmd.Flags().Changed(name) || protocol == job.AuditNatural:
+		case protocol == job.AuditTuner && name != "lr":
+			onData = true // Xiang et al.'s NTCV
+		default:
+			return usagef("--%s applies to audit natural (and, but for --lr, tuner) only: the %s audit trains no network of yours on data", name, protocol)
 		}
 	}
 	observe := ""
@@ -168,7 +174,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
 		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise, Observe: observe,
 		CSV: filepath.Join(f.out, "trials.csv")}
-	if protocol == job.AuditNatural {
+	if onData {
 		src, err := job.Dataset(f.dataset, f.dataDir)
 		if err == nil {
 			src, err = withModel(src, f.model)
@@ -176,7 +182,10 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		if err != nil {
 			return err
 		}
-		spec.Data, spec.LearningRate = src, f.lr
+		spec.Data = src
+		if protocol == job.AuditNatural {
+			spec.LearningRate = f.lr
+		}
 	}
 	if protocol == job.AuditGP {
 		spec.GPOptions = job.DefaultAuditGPOptions()

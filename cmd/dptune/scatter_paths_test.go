@@ -39,17 +39,18 @@ func TestTuneUsesNetworkDefaults(t *testing.T) {
 }
 
 // The audits that train no network of the user's refuse the natural
-// audit's data and network flags with one line and status 2, before any
-// trial.
+// audit's data and network flags (the tuner audit takes all but --lr, for
+// Xiang et al.'s NTCV) with one line and status 2, before any trial.
 func TestAuditRefusesNaturalFlagsElsewhere(t *testing.T) {
 	for _, args := range [][]string{
 		{"audit", "dpsgd", "--model", "scatter-linear-mnist"},
-		{"audit", "tuner", "--repeat", "poisson", "--mean-runs", "2", "--dataset", "cifar10"},
+		{"audit", "gp", "--repeat", "poisson", "--mean-runs", "2", "--dataset", "cifar10"},
+		{"audit", "tuner", "--repeat", "poisson", "--mean-runs", "2", "--lr", "0.1"},
 		{"audit", "score", "--lr", "2"},
 	} {
 		out := filepath.Join(t.TempDir(), "audit")
 		code, text := run(t, append(args, "--trials", "100", "--out", out)...)
-		if code != 2 || strings.Count(strings.TrimSpace(text), "\n") != 0 || !strings.Contains(text, "natural only") {
+		if code != 2 || strings.Count(strings.TrimSpace(text), "\n") != 0 || !strings.Contains(text, "applies to audit natural (and, but for --lr, tuner) only") {
 			t.Errorf("%v: exit %d, %q", args, code, text)
 		}
 	}
