@@ -16,7 +16,7 @@ import (
 // DP-HyPO) on real DP-SGD runs in their ETCV setting with the score
 // manipulation "first coordinate of w₀ − w_N": one of dptune's own tuners
 // (Tuner, a tuning.Runner with its Options) runs K ∼ Repetitions
-// trainings, each a DPSGDCanary trial in the same world whose score is its
+// trainings (grid search: one per candidate of TunerSpace), each a DPSGDCanary trial in the same world whose score is its
 // own statistic, and releases the best; the adversary's statistic is the
 // released score (−Inf when nothing is released). The candidates (a small
 // grid of learning rates) do not change a canary run, so only the selection
@@ -26,6 +26,12 @@ type TunerCanary struct {
 	Repetitions accounting.Repetitions
 	Tuner       tuning.Runner
 	Options     tuning.Values
+}
+
+// TunerSpace is the space a TunerCanary tunes over: four learning rates,
+// which a canary run does not read (grid search trains all four).
+func TunerSpace() tuning.Space {
+	return tuning.Space{Name: "audit", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.2, 0.4, 0.8}, Log: true}}}
 }
 
 // canaryTrainer is a tuning.Trainer whose every run is a canary trial.
@@ -50,7 +56,7 @@ func (t canaryTrainer) Train(ctx context.Context, _ tuning.Candidate, seed *uint
 // Trial plays the tuning once on X (b = 0) or X′ (b = 1).
 func (p TunerCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64, error) {
 	seed := rng.Uint64()
-	space := tuning.Space{Name: "audit", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.2, 0.4, 0.8}, Log: true}}}
+	space := TunerSpace()
 	if p.Tuner == nil {
 		return 0, fmt.Errorf("audit: a tuner canary needs a tuner")
 	}

@@ -66,6 +66,7 @@ const (
 	AuditDPSGD          = "dpsgd"           // one DP-SGD run, Dirac gradient canary (ETCV, §4)
 	AuditTuner          = "tuner"           // random-stop tuning of such runs
 	AuditGP             = "gp"              // DP-HyPO tuning of such runs
+	AuditGrid           = "grid"            // grid search over such runs
 	AuditNatural        = "natural"         // one DP-SGD run on real data, out-of-distribution image canary
 	AuditScore          = "score"           // the private score's integer release
 	AuditAboveThreshold = "above-threshold" // Ding et al.'s capped AboveThreshold search
@@ -258,7 +259,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			claims["rdp"] = accounting.RepeatAndSelect{Event: accounting.Gaussian{NoiseMultiplier: 1 / s.Mu, Sensitivity: 1}, Repetitions: s.Repetitions}
 		}
 		return audit.ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
-	case AuditDPSGD, AuditTuner, AuditGP:
+	case AuditDPSGD, AuditTuner, AuditGP, AuditGrid:
 		onData := s.Protocol == AuditTuner && s.Data.Load != nil
 		if n := s.size(); !onData && (n < 1 || n > audit.MaxCanarySize) {
 			return nil, nil, invalidf("size %d is outside [1, %d] (examples of X = ∅ besides the canary)", s.Size, audit.MaxCanarySize)
@@ -288,14 +289,21 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 			claims["rdp"], claims["pld"] = base, base
 			return run, claims, nil
 		}
-		if err := s.checkRepetitions(); err != nil {
-			return nil, nil, err
-		}
 		// The tuner's own check and event: the audit claims what tune
 		// would charge.
-		name, spec := tuning.RandomStopName, tuning.Spec{Repetitions: s.Repetitions, Validation: "public"}
-		if s.Protocol == AuditGP {
+		name, spec := tuning.RandomStopName, tuning.Spec{Repetitions: s.Repetitions, Validation: "public", Space: audit.TunerSpace()}
+		switch s.Protocol {
+		case AuditGP:
 			name, spec.Options = tuning.GPName, s.GPOptions.Values()
+		case AuditGrid:
+			// Every candidate once: K is the space's size, the runs
+			// compose (tuning.GridEvent), exactly by PLD at τ = 1.
+			tu, _ := tuning.Lookup(tuning.GridName)
+			claims["rdp"], claims["pld"] = tu.Event(base, spec), tu.Event(base, spec)
+			return audit.TunerCanary{Run: run, Tuner: tu.(tuning.Runner)}, claims, nil
+		}
+		if err := s.checkRepetitions(); err != nil {
+			return nil, nil, err
 		}
 		tu, err := tuning.Lookup(name)
 		if err != nil {
@@ -347,7 +355,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]acc
 		// that X′'s extra 1/k can tip.
 		return audit.AboveThreshold{Config: s.AboveThreshold, Utilities: []float64{s.AboveThreshold.U0 + s.AboveThreshold.Granularity - 0.5/float64(s.AboveThreshold.Partitions)}}, claims, nil
 	}
-	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
+	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, grid, natural, score or above-threshold)", s.Protocol)
 }
 
 // realBase is the real training subset of the natural audit and of the
@@ -420,6 +428,7 @@ var auditFields = map[string][]string{
 	AuditDPSGD:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Observe"},
 	AuditTuner:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions"},
 	AuditGP:             {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions", "GPOptions"},
+	AuditGrid:           {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size"},
 	AuditNatural:        {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "LearningRate"},
 	AuditScore:          {"ScoreNoise"},
 	AuditAboveThreshold: {"AboveThreshold"},
@@ -435,7 +444,7 @@ var auditFields = map[string][]string{
 func (s AuditSpec) Params() ([]audit.Param, error) {
 	fields, ok := auditFields[s.Protocol]
 	if !ok {
-		return nil, fmt.Errorf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, natural, score or above-threshold)", s.Protocol)
+		return nil, fmt.Errorf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, grid, natural, score or above-threshold)", s.Protocol)
 	}
 	if name := nonFinite(reflect.ValueOf(s), ""); name != "" {
 		return nil, fmt.Errorf("%s must be a finite number", name)

@@ -27,6 +27,7 @@ func TestEveryClaimIsAboveItsAudit(t *testing.T) {
 		{Protocol: AuditDPSGD, Trials: 2000, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2},
 		{Protocol: AuditTuner, Trials: 600, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2, Repetitions: accounting.PoissonRepetitions(2)},
 		{Protocol: AuditGP, Trials: 400, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2, Repetitions: tnb, GPOptions: tuning.DefaultGPOptions()},
+		{Protocol: AuditGrid, Trials: 2000, NoiseMultiplier: 1.5, SamplingRate: 1, ClipNorm: 1, Steps: 2},
 	} {
 		s.Seed, s.Delta = 3, 1e-5
 		res, err := Audit(context.Background(), s)
@@ -98,7 +99,7 @@ func TestAuditParams(t *testing.T) {
 	if key(s) != b {
 		t.Errorf("fields of other protocols changed the params: %s vs %s", key(s), b)
 	}
-	for _, p := range []string{AuditDPSGD, AuditTuner, AuditGP, AuditNatural, AuditScore, AuditAboveThreshold} {
+	for _, p := range []string{AuditDPSGD, AuditTuner, AuditGP, AuditGrid, AuditNatural, AuditScore, AuditAboveThreshold} {
 		s := base
 		s.Protocol = p
 		key(s)

@@ -37,7 +37,7 @@ type auditFlags struct {
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	cmd := &cobra.Command{
-		Use:   "audit reduced|dpsgd|tuner|gp|natural|score|above-threshold|one-run",
+		Use:   "audit reduced|dpsgd|tuner|gp|grid|natural|score|above-threshold|one-run",
 		Short: "Privacy audit: a lower bound ε_L on ε from the distinguishing game, beside the claimed ε_U",
 		Long: `audit plays Xiang et al.'s distinguishing game ("Selection leaks privacy",
 Algorithm 1) --trials times on all cores: a fair coin chooses X or X′, the
@@ -54,6 +54,8 @@ evaluated on the other. A claim ε_U below ε_L means a bug that under-reports �
                    examples and the canary sits on the network's first
                    parameter (Xiang et al.'s NTCV)
   gp               DP-HyPO (GP) tuning of such runs (--repeat tnb)
+  grid             grid search over such runs: all four candidates, the best
+                   released (no --repeat)
   natural          one DP-SGD run on --size real training examples with an
                    out-of-distribution checkerboard canary; statistic = −loss
                    on it (the realistic, black-box ε_L); a --model with a
@@ -83,7 +85,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
   dptune audit dpsgd --base-epsilon 2 --sampling-rate 1 --steps 50 --trials 4000 --out out/audit-dpsgd`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("audit takes one protocol (reduced, dpsgd, tuner, gp, natural, score or above-threshold), have %d arguments", len(args))
+				return usagef("audit takes one protocol (reduced, dpsgd, tuner, gp, grid, natural, score, above-threshold or one-run), have %d arguments", len(args))
 			}
 			return nil
 		},
@@ -99,13 +101,13 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	fl.Float64Var(&f.confidence, "confidence", 0.95, "Clopper–Pearson confidence (two-sided)")
 	fl.Float64Var(&f.gdpMu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", job.MaxGaussianSelectMu))
 	f.repeat.add(fl)
-	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner: σ")
-	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "dpsgd, tuner: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner: Poisson sampling rate τ, in [%g, 1]", job.MinCanarySamplingRate))
-	fl.Float64Var(&f.clipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
-	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner: DP-SGD steps T")
+	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner, gp, grid: σ")
+	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "dpsgd, tuner, gp, grid: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
+	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: Poisson sampling rate τ, in [%g, 1]", job.MinCanarySamplingRate))
+	fl.Float64Var(&f.clipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
+	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner, gp, grid: DP-SGD steps T")
 	fl.StringVar(&f.observe, "observe", "all", "dpsgd: what the adversary sees, all (every iterate: the per-step likelihood ratio) or last (the last iterate: the summed update)")
-	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", job.MaxCanarySize))
+	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", job.MaxCanarySize))
 	fl.StringVar(&f.dataset, "dataset", "mnist", "natural, tuner (NTCV): "+job.DatasetHelp())
 	fl.StringVar(&f.dataDir, "data-dir", "", "natural, tuner: the dataset's directory (default "+job.DefaultDirHelp()+")")
 	fl.StringVar(&f.model, "model", "", "natural, tuner: the network, a built-in spec or a JSON spec file (default: the dataset's)")
@@ -157,7 +159,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		if !(f.scoreNoise > 0 && f.scoreNoise <= job.MaxScoreNoise) {
 			return usagef("--score-noise %v is outside (0, %g], the discrete Gaussian sampler's range", f.scoreNoise, float64(job.MaxScoreNoise))
 		}
-	case job.AuditDPSGD, job.AuditTuner, job.AuditGP, job.AuditNatural:
+	case job.AuditDPSGD, job.AuditTuner, job.AuditGP, job.AuditGrid, job.AuditNatural:
 		switch {
 		case !(f.clipNorm > 0 && f.clipNorm <= job.MaxCanaryClipNorm):
 			return usagef("--clip-norm %v is outside (0, %g]: beyond it the float32 parameters overflow", f.clipNorm, float64(job.MaxCanaryClipNorm))
@@ -186,6 +188,9 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		if protocol == job.AuditNatural {
 			spec.LearningRate = f.lr
 		}
+	}
+	if protocol == job.AuditGrid && cmd.Flags().Changed("repeat") {
+		return usagef("--repeat does not apply to audit grid: grid search trains every candidate once")
 	}
 	if protocol == job.AuditGP {
 		spec.GPOptions = job.DefaultAuditGPOptions()

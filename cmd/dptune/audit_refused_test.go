@@ -30,6 +30,7 @@ func TestAuditRangesRefused(t *testing.T) {
 		{[]string{"train", "--epsilon", "1e300"}, "ε = 1e+300 is not below 1e+300, the largest ε"},
 		{[]string{"audit", "dpsgd", "--observe", "first"}, `--observe "first" is neither all nor last`},
 		{[]string{"audit", "tuner", "--repeat", "fixed", "--runs", "2", "--observe", "last"}, "--observe applies to audit dpsgd only"},
+		{[]string{"audit", "grid", "--repeat", "tnb"}, "--repeat does not apply to audit grid"},
 		{[]string{"audit", "dpsgd", "--dataset", "mnist"}, "--dataset applies to audit natural (and, but for --lr, tuner) only"},
 		{[]string{"audit", "tuner", "--repeat", "fixed", "--runs", "2", "--lr", "0.1"}, "--lr applies to audit natural (and, but for --lr, tuner) only"},
 	} {
