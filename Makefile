@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps build run test fuzz bench torch-deps bench-torch report-check proto temporal temporal-dev clean
+.PHONY: all deps build run test fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
 
 all: build
 
@@ -49,6 +49,12 @@ fuzz:
 
 bench:
 	$(GO) test ./dpsgd/... ./privacy/... -run '^$$' -bench . -benchmem
+
+# The checked-in report, regenerated from the benchmark outputs kept in
+# docs/report/data (each benchmark's JSON and figures, written there by its
+# --out).
+report: build
+	./$(BIN) bench report --from docs/report/data --out docs/report
 
 # Debian's PyTorch, for the side-by-side reference below (needs root).
 # The benchmark report's HTML in a real headless browser, with its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -27,7 +28,10 @@ type AuditFigureConfig struct {
 	DPSGDSteps   int       // steps of each audited DP-SGD run (τ = 1)
 	BaseEpsilons []float64 // ε_B on the horizontal axis
 	Seed         uint64
-	Progress     func(what string)
+	// OneRun, if not nil, is the training run the one-run audit audits
+	// (MakeRunOneRun).
+	OneRun   *job.OneRunSpec
+	Progress func(what string)
 }
 
 // Figure 6's settings: DP-SGD steps N and δ; its sampling rates τ.
@@ -105,24 +109,15 @@ type AuditPanel struct {
 	Points      []AuditPoint           `json:"points"`
 }
 
-// DPSGDAudit is one DP-SGD audit (ETCV, Dirac canary, τ = 1): the claimed
-// ε by RDP and PLD and the audited ε_L.
-type DPSGDAudit struct {
-	BaseEpsilon float64 `json:"base_epsilon"`
-	ClaimRDP    float64 `json:"epsilon_upper_rdp"`
-	ClaimPLD    float64 `json:"epsilon_upper_pld"`
-	Lower       float64 `json:"epsilon_lower"`
-	Seconds     float64 `json:"audit_seconds"`
-}
-
 // AuditFigures reproduces, at a scale that fits a 2-core machine, Xiang et
 // al.'s Figure 6 — for τ ∈ {1, 0.1} and two TNB distributions of K (mean 10,
 // η = 1 geometric and η = 0 logarithmic), N = 500 steps, δ = 10⁻⁵, against
-// ε_B — and the DP-SGD audit of their Figure 4 (ETCV, Dirac gradient
-// canary, X = ∅, τ = 1) at each ε_B. It writes audit-figures.json and one
-// PNG per panel to Out.
-func AuditFigures(ctx context.Context, c AuditFigureConfig) ([]AuditPanel, []DPSGDAudit, error) {
+// ε_B — and the audit tables beside the published ones (RunAuditTables,
+// with c.OneRun's training run when set). It writes audit-figures.json and
+// one PNG per panel to Out.
+func AuditFigures(ctx context.Context, c AuditFigureConfig) ([]AuditPanel, *AuditTables, error) {
 	const steps, delta = 500, 1e-5
+	start := time.Now()
 	geo, err := accounting.TNBWithMean(1, 10)
 	if err != nil {
 		return nil, nil, err
@@ -172,24 +167,18 @@ func AuditFigures(ctx context.Context, c AuditFigureConfig) ([]AuditPanel, []DPS
 			}
 		}
 	}
-	var runs []DPSGDAudit
-	for _, eb := range c.BaseEpsilons {
-		progress(fmt.Sprintf("DP-SGD audit (ETCV, τ = 1, %d steps): ε_B = %g", c.DPSGDSteps, eb))
-		start := time.Now()
-		a, err := job.Audit(ctx, job.AuditSpec{Protocol: job.AuditDPSGD, Trials: c.DPSGDTrials, Seed: c.Seed, Delta: delta,
-			BaseEpsilon: eb, SamplingRate: 1, ClipNorm: 1, Steps: c.DPSGDSteps, Size: 1})
-		if err != nil {
-			return panels, runs, err
-		}
-		runs = append(runs, DPSGDAudit{BaseEpsilon: eb, ClaimRDP: a.EpsilonUpper["rdp"], ClaimPLD: a.EpsilonUpper["pld"],
-			Lower: a.EpsilonLower, Seconds: time.Since(start).Seconds()})
-	}
-	js, err := json.MarshalIndent(map[string]any{"figure6": panels, "dpsgd_etcv": runs, "steps": steps, "delta": delta,
-		"reduced_trials": c.Trials, "dpsgd_trials": c.DPSGDTrials, "dpsgd_steps": c.DPSGDSteps}, "", "  ")
+	load := []string{loadAvg()}
+	tables, err := RunAuditTables(ctx, c, c.OneRun)
 	if err != nil {
-		return panels, runs, err
+		return panels, tables, err
 	}
-	return panels, runs, os.WriteFile(filepath.Join(c.Out, "audit-figures.json"), append(js, '\n'), 0o644)
+	js, err := json.MarshalIndent(map[string]any{"figure6": panels, "tables": tables, "steps": steps, "delta": delta,
+		"reduced_trials": c.Trials, "dpsgd_trials": c.DPSGDTrials, "dpsgd_steps": c.DPSGDSteps, "cpus": runtime.NumCPU(),
+		"load_avg": append(load, loadAvg()), "wall_seconds": time.Since(start).Seconds(), "finished": time.Now().UTC().Format(time.RFC3339)}, "", "  ")
+	if err != nil {
+		return panels, tables, err
+	}
+	return panels, tables, os.WriteFile(filepath.Join(c.Out, "audit-figures.json"), append(js, '\n'), 0o644)
 }
 
 // plotAuditPanel draws one panel of Figure 6.

@@ -191,16 +191,25 @@ func tunersSection(w *strings.Builder, f found) ([]Verdict, error) {
 
 func auditSection(w *strings.Builder, f found) ([]Verdict, error) {
 	var r struct {
-		Delta    float64      `json:"delta"`
-		Steps    int          `json:"steps"`
-		Trials   int          `json:"reduced_trials"`
-		DTrials  int          `json:"dpsgd_trials"`
-		DSteps   int          `json:"dpsgd_steps"`
-		Figure6  []AuditPanel `json:"figure6"`
-		DPSGDRun []DPSGDAudit `json:"dpsgd_etcv"`
+		Delta   float64      `json:"delta"`
+		Steps   int          `json:"steps"`
+		Trials  int          `json:"reduced_trials"`
+		DTrials int          `json:"dpsgd_trials"`
+		DSteps  int          `json:"dpsgd_steps"`
+		Figure6 []AuditPanel `json:"figure6"`
+		Tables  *AuditTables `json:"tables"`
+		CPUs    int          `json:"cpus"`
+		Load    []string     `json:"load_avg"`
+		Wall    float64      `json:"wall_seconds"`
+		Done    string       `json:"finished"`
 	}
 	if err := json.Unmarshal(f.raw, &r); err != nil {
 		return nil, err
+	}
+	var verdicts []Verdict
+	if t := r.Tables; t != nil {
+		machine := fmt.Sprintf("%d CPUs, load average %s; wall time of the whole benchmark %.0f s; finished %s", r.CPUs, strings.Join(r.Load, " → "), r.Wall, r.Done)
+		verdicts = auditTables(w, r.DTrials, r.DSteps, machine, t)
 	}
 	fmt.Fprintf(w, "## Xiang et al.'s audit of random-stop tuning (`dptune bench audit`)\n\nCommand: `dptune bench audit --trials %d --dpsgd-trials %d --dpsgd-steps %d`. δ = %g, N = %d DP-SGD iterations per base run.\n\n", r.Trials, r.DTrials, r.DSteps, r.Delta, r.Steps)
 	fmt.Fprint(w, "| τ | K | ε_B | ε_U-P (generic) | ε_U-G | ε_U-O | ε_L (audit) |\n|---|---|---|---|---|---|---|\n")
@@ -216,18 +225,9 @@ func auditSection(w *strings.Builder, f found) ([]Verdict, error) {
 			}
 		}
 	}
-	if len(r.DPSGDRun) > 0 {
-		fmt.Fprint(w, "\nDP-SGD audit (Dirac canary): claimed ε against the audit's lower bound.\n\n| ε_B | ε (rdp) | ε (pld) | ε_L |\n|---|---|---|---|\n")
-		for _, a := range r.DPSGDRun {
-			fmt.Fprintf(w, "| %g | %.3f | %.3f | %.3f |\n", a.BaseEpsilon, a.ClaimRDP, a.ClaimPLD, a.Lower)
-			if a.Lower > a.ClaimPLD+1e-9 {
-				bad++
-			}
-		}
-	}
 	fmt.Fprintln(w)
 	if pts == 0 {
-		return nil, nil
+		return verdicts, nil
 	}
 	v := Verdict{Paper: "Xiang et al. (Selection leaks privacy)", Result: "Figure 6: ε_L ≤ ε_U-O ≤ ε_U-G ≤ ε_U-P, the new bounds well below the generic one",
 		Published: "ε_U-O about half of ε_U-P, audits below every bound",
@@ -237,7 +237,7 @@ func auditSection(w *strings.Builder, f found) ([]Verdict, error) {
 	} else {
 		v.Outcome, v.Why = "not reproduced", fmt.Sprintf("%d points break the order", bad)
 	}
-	return []Verdict{v}, nil
+	return append(verdicts, v), nil
 }
 
 func voteSection(w *strings.Builder, f found) ([]Verdict, error) {

@@ -25,8 +25,15 @@ import (
 // TestMain lets a test start this binary as dptune itself: with
 // DPTUNE_TEST_MAIN=1 it runs main with the given arguments (the vote tests'
 // client processes).
+// childSetup, if not nil, runs in a child started with DPTUNE_TEST_MAIN=1
+// before main (a platform's test file sets it).
+var childSetup func()
+
 func TestMain(m *testing.M) {
 	if os.Getenv("DPTUNE_TEST_MAIN") == "1" {
+		if childSetup != nil {
+			childSetup()
+		}
 		main()
 		os.Exit(0)
 	}
