@@ -33,7 +33,7 @@ const (
 // ("tb-cifar10") over DP-HyPO's CIFAR-10 grid ("cifar10-dphypo"); its files
 // have no default home.
 func init() {
-	Register(Named{Name: "cifar10", NominalN: 50000, C: 3, H: cifarSide, W: cifarSide, Classes: 10,
+	Register(Named{Name: "cifar10", TestN: 10000, NominalN: 50000, C: 3, H: cifarSide, W: cifarSide, Classes: 10,
 		Model: "tb-cifar10", Space: "cifar10-dphypo", Load: LoadCIFAR10,
 		DirHelp: "the directory holding its binary files", Rank: 1})
 }

@@ -36,7 +36,7 @@ var mnistFiles = [...]struct{ images, labels string }{
 // DP-HyPO's MNIST grid ("mnist-dphypo"); its files default to the GoMNIST
 // module's copy in the Go module cache.
 func init() {
-	Register(Named{Name: "mnist", NominalN: 60000, C: 1, H: 28, W: 28, Classes: 10,
+	Register(Named{Name: "mnist", TestN: 10000, NominalN: 60000, C: 1, H: 28, W: 28, Classes: 10,
 		Model: "tb-mnist", Space: "mnist-dphypo", Load: LoadMNIST,
 		DefaultDir: MNISTDir, DefaultDirHelp: "the GoMNIST module in the Go module cache", Rank: 0})
 }

@@ -14,6 +14,9 @@ type Named struct {
 	// every sampling rate and divisor uses (the count of the private copy
 	// is never used).
 	NominalN int
+	// TestN is the published size of the test set (public, like the
+	// test set itself).
+	TestN int
 	// C, H, W are an example's shape; Classes the number of labels.
 	C, H, W, Classes int
 	// Model is the default network: the name of a built-in model spec.

@@ -142,6 +142,15 @@ func AuditOneRun(ctx context.Context, s OneRunSpec) (*OneRunResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
+	if s.Canary == OneRunGradient {
+		net, err := model.NewZero(s.Train.Data.Arch)
+		if err != nil {
+			return nil, invalid(err)
+		}
+		if s.Canaries > net.NumParams() {
+			return nil, invalidf("%d canaries: the network has %d parameters, one per gradient canary", s.Canaries, net.NumParams())
+		}
+	}
 	rng := randsrc.New(s.Train.Seed, "one-run canaries")
 	in := make([]bool, s.Canaries)
 	for i := range in {
@@ -179,9 +188,6 @@ func AuditOneRun(ctx context.Context, s OneRunSpec) (*OneRunResult, error) {
 	}
 	if s.Canary == OneRunGradient {
 		spec.engine = func(net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error) {
-			if s.Canaries > net.NumParams() {
-				return nil, invalidf("%d canaries: the network has %d parameters, one per canary", s.Canaries, net.NumParams())
-			}
 			theta0 = slices.Clone(net.Params)
 			coords = rng.Perm(net.NumParams())[:s.Canaries]
 			var hooked []int

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/model"
 )
@@ -35,12 +36,14 @@ func TestAuditOneRunRefuses(t *testing.T) {
 	seed := uint64(1)
 	base := TrainSpec{Data: noisyImages(40, 20), Epsilon: 4, Delta: 1e-5, ClipNorm: 1, BatchSize: 10, Epochs: 1, LearningRate: 0.1, Seed: &seed}
 	for name, s := range map[string]OneRunSpec{
-		"one canary":           {Train: base, Canaries: 1, Confidence: 0.95},
-		"more than the test":   {Train: base, Canaries: 21, Confidence: 0.95},
-		"guess count 0":        {Train: base, Canaries: 10, Guesses: []int{0}, Confidence: 0.95},
-		"guess count above m":  {Train: base, Canaries: 10, Guesses: []int{11}, Confidence: 0.95},
-		"confidence 1":         {Train: base, Canaries: 10, Confidence: 1},
-		"unknown canary kind":  {Train: base, Canaries: 10, Confidence: 0.95, Canary: "pixel"},
+		"one canary":          {Train: base, Canaries: 1, Confidence: 0.95},
+		"more than the test":  {Train: base, Canaries: 21, Confidence: 0.95},
+		"guess count 0":       {Train: base, Canaries: 10, Guesses: []int{0}, Confidence: 0.95},
+		"guess count above m": {Train: base, Canaries: 10, Guesses: []int{11}, Confidence: 0.95},
+		"confidence 1":        {Train: base, Canaries: 10, Confidence: 1},
+		"unknown canary kind": {Train: base, Canaries: 10, Confidence: 0.95, Canary: "pixel"},
+		"more than the parameters": {Train: TrainSpec{Data: Source{Name: "tiny", Arch: audit.CanaryArch, NominalN: 40, Load: base.Data.Load}, Epsilon: 4,
+			Delta: 1e-5, ClipNorm: 1, BatchSize: 10, Epochs: 1, LearningRate: 0.1, Seed: &seed}, Canaries: 5, Confidence: 0.95},
 		"non-private training": {Train: TrainSpec{Data: base.Data, NonPrivate: true, BatchSize: 10, Epochs: 1, LearningRate: 0.1}, Canaries: 10, Confidence: 0.95},
 	} {
 		if _, err := AuditOneRun(context.Background(), s); !errors.Is(err, ErrInvalid) {

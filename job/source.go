@@ -78,6 +78,13 @@ func NominalSize(name string) (int, bool) {
 	return k.NominalN, ok
 }
 
+// TestSize returns the published test-set size of the registered dataset
+// called name (10,000 for mnist and cifar10), and false for another name.
+func TestSize(name string) (int, bool) {
+	k, ok := data.Lookup(name)
+	return k.TestN, ok && k.TestN > 0
+}
+
 // NominalSizeHelp lists the registered datasets' published sizes for a
 // flag's help: "60000 for mnist, 50000 for cifar10".
 func NominalSizeHelp() string {

@@ -64,6 +64,9 @@ Writes DIR/audit.json.`,
 					return usagef("--guesses %d is outside [1, %d] (the canaries)", r, canaries)
 				}
 			}
+			if n, ok := job.TestSize(f.data.dataset); ok && canaries > n {
+				return usagef("--canaries %d is above %d, the size of %s's test set the canaries are drawn from", canaries, n, f.data.dataset)
+			}
 			spec, err := f.spec(cmd, "dptune audit one-run → "+f.out)
 			if err != nil {
 				return err

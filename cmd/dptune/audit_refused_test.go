@@ -60,6 +60,7 @@ func TestAuditOneRunRefused(t *testing.T) {
 		{[]string{"--confidence", "1"}, "--confidence 1 is outside (0, 1)"},
 		{[]string{"--guesses", "10,2000"}, "--guesses 2000 is outside [1, 1000]"},
 		{[]string{"--canary", "pixel"}, `--canary "pixel" is neither gradient nor input`},
+		{[]string{"--canaries", "10001"}, "--canaries 10001 is above 10000, the size of mnist's test set"},
 		{[]string{"--non-private"}, "--non-private: a one-run audit audits a private run"},
 		{[]string{"--epsilon", "-1"}, "ε"},
 	} {
