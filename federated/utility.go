@@ -38,3 +38,17 @@ func GoodSelectionBound(counts []float64, good []bool, sigma float64) float64 {
 	tail := 0.5 * math.Erfc(gap/(2*sigma)) // Φ(−Δ/(√2σ)) = ½·erfc(Δ/(2σ))
 	return math.Max(0, 1-float64(bad)*tail)
 }
+
+// BestCaseGoodSelection is GoodSelectionBound at the most favourable vote
+// counts m's settings allow: every one of the n clients votes for the same
+// ℓ candidates, which are the good ones (Δ = n, |B| = d − ℓ). Below 1/2,
+// even a unanimous vote is selected little better than at random: the
+// noise (σ = m.NoiseStddev votes) swamps it.
+func (m Mechanism) BestCaseGoodSelection() float64 {
+	counts := make([]float64, m.Candidates)
+	good := make([]bool, m.Candidates)
+	for i := 0; i < m.VotesPerClient && i < m.Candidates; i++ {
+		counts[i], good[i] = float64(m.Clients), true
+	}
+	return GoodSelectionBound(counts, good, m.NoiseStddev)
+}

@@ -3,6 +3,7 @@ package federated
 import (
 	"context"
 	"errors"
+	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"math/rand/v2"
 	"net"
@@ -353,6 +354,22 @@ func TestClosedPhasesWinOverCancelledWait(t *testing.T) {
 		}
 		if out, err := s.Wait(ctx); err != nil || out.Winner != 3 {
 			t.Fatalf("Wait after every phase closed: winner %d, error %v", out.Winner, err)
+		}
+	}
+}
+
+// BestCaseGoodSelection is Theorem V.1 at Δ = n and |B| = d − ℓ:
+// 1 − (d − ℓ)·Φ(−n/(√2σ)), here from gonum's normal CDF.
+func TestBestCaseGoodSelection(t *testing.T) {
+	for _, c := range []struct {
+		n, d, l int
+		sigma   float64
+	}{{10, 32, 3, 9.9}, {50, 32, 3, 9.9}, {10, 8, 1, 3}, {10, 8, 8, 3}, {20, 16, 2, 6}} {
+		m := Mechanism{Clients: c.n, Candidates: c.d, VotesPerClient: c.l, NoiseStddev: c.sigma}
+		want := 1 - float64(c.d-c.l)*distuv.UnitNormal.CDF(-float64(c.n)/(math.Sqrt2*c.sigma))
+		want = math.Max(0, math.Min(1, want))
+		if got := m.BestCaseGoodSelection(); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%+v: %v, want %v", c, got, want)
 		}
 	}
 }

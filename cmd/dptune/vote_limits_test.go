@@ -1,6 +1,8 @@
 package main
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dptune/dptune/federated"
@@ -30,5 +32,21 @@ func TestVoteClientArgsCarryTheCuratorsLimits(t *testing.T) {
 		if eps != 2.5 || delta != 3e-7 || c != 2 || allow != (final == federated.FinalNonPrivate) {
 			t.Errorf("%s: client limits ε %v, δ %v, c %d, non-private %v", final, eps, delta, c, allow)
 		}
+	}
+}
+
+// tune --tuner vote warns, before reading any data, when even a unanimous
+// vote would be selected near-randomly (Theorem V.1 at Δ = n below 1/2),
+// as it is at the defaults (σ ≈ 9.9 votes against 10 clients' votes).
+func TestVoteWarnsNearRandom(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nothing-here")
+	_, out := run(t, "tune", "--tuner", "vote", "--data-dir", missing, "--out", filepath.Join(t.TempDir(), "v"))
+	i, j := strings.Index(out, "near-random"), strings.Index(out, "nothing-here")
+	if i < 0 || j < 0 || i > j {
+		t.Errorf("no near-random warning before the data error:\n%s", out)
+	}
+	_, out = run(t, "tune", "--tuner", "vote", "--clients", "50", "--vote-epsilon", "4", "--data-dir", missing, "--out", filepath.Join(t.TempDir(), "v"))
+	if strings.Contains(out, "near-random") {
+		t.Errorf("warned with 50 clients at vote ε = 4:\n%s", out)
 	}
 }
