@@ -249,6 +249,9 @@ type DoublingOptions struct {
 	U0            float64 // utility lower bound u₀
 	MaxIterations int     // the cap T_max; 0: DefaultMaxIterations
 	PartEpochs    int     // epochs of each part run
+	// PartBatch is the expected batch size of a part run; 0: the final
+	// run's batch size, or the whole part when a part is smaller.
+	PartBatch int
 	// Private trains the parts with DP-SGD at PartitionNoise (counted);
 	// otherwise they are clipped without noise, covered by the search's
 	// Laplace noise (Lemma 2).
@@ -264,7 +267,7 @@ type DoublingOptions struct {
 func (o DoublingOptions) Values() Values {
 	return Values{"partitions": o.Partitions, "epsilon0": o.Epsilon0, "granularity": o.Granularity, "u0": o.U0,
 		"max-iterations": o.MaxIterations, "private-partitions": o.Private, "partition-noise": o.PartitionNoise,
-		"part-epochs": o.PartEpochs, "cache": o.Cache}
+		"part-epochs": o.PartEpochs, "part-batch": o.PartBatch, "cache": o.Cache}
 }
 
 // DoublingOptionsOf returns the doubling tuner's options in s.
@@ -272,8 +275,21 @@ func DoublingOptionsOf(s Spec) DoublingOptions {
 	var d doublingTuner
 	return DoublingOptions{Partitions: value[int](s, d, "partitions"), Epsilon0: value[float64](s, d, "epsilon0"),
 		Granularity: value[float64](s, d, "granularity"), U0: value[float64](s, d, "u0"), MaxIterations: value[int](s, d, "max-iterations"),
-		PartEpochs: value[int](s, d, "part-epochs"), Private: value[bool](s, d, "private-partitions"),
+		PartEpochs: value[int](s, d, "part-epochs"), PartBatch: value[int](s, d, "part-batch"), Private: value[bool](s, d, "private-partitions"),
 		PartitionNoise: value[float64](s, d, "partition-noise"), Cache: value[string](s, d, "cache")}
+}
+
+// PartBatchOf is the expected batch size of s's part runs: PartBatch, or
+// when it is 0 the final run's batch size, at most the nominal part size
+// s.TrainN/k.
+func (o DoublingOptions) PartBatchOf(s Spec) int {
+	if o.PartBatch != 0 {
+		return o.PartBatch
+	}
+	if o.Partitions > 0 && s.TrainN/o.Partitions < s.BatchSize {
+		return s.TrainN / o.Partitions
+	}
+	return s.BatchSize
 }
 
 // NewDoubling returns the doubling tuner of s without its data, seed and
@@ -287,11 +303,12 @@ func NewDoubling(s Spec, arch model.Arch) *DoublingTuner {
 	}
 	search := CappedSearchConfig{Partitions: o.Partitions, Epsilon0: o.Epsilon0, Granularity: o.Granularity, U0: o.U0, MaxIterations: o.MaxIterations}
 	var partQ float64
+	partBatch := o.PartBatchOf(s)
 	if o.Partitions > 0 && s.TrainN/o.Partitions > 0 {
-		partQ = float64(s.BatchSize) / float64(s.TrainN/o.Partitions)
+		partQ = float64(partBatch) / float64(s.TrainN/o.Partitions)
 	}
 	q := float64(s.BatchSize) / float64(s.TrainN)
-	scorer := &PartitionScorer{Arch: arch, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: s.BatchSize, SamplingRate: partQ,
+	scorer := &PartitionScorer{Arch: arch, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: partBatch, SamplingRate: partQ,
 		Momentum: s.Momentum, Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache}
 	return &DoublingTuner{Space: s.Space, Search: search, Arch: arch, Seed: s.Seed, Scorer: scorer,
 		Final: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum,
@@ -332,6 +349,7 @@ func (doublingTuner) Options() []Option {
 		{Name: "private-partitions", Default: false, Help: "train the parts with DP-SGD (default: clipped, without noise)"},
 		{Name: "partition-noise", Default: 1.0, Help: "noise multiplier of private part runs"},
 		{Name: "part-epochs", Default: 3, Help: "epochs of each part run"},
+		{Name: "part-batch", Default: 0, Help: "expected batch size of each part run (default: the final run's, or the whole part when a part is smaller)"},
 		{Name: "cache", Default: "", Help: "file of finished part scores, reused on a rerun (default: OUT/partition-scores.csv)", CuratorFile: "partition-scores.csv"},
 	}
 }
@@ -355,8 +373,12 @@ func (doublingTuner) Check(s Spec) error {
 		return invalidf("the doubling tuner is counted by the rdp accountant only, not %s", s.Accountant)
 	case s.ValSize < o.Partitions:
 		return invalidf("validation size %d is smaller than the %d partitions: a score's sensitivity 1/n_val would exceed 1/k", s.ValSize, o.Partitions)
-	case s.BatchSize < 1 || o.Partitions > s.TrainN/s.BatchSize:
-		return invalidf("%d partitions leave fewer than the batch size %d examples per part", o.Partitions, s.BatchSize)
+	case s.BatchSize < 1 || o.PartBatch < 0:
+		return invalidf("batch size %d, part batch size %d: each must be positive", s.BatchSize, o.PartBatch)
+	case o.Partitions > s.TrainN:
+		return invalidf("%d partitions of %d training examples leave some parts empty", o.Partitions, s.TrainN)
+	case o.Partitions > s.TrainN/o.PartBatchOf(s):
+		return invalidf("%d partitions leave fewer than the part batch size %d examples per part", o.Partitions, o.PartBatchOf(s))
 	case o.Private && (!(o.PartitionNoise > 0) || math.IsInf(o.PartitionNoise, 1)):
 		return invalidf("partition noise multiplier %v must be positive and finite", o.PartitionNoise)
 	}

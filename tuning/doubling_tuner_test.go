@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -86,5 +87,37 @@ func TestDoublingTunerLedgerAndResume(t *testing.T) {
 	other.Epochs = 2
 	if _, _, err := other.Scores(context.Background(), space); err == nil {
 		t.Error("cache of other settings accepted")
+	}
+}
+
+// A part run's batch is the final run's, or the whole part when a part is
+// smaller — so that hundreds of parts fit a network trained at batch 4,096
+// — or --part-batch; the sampling rate of a part run follows from it, and
+// settings that leave a part smaller than its batch, or parts empty, are
+// refused.
+func TestDoublingPartBatch(t *testing.T) {
+	space := Space{Name: "s", Dims: []Dim{{Name: LearningRate, Values: []float64{0.1, 1}}}}
+	spec := func(k, partBatch int) Spec {
+		o := DoublingOptions{Partitions: k, Epsilon0: 0.1, Granularity: 0.01, PartEpochs: 30, PartBatch: partBatch, PartitionNoise: 1}
+		return Spec{Space: space, TrainN: 55000, ValSize: 1000, BatchSize: 4096, Epochs: 40, Delta: 1e-5, Options: o.Values()}
+	}
+	var d doublingTuner
+	for _, c := range []struct {
+		k, partBatch, batch int
+		q                   float64
+	}{{10, 0, 4096, 4096.0 / 5500}, {500, 0, 110, 1}, {500, 55, 55, 0.5}} {
+		s := spec(c.k, c.partBatch)
+		if err := d.Check(s); err != nil {
+			t.Errorf("k = %d, part batch %d: %v", c.k, c.partBatch, err)
+		}
+		sc := NewDoubling(s, model.Arch{}).Scorer
+		if sc.BatchSize != c.batch || math.Abs(sc.SamplingRate-c.q) > 1e-12 {
+			t.Errorf("k = %d, part batch %d: batch %d at q = %v, want %d at %v", c.k, c.partBatch, sc.BatchSize, sc.SamplingRate, c.batch, c.q)
+		}
+	}
+	for _, s := range []Spec{spec(500, 200), spec(60000, 0), spec(500, -1)} {
+		if err := d.Check(s); err == nil {
+			t.Errorf("%v accepted", s.Options)
+		}
 	}
 }
