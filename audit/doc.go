@@ -63,6 +63,18 @@
 // MinCanarySamplingRate: within them its float32 parameters cannot
 // overflow, and outside them Check refuses the settings before any trial.
 //
+// TunerCanary plays a tuner of dptune's own over such runs (random-stop,
+// GP, or grid over TunerSpace's four candidates); with a real Base it is
+// Xiang et al.'s NTCV setting. NewDiracCanaries is the audit-only engine
+// hook behind every Dirac canary, one or many on distinct coordinates.
+//
+// One-run auditing (Steinke, Nasr & Jagielski 2023, "Privacy Auditing with
+// One (1) Training Run"): OneRunGuesses scores the auditor's guesses about
+// m canaries of one training run, OneRunPValue is their Theorem 3.1's
+// p-value for an (ε, δ) claim, OneRunEpsilon the largest ε it rejects, and
+// OneRunAudit the best over guess counts fixed in advance, by a union
+// bound.
+//
 // The standing test that the claim and the implementation agree: built
 // with the tag dptune_plant_quarter_noise or dptune_plant_no_clip, dpsgd
 // carries a planted bug (noise of σ/4 where the ledger says σ; no

@@ -39,6 +39,13 @@
 //	res, err := job.Account(ctx, job.AccountSpec{Solve: "epsilon", NoiseMultiplier: 1.1,
 //		SamplingRate: 256.0 / 60000, Steps: 14063, Delta: 1e-5, Accountant: "pld"})
 //
+// Check a claim from below: Audit plays Xiang et al.'s distinguishing game
+// (the tight DP-SGD audit, every tuner's, the natural canary's) and
+// AuditOneRun audits one real training run with canaries (Steinke, Nasr &
+// Jagielski 2023), reporting ε_L beside the run's ε:
+//
+//	res, err := job.AuditOneRun(ctx, job.OneRunSpec{Train: trainSpec, Canaries: 1000, Confidence: 0.95})
+//
 // Datasets and accountants are chosen by name from one registry each
 // (data.Register, accounting.Register, in each one's own file): Dataset,
 // DatasetNames, NominalSize and LoadSpace (a dataset's default search

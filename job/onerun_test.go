@@ -3,38 +3,16 @@ package job
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/dptune/dptune/audit"
-	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/model"
 )
-
-// noisyImages is a Source of random 28×28 images with random labels: n to
-// train on and nTest in the test set the canaries come from.
-func noisyImages(n, nTest int) Source {
-	mk := func(n int, rng *rand.Rand) *data.Dataset {
-		d := &data.Dataset{Name: "noise", N: n, C: 1, H: 28, W: 28, Classes: 10, X: make([]float32, n*784), Y: make([]uint8, n)}
-		for i := range d.X {
-			d.X[i] = float32(rng.NormFloat64())
-		}
-		for i := range d.Y {
-			d.Y[i] = uint8(rng.IntN(10))
-		}
-		return d
-	}
-	return Source{Name: "noise", Arch: model.MNIST, NominalN: n, Load: func() (*data.Dataset, *data.Dataset, error) {
-		rng := rand.New(rand.NewPCG(5, 6))
-		return mk(n, rng), mk(nTest, rng), nil
-	}}
-}
 
 // TestAuditOneRunRefuses: settings no one-run audit can run with wrap
 // ErrInvalid, before training.
 func TestAuditOneRunRefuses(t *testing.T) {
 	seed := uint64(1)
-	base := TrainSpec{Data: noisyImages(40, 20), Epsilon: 4, Delta: 1e-5, ClipNorm: 1, BatchSize: 10, Epochs: 1, LearningRate: 0.1, Seed: &seed}
+	base := TrainSpec{Data: randomImages(40, 20), Epsilon: 4, Delta: 1e-5, ClipNorm: 1, BatchSize: 10, Epochs: 1, LearningRate: 0.1, Seed: &seed}
 	for name, s := range map[string]OneRunSpec{
 		"one canary":          {Train: base, Canaries: 1, Confidence: 0.95},
 		"more than the test":  {Train: base, Canaries: 21, Confidence: 0.95},
@@ -58,7 +36,7 @@ func TestAuditOneRunRefuses(t *testing.T) {
 // leave the canaries out.
 func TestAuditOneRunBounds(t *testing.T) {
 	seed := uint64(3)
-	s := OneRunSpec{Train: TrainSpec{Data: noisyImages(100, 300), NoiseMultiplier: 0.3, Delta: 1e-5, ClipNorm: 1, BatchSize: 100,
+	s := OneRunSpec{Train: TrainSpec{Data: randomImages(100, 300), NoiseMultiplier: 0.3, Delta: 1e-5, ClipNorm: 1, BatchSize: 100,
 		Epochs: 40, LearningRate: 0.5, Momentum: 0.9, Seed: &seed}, Canaries: 200, Guesses: []int{20, 60}, Confidence: 0.95, Canary: OneRunInput}
 	res, err := AuditOneRun(context.Background(), s)
 	if err != nil {
@@ -81,7 +59,7 @@ func TestAuditOneRunBounds(t *testing.T) {
 // apart; the audit finds ε_L > 0 and, by the theorem, ε_L ≤ ε.
 func TestAuditOneRunGradient(t *testing.T) {
 	for _, seed := range []uint64{1, 2} {
-		s := OneRunSpec{Train: TrainSpec{Data: noisyImages(50, 1000), Epsilon: 6, Delta: 1e-5, ClipNorm: 1, BatchSize: 50,
+		s := OneRunSpec{Train: TrainSpec{Data: randomImages(50, 1000), Epsilon: 6, Delta: 1e-5, ClipNorm: 1, BatchSize: 50,
 			Epochs: 5, LearningRate: 0.1, Seed: &seed}, Canaries: 1000, Confidence: 0.95}
 		res, err := AuditOneRun(context.Background(), s)
 		if err != nil {

@@ -19,7 +19,11 @@ import (
 
 // smallMNIST is a Source of n random 28×28 training examples and 20 test
 // examples.
-func smallMNIST(n int) Source {
+func smallMNIST(n int) Source { return randomImages(n, 20) }
+
+// randomImages is a Source of random 28×28 images with random labels: n
+// to train on and nTest in the test set.
+func randomImages(n, nTest int) Source {
 	mk := func(n int, rng *rand.Rand) *data.Dataset {
 		d := &data.Dataset{Name: "small", N: n, C: 1, H: 28, W: 28, Classes: 10, X: make([]float32, n*784), Y: make([]uint8, n)}
 		for i := range d.X {
@@ -32,7 +36,7 @@ func smallMNIST(n int) Source {
 	}
 	return Source{Name: "mnist", Arch: model.MNIST, NominalN: n, Load: func() (*data.Dataset, *data.Dataset, error) {
 		rng := rand.New(rand.NewPCG(3, 4))
-		return mk(n, rng), mk(20, rng), nil
+		return mk(n, rng), mk(nTest, rng), nil
 	}}
 }
 

@@ -38,14 +38,7 @@ func TestAuditRangesRefused(t *testing.T) {
 		if tc.args[0] == "audit" {
 			args = append(args, "--trials", "100")
 		}
-		start := time.Now()
-		code, out := run(t, args...)
-		if code != 2 || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
-			t.Errorf("%v: exit %d, output %q; want exit 2 and one line with %q", tc.args, code, out, tc.want)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("%v: refused only after %v", tc.args, d)
-		}
+		refusedAtOnce(t, args, tc.want)
 	}
 }
 
@@ -65,13 +58,20 @@ func TestAuditOneRunRefused(t *testing.T) {
 		{[]string{"--epsilon", "-1"}, "ε"},
 	} {
 		args := append([]string{"audit", "one-run", "--out", filepath.Join(t.TempDir(), "x")}, tc.args...)
-		start := time.Now()
-		code, out := run(t, args...)
-		if code != 2 || !strings.Contains(out, tc.want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
-			t.Errorf("%v: exit %d, output %q; want exit 2 and one line with %q", tc.args, code, out, tc.want)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("%v: refused only after %v", tc.args, d)
-		}
+		refusedAtOnce(t, args, tc.want)
+	}
+}
+
+// refusedAtOnce runs dptune with args and requires exit 2 with one line
+// holding want, within 2 seconds.
+func refusedAtOnce(t *testing.T, args []string, want string) {
+	t.Helper()
+	start := time.Now()
+	code, out := run(t, args...)
+	if code != 2 || !strings.Contains(out, want) || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Errorf("%v: exit %d, output %q; want exit 2 and one line with %q", args, code, out, want)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("%v: refused only after %v", args, d)
 	}
 }
