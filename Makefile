@@ -54,6 +54,7 @@ bench:
 # docs/report/data (each benchmark's JSON and figures, written there by its
 # --out).
 report: build
+	rm -rf docs/report/figures
 	./$(BIN) bench report --from docs/report/data --out docs/report
 
 # Debian's PyTorch, for the side-by-side reference below (needs root).
