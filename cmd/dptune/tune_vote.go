@@ -149,11 +149,6 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	if err != nil {
 		return err
 	}
-	if b := plan.Mechanism.BestCaseGoodSelection(); b < 0.5 {
-		m := plan.Mechanism
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: near-random selection: even if all %d clients voted for the same %d good candidates, DP-Hype's Theorem V.1 guarantees a good one only with probability %.2f (vote noise σ = %.1f votes against %d votes; %d other candidates); more clients, fewer candidates or a larger --vote-epsilon raise it\n",
-			m.Clients, m.VotesPerClient, b, m.NoiseStddev, m.Clients, m.Candidates-m.VotesPerClient)
-	}
 	if !spawn {
 		if err := spec.Transport.CheckServer(listen); err != nil {
 			return err
@@ -167,6 +162,11 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	// (they read the same files).
 	if _, spec.Test, err = src.Load(); err != nil {
 		return usagef("--dataset %s --data-dir %q: %v", src.Name, f.data.dataDir, err)
+	}
+	if b := plan.Mechanism.BestCaseGoodSelection(); b < 0.5 {
+		m := plan.Mechanism
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: near-random selection: even if all %d clients voted for the same %d good candidates, DP-Hype's Theorem V.1 guarantees a good one only with probability %.2f (vote noise σ = %.1f votes against %d votes; %d other candidates); more clients, fewer candidates or a larger --vote-epsilon raise it\n",
+			m.Clients, m.VotesPerClient, b, m.NoiseStddev, m.Clients, m.Candidates-m.VotesPerClient)
 	}
 	if spawn {
 		if spec.Transport, err = throwawayCA(f.out, plan.Clients); err != nil {

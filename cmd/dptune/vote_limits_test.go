@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,18 +36,30 @@ func TestVoteClientArgsCarryTheCuratorsLimits(t *testing.T) {
 	}
 }
 
-// tune --tuner vote warns, before reading any data, when even a unanimous
-// vote would be selected near-randomly (Theorem V.1 at Δ = n below 1/2),
-// as it is at the defaults (σ ≈ 9.9 votes against 10 clients' votes).
+// The vote's server warns, once its input is checked and before any
+// client starts, when even a unanimous vote would be selected
+// near-randomly (Theorem V.1 at Δ = n below 1/2), as it is at the defaults
+// (σ ≈ 9.9 votes against 10 clients' votes); here an address already in
+// use stops it right after.
 func TestVoteWarnsNearRandom(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "nothing-here")
-	_, out := run(t, "tune", "--tuner", "vote", "--data-dir", missing, "--out", filepath.Join(t.TempDir(), "v"))
-	i, j := strings.Index(out, "near-random"), strings.Index(out, "nothing-here")
-	if i < 0 || j < 0 || i > j {
-		t.Errorf("no near-random warning before the data error:\n%s", out)
+	data := writeMNISTDir(t, 200, 20, -1)
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
 	}
-	_, out = run(t, "tune", "--tuner", "vote", "--clients", "50", "--vote-epsilon", "4", "--data-dir", missing, "--out", filepath.Join(t.TempDir(), "v"))
-	if strings.Contains(out, "near-random") {
-		t.Errorf("warned with 50 clients at vote ε = 4:\n%s", out)
+	defer busy.Close()
+	addr := busy.Addr().String()
+	serve := func(extra ...string) string {
+		args := append([]string{"vote", "serve", "--insecure", "--listen", addr, "--data-dir", data, "--nominal-size", "200", "--out", filepath.Join(t.TempDir(), "v")}, extra...)
+		_, out := run(t, args...)
+		return out
+	}
+	out := serve()
+	i, j := strings.Index(out, "near-random"), strings.Index(out, "--listen "+addr)
+	if i < 0 || j < 0 || i > j {
+		t.Errorf("no near-random warning before the listen error:\n%s", out)
+	}
+	if out = serve("--clients", "50", "--vote-epsilon", "4", "--epsilon", "8"); strings.Contains(out, "near-random") || !strings.Contains(out, "--listen "+addr) {
+		t.Errorf("warned with 50 clients at vote ε = 4, or ran on:\n%s", out)
 	}
 }
