@@ -64,8 +64,11 @@ func TestRefusalsComeBeforeTheData(t *testing.T) {
 		"doubling, small ε": func(s *TuneSpec) {
 			s.Tuner, s.Options = "doubling", tuning.DoublingOptions{Partitions: 2, Epsilon0: 1, Granularity: 0.01, PartEpochs: 1}.Values()
 		},
-		"doubling, many k": func(s *TuneSpec) {
-			s.Tuner, s.Options = "doubling", tuning.DoublingOptions{Partitions: 9, Epsilon0: 0.1, Granularity: 0.01, PartEpochs: 1}.Values()
+		"doubling, more parts than validation examples": func(s *TuneSpec) {
+			s.Tuner, s.Options = "doubling", tuning.DoublingOptions{Partitions: 300, Epsilon0: 0.1, Granularity: 0.01, PartEpochs: 1}.Values()
+		},
+		"doubling, part batch above a part": func(s *TuneSpec) {
+			s.Tuner, s.Options = "doubling", tuning.DoublingOptions{Partitions: 9, Epsilon0: 0.1, Granularity: 0.01, PartEpochs: 1, PartBatch: 500}.Values()
 		},
 		"seeded under budget": func(s *TuneSpec) { s.Seed, s.Budget = &seed, "any.budget" },
 		"xiang for doubling": func(s *TuneSpec) {
