@@ -1,6 +1,9 @@
 package audit
 
-import "github.com/dptune/dptune/dpsgd"
+import (
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+)
 
 // CanaryGradientNorm is the L2 norm of a Dirac canary's gradient before
 // clipping, in units of the clipping norm C: the gradient is
@@ -44,4 +47,16 @@ func (e *diracCanaries) ClippedSum(x []float32, y []uint8, idx []int, clip float
 		return 0, nil
 	}
 	return e.inner.ClippedSum(x, y, e.rest, clip, sum)
+}
+
+// WithCanarySlots is d with n more examples, blank and labelled 0, at
+// indices d.N … d.N+n−1: the slots of Dirac canaries, whose gradients come
+// from NewDiracCanaries's hook, not from their pixels.
+func WithCanarySlots(d *data.Dataset, n int) *data.Dataset {
+	c := *d
+	size := d.C * d.H * d.W
+	c.X = append(append(make([]float32, 0, len(d.X)+n*size), d.X...), make([]float32, n*size)...)
+	c.Y = append(append(make([]uint8, 0, d.N+n), d.Y...), make([]uint8, n)...)
+	c.N = d.N + n
+	return &c
 }

@@ -174,16 +174,8 @@ func blank(a model.Arch, n int) *data.Dataset {
 		X: make([]float32, n*a.C*a.H*a.W), Y: make([]uint8, n)}
 }
 
-// withCanary is d with one more example (the canary's slot, index d.N; its
-// gradient comes from the audit engine, not from its pixels).
-func withCanary(d *data.Dataset) *data.Dataset {
-	c := *d
-	size := d.C * d.H * d.W
-	c.X = append(append(make([]float32, 0, len(d.X)+size), d.X...), make([]float32, size)...)
-	c.Y = append(append(make([]uint8, 0, d.N+1), d.Y...), 0)
-	c.N = d.N + 1
-	return &c
-}
+// withCanary is d with one more example: the canary's slot (WithCanarySlots).
+func withCanary(d *data.Dataset) *data.Dataset { return WithCanarySlots(d, 1) }
 
 // CanaryArch is the network of the worst-case DP-SGD game: one example of
 // one pixel, flattened, into a linear layer of two classes — four

@@ -178,11 +178,8 @@ func AuditOneRun(ctx context.Context, s OneRunSpec) (*OneRunResult, error) {
 			}
 		}
 		if s.Canary == OneRunGradient {
-			// Blank examples whose gradient the engine hook replaces.
 			first = train.N
-			blank := &data.Dataset{N: len(added), C: train.C, H: train.H, W: train.W, Classes: train.Classes,
-				X: make([]float32, len(added)*train.ExampleSize()), Y: make([]uint8, len(added))}
-			return withExamples(train, blank, seq(len(added))), rest, nil
+			return audit.WithCanarySlots(train, len(added)), rest, nil
 		}
 		return withExamples(train, canaries, added), rest, nil
 	}
@@ -227,15 +224,6 @@ func AuditOneRun(ctx context.Context, s OneRunSpec) (*OneRunResult, error) {
 		res.EpsilonUpper[rep.Accountant] = *rep.Epsilon
 	}
 	return res, nil
-}
-
-// seq is 0, 1, …, n−1.
-func seq(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
 }
 
 // withExamples is d with the examples idx of extra appended.
