@@ -93,6 +93,18 @@ func epsilonDelta(e Event) (eps, delta float64, err error) {
 			delta = math.Min(1, delta+d1)
 		}
 		return eps, delta, nil
+	case WorstCase:
+		if len(v.Events) == 0 {
+			return 0, 0, errors.New("accounting: a worst case of no events")
+		}
+		for _, ev := range v.Events {
+			e1, d1, err := epsilonDelta(ev)
+			if err != nil {
+				return 0, 0, err
+			}
+			eps, delta = math.Max(eps, e1), math.Max(delta, d1)
+		}
+		return eps, delta, nil
 	case RepeatAndSelect:
 		return repeatAndSelectPure(v.Event, v.Repetitions, 1, 1)
 	case AdaptiveRepeatAndSelect:

@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -119,6 +120,20 @@ type AboveThreshold struct {
 	MaxIterations int     `json:"max_iterations"`
 }
 
+// WorstCase is one of Events, which one chosen from public information or
+// from what earlier mechanisms released (a tuning run's candidate, which
+// the tuner releases with the run): e.g. DP-SGD runs whose candidates set
+// different batch sizes, epochs or networks. It is counted as the worst of
+// them at every order or parameter — the pointwise maximum of their RDP
+// curves, of their ε and δ, of their GDP μ — which bounds the mixture over a
+// released choice because Rényi divergence is quasi-convex (van Erven &
+// Harremoës 2014, "Rényi Divergence and Kullback-Leibler Divergence",
+// Theorem 13) and bounds each adaptive choice by the same maximum. The PLD
+// accountant does not count it. Events must not be empty.
+type WorstCase struct {
+	Events []Event `json:"events"`
+}
+
 // NonPrivate is a mechanism with no privacy guarantee, e.g. training without
 // noise. Every accountant reports ε = +∞ for it.
 type NonPrivate struct {
@@ -137,6 +152,7 @@ func (AdaptiveRepeatAndSelect) Type() string { return "adaptive_repeat_and_selec
 func (Vote) Type() string                    { return "vote" }
 func (AboveThreshold) Type() string          { return "above_threshold" }
 func (NonPrivate) Type() string              { return "non_private" }
+func (WorstCase) Type() string               { return "worst_case" }
 
 // DPSGD is the event of steps DP-SGD steps with Poisson sampling rate q and
 // noise multiplier σ (noise σ·C for clipping norm C, sensitivity C):
@@ -252,9 +268,10 @@ func MarshalEvent(e Event) ([]byte, error) {
 			MaxRatio    float64         `json:"max_ratio"`
 			MinRatio    float64         `json:"min_ratio"`
 		}{inner, v.Repetitions, v.MaxRatio, v.MinRatio}
-	case Composed:
-		list := make([]json.RawMessage, len(v.Events))
-		for i, ev := range v.Events {
+	case Composed, WorstCase:
+		events := v.(interface{ events() []Event }).events()
+		list := make([]json.RawMessage, len(events))
+		for i, ev := range events {
 			b, err := MarshalEvent(ev)
 			if err != nil {
 				return nil, err
@@ -379,14 +396,20 @@ func unmarshalEvent(b []byte, version int) (Event, error) {
 			ev, err = inner()
 			out = AdaptiveRepeatAndSelect{Event: ev, Repetitions: e.Repetitions, MaxRatio: e.MaxRatio, MinRatio: e.MinRatio}
 		}
-	case "composed":
-		c := Composed{Events: make([]Event, len(head.Events))}
+	case "composed", "worst_case":
+		events := make([]Event, len(head.Events))
 		for i, raw := range head.Events {
-			if c.Events[i], err = unmarshalEvent(raw, version); err != nil {
+			if events[i], err = unmarshalEvent(raw, version); err != nil {
 				break
 			}
 		}
-		out = c
+		if head.Type == "composed" {
+			out = Composed{Events: events}
+		} else if len(events) == 0 {
+			err = errors.New("a worst case of no events")
+		} else {
+			out = WorstCase{Events: events}
+		}
 	default:
 		return nil, fmt.Errorf("accounting: unknown event type %q", head.Type)
 	}
@@ -395,6 +418,9 @@ func unmarshalEvent(b []byte, version int) (Event, error) {
 	}
 	return out, nil
 }
+
+func (c Composed) events() []Event  { return c.Events }
+func (w WorstCase) events() []Event { return w.Events }
 
 // decode reads a plain event (one without inner events) of type T.
 func decode[T Event](b []byte) (Event, error) {

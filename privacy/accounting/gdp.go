@@ -96,6 +96,21 @@ func gdpMu2(e Event) (float64, bool, error) {
 			any = any || approx
 		}
 		return sum, any, nil
+	case WorstCase:
+		var worst float64
+		var any bool
+		for _, ev := range v.Events {
+			m, approx, err := gdpMu2(ev)
+			if err != nil {
+				return 0, false, err
+			}
+			worst = math.Max(worst, m)
+			any = any || approx
+		}
+		if len(v.Events) == 0 {
+			return 0, false, fmt.Errorf("accounting: a worst case of no events")
+		}
+		return worst, any, nil
 	case NonPrivate:
 		return math.Inf(1), false, nil
 	}

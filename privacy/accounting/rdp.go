@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 )
@@ -62,7 +63,8 @@ func (a RDP) orders() []float64 {
 //     (Papernot & Steinke 2022, Theorems 2 and 6; DP-HyPO Theorem 1);
 //   - NonPrivate: +∞;
 //   - SelfComposed and Composed: the sum per order (Mironov 2017,
-//     Proposition 1).
+//     Proposition 1);
+//   - WorstCase: the maximum per order.
 //
 // EpsilonDelta with δ > 0 (no RDP guarantee follows from it) and subsampling
 // of anything but a Gaussian give an error wrapping ErrUnsupported.
@@ -193,6 +195,25 @@ func (a RDP) add(ctx context.Context, acc, orders []float64, e Event, times floa
 				return err
 			}
 		}
+	case WorstCase:
+		if len(v.Events) == 0 {
+			return errors.New("accounting: a worst case of no events")
+		}
+		worst := make([]float64, len(orders))
+		for k, ev := range v.Events {
+			one := make([]float64, len(orders))
+			if err := a.add(ctx, one, orders, ev, 1); err != nil {
+				return err
+			}
+			for i := range worst {
+				if k == 0 || one[i] > worst[i] || math.IsNaN(one[i]) {
+					worst[i] = one[i]
+				}
+			}
+		}
+		for i := range acc {
+			acc[i] += times * worst[i]
+		}
 	case NonPrivate:
 		for i := range acc {
 			acc[i] = math.Inf(1)
@@ -233,6 +254,12 @@ func approximate(e Event) bool {
 	case SelfComposed:
 		return approximate(v.Event)
 	case Composed:
+		for _, ev := range v.Events {
+			if approximate(ev) {
+				return true
+			}
+		}
+	case WorstCase:
 		for _, ev := range v.Events {
 			if approximate(ev) {
 				return true
