@@ -48,7 +48,8 @@ type LandscapeConfig struct {
 }
 
 // Subgrid keeps every stride-th value of each dimension of s (strides[k] for
-// dimension k), always including the first value.
+// dimension k), always including the first value; a categorical
+// dimension keeps the same choices, renumbered.
 func Subgrid(s tuning.Space, strides []int) tuning.Space {
 	out := tuning.Space{Name: s.Name + "-sub"}
 	for k, d := range s.Dims {
@@ -57,8 +58,15 @@ func Subgrid(s tuning.Space, strides []int) tuning.Space {
 			st = strides[k]
 		}
 		nd := tuning.Dim{Name: d.Name, Log: d.Log}
+		var choices []string
 		for i := 0; i < len(d.Values); i += st {
 			nd.Values = append(nd.Values, d.Values[i])
+			if d.Choices != nil {
+				choices = append(choices, d.Choices[i])
+			}
+		}
+		if d.Choices != nil {
+			nd = tuning.Categorical(d.Name, choices...)
 		}
 		out.Dims = append(out.Dims, nd)
 	}
@@ -143,7 +151,7 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 			}
 		}
 		if err := cfg.Runner.Run(ctx, tasks, func(k int, out []byte) error {
-			r, err := cfg.Jobs(t).Decode(out)
+			r, err := cfg.Jobs(t).Decode(cfg.Space.At(todo[k][0]), out)
 			if err != nil {
 				return err
 			}

@@ -293,20 +293,25 @@ func decodeInput(b []byte, v any) error {
 // runInput is a KindDPSGDRun job: the trainer's settings without its
 // data, the candidate and the run's seed.
 type runInput struct {
-	Data              dataRef          `json:"data"`
-	Arch              model.Arch       `json:"arch"`
-	NoiseMultiplier   float64          `json:"noise_multiplier"`
-	SamplingRate      float64          `json:"sampling_rate"`
-	ExpectedBatchSize float64          `json:"expected_batch_size"`
-	Steps             int              `json:"steps"`
-	Momentum          float64          `json:"momentum"`
-	LearningRate      float64          `json:"learning_rate"`
-	ClipNorm          float64          `json:"clip_norm"`
-	ScoreNoise        float64          `json:"score_noise"`
-	ValSize           int              `json:"val_size"`
-	Noise             dpsgd.NoiseMode  `json:"noise"`
-	Candidate         tuning.Candidate `json:"candidate"`
-	Seed              *uint64          `json:"seed"`
+	Data              dataRef        `json:"data"`
+	Arch              model.Arch     `json:"arch"`
+	NoiseMultiplier   float64        `json:"noise_multiplier"`
+	SamplingRate      float64        `json:"sampling_rate"`
+	ExpectedBatchSize float64        `json:"expected_batch_size"`
+	Steps             int            `json:"steps"`
+	Momentum          float64        `json:"momentum"`
+	LearningRate      float64        `json:"learning_rate"`
+	ClipNorm          float64        `json:"clip_norm"`
+	Schedule          dpsgd.Schedule `json:"lr_schedule,omitempty"`
+	NominalN          int            `json:"nominal_n,omitempty"`
+	Epochs            int            `json:"epochs,omitempty"`
+	// Networks are the resolved choices of the space's network dimension.
+	Networks   map[string]model.Arch `json:"networks,omitempty"`
+	ScoreNoise float64               `json:"score_noise"`
+	ValSize    int                   `json:"val_size"`
+	Noise      dpsgd.NoiseMode       `json:"noise"`
+	Candidate  tuning.Candidate      `json:"candidate"`
+	Seed       *uint64               `json:"seed"`
 	// Key is the run's secret key (a keyed invocation's run), instead of
 	// Seed; it travels only inside sealed payloads.
 	Key *randsrc.Key `json:"key,omitempty"`
@@ -359,7 +364,8 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	t := &tuning.DPSGDTrainer{Arch: in.Arch, Data: l.train, Val: l.val, ValSize: in.ValSize, NoiseMultiplier: in.NoiseMultiplier,
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
-		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
+		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, Schedule: in.Schedule, NominalN: in.NominalN, Epochs: in.Epochs,
+		Networks: in.Networks, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 	}
@@ -392,12 +398,14 @@ func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64, key *randsr
 	t := j.t
 	b, err := json.Marshal(runInput{Data: j.data, Arch: t.Arch, NoiseMultiplier: t.NoiseMultiplier, SamplingRate: t.SamplingRate,
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
-		ClipNorm: t.ClipNorm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
+		ClipNorm: t.ClipNorm, Schedule: t.Schedule, NominalN: t.NominalN, Epochs: t.Epochs, Networks: t.Networks,
+		ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }
 
-// Decode implements tuning.Jobs.
-func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
+// Decode implements tuning.Jobs: the parameters are read into c's
+// network.
+func (j dpsgdJobs) Decode(c tuning.Candidate, b []byte) (tuning.Run, error) {
 	var out runOutput
 	if err := json.Unmarshal(b, &out); err != nil {
 		return tuning.Run{}, fmt.Errorf("malformed run output: %w", err)
@@ -407,7 +415,11 @@ func (j dpsgdJobs) Decode(b []byte) (tuning.Run, error) {
 	}
 	r := tuning.Run{Score: out.Score, NoisyCount: out.NoisyCount}
 	if j.model {
-		net, err := model.NewZero(j.t.Arch)
+		arch, _, err := j.t.Hyper().Run(c)
+		if err != nil {
+			return tuning.Run{}, err
+		}
+		net, err := model.NewZero(arch)
 		if err != nil {
 			return tuning.Run{}, err
 		}
@@ -436,20 +448,24 @@ func LandscapeJobs(src Source, train, test *data.Dataset, t *tuning.DPSGDTrainer
 
 // partInput is a KindPartitionRun job.
 type partInput struct {
-	Data            dataRef          `json:"data"` // with Parts and PartKey
-	Arch            model.Arch       `json:"arch"`
-	ValSize         int              `json:"val_size"`
-	Epochs          int              `json:"epochs"`
-	BatchSize       int              `json:"batch_size"`
-	SamplingRate    float64          `json:"sampling_rate"`
-	Momentum        float64          `json:"momentum"`
-	Private         bool             `json:"private"`
-	NoiseMultiplier float64          `json:"noise_multiplier"`
-	Noise           dpsgd.NoiseMode  `json:"noise"`
-	Seed            uint64           `json:"seed"`
-	Key             *randsrc.Key     `json:"key,omitempty"` // instead of Seed when not nil
-	Candidate       tuning.Candidate `json:"candidate"`
-	Part            int              `json:"part"`
+	Data            dataRef               `json:"data"` // with Parts and PartKey
+	Arch            model.Arch            `json:"arch"`
+	ValSize         int                   `json:"val_size"`
+	Epochs          int                   `json:"epochs"`
+	BatchSize       int                   `json:"batch_size"`
+	SamplingRate    float64               `json:"sampling_rate"`
+	Momentum        float64               `json:"momentum"`
+	LearningRate    float64               `json:"learning_rate,omitempty"`
+	ClipNorm        float64               `json:"clip_norm,omitempty"`
+	Schedule        dpsgd.Schedule        `json:"lr_schedule,omitempty"`
+	Networks        map[string]model.Arch `json:"networks,omitempty"`
+	Private         bool                  `json:"private"`
+	NoiseMultiplier float64               `json:"noise_multiplier"`
+	Noise           dpsgd.NoiseMode       `json:"noise"`
+	Seed            uint64                `json:"seed"`
+	Key             *randsrc.Key          `json:"key,omitempty"` // instead of Seed when not nil
+	Candidate       tuning.Candidate      `json:"candidate"`
+	Part            int                   `json:"part"`
 }
 
 func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
@@ -465,7 +481,8 @@ func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
 		return nil, err
 	}
 	p := &tuning.PartitionScorer{Arch: in.Arch, Parts: l.parts, Val: l.val, ValSize: in.ValSize, Epochs: in.Epochs,
-		BatchSize: in.BatchSize, SamplingRate: in.SamplingRate, Momentum: in.Momentum, Private: in.Private,
+		BatchSize: in.BatchSize, SamplingRate: in.SamplingRate, Momentum: in.Momentum, LearningRate: in.LearningRate, ClipNorm: in.ClipNorm,
+		Schedule: in.Schedule, Networks: in.Networks, Private: in.Private,
 		NoiseMultiplier: in.NoiseMultiplier, Noise: in.Noise, Seed: in.Seed, Key: in.Key}
 	acc, err := p.TrainPart(ctx, in.Candidate, in.Part)
 	if err != nil {
@@ -478,7 +495,8 @@ func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
 func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Candidate, int) (runner.Task, error) {
 	return func(c tuning.Candidate, part int) (runner.Task, error) {
 		b, err := json.Marshal(partInput{Data: ref, Arch: scorer.Arch, ValSize: scorer.ValSize, Epochs: scorer.Epochs,
-			BatchSize: scorer.BatchSize, SamplingRate: scorer.SamplingRate, Momentum: scorer.Momentum, Private: scorer.Private,
+			BatchSize: scorer.BatchSize, SamplingRate: scorer.SamplingRate, Momentum: scorer.Momentum, LearningRate: scorer.LearningRate,
+			ClipNorm: scorer.ClipNorm, Schedule: scorer.Schedule, Networks: scorer.Networks, Private: scorer.Private,
 			NoiseMultiplier: scorer.NoiseMultiplier, Noise: scorer.Noise, Seed: scorer.Seed, Key: scorer.Key, Candidate: c, Part: part})
 		return runner.Task{ID: fmt.Sprintf("candidate %d part %d", c.Index, part), Kind: KindPartitionRun, Input: b}, err
 	}

@@ -22,10 +22,10 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 	tu := p.tuner.(tuning.Partitioned)
 	k := tu.Partitions(p.spec)
 	sigma, q, steps := p.trainer.NoiseMultiplier, p.trainer.SamplingRate, p.trainer.Steps
-	plan := tu.Plan(p.spec, s.Data.Arch, sigma)
+	plan := tu.Plan(p.spec, p.trainer.Hyper(), sigma)
 	scorer := plan.Scorer()
 	scorer.Warn = s.Warn
-	if scorer.Private && dpsgd.DataNormOf(s.Data.Arch) != nil {
+	if scorer.Private && hasDataNorm(s.Data.Arch, p.trainer.Networks) {
 		// Each private part run would estimate its own normalisation, which
 		// the search's ledger does not count.
 		return nil, nil, invalidf("private partition runs do not take a network with a datanorm layer: score the parts without privacy (their cost is then the search's)")
@@ -111,12 +111,12 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 		return rel, nil, resv.done(res.Ledger, runErr)
 	}
 	if !interrupted && res.Selected != nil {
-		facts.Selected = res.Selected.Values
+		facts.Selected, facts.SelectedChoices = res.Selected.Values, res.Selected.Labels
 		if m, err := dpsgd.Evaluate(ctx, res.Model, test.X, test.Y); err == nil {
 			facts.TestAccuracy = &m.Accuracy
 		}
 		rel.Model, rel.Selected = res.Model, facts.Selected
-		rel.hyper = map[string]any{"selected": facts.Selected, "noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "tuner": s.Tuner}
+		rel.hyper = map[string]any{"selected": facts.Selected, "selected_choices": facts.SelectedChoices, "noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "tuner": s.Tuner}
 	}
 	rel.Report = res.Report(facts)
 	if interrupted {

@@ -190,6 +190,19 @@ func LoadSpace(name, dataset string) (tuning.Space, error) {
 	return s, nil
 }
 
+// DefaultSpaceName is the search space a tuning of src takes when none is
+// named: "scatter-<dataset>" (tuning's ScatterNet spaces) for a network
+// with a ScatterNet front end when one is registered, else the dataset's
+// default ("" for LoadSpace).
+func DefaultSpaceName(src Source) string {
+	if _, ok := src.Arch.FrontEnd(); ok {
+		if _, ok := tuning.BuiltinSpace("scatter-" + src.Name); ok {
+			return "scatter-" + src.Name
+		}
+	}
+	return ""
+}
+
 func wrapLoad(name, dir string, load func(string) (*data.Dataset, *data.Dataset, error)) (*data.Dataset, *data.Dataset, error) {
 	train, test, err := load(dir)
 	if err != nil {

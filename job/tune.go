@@ -108,6 +108,9 @@ type TuneReport struct {
 	NominalSize int                `json:"nominal_size"`
 	Space       string             `json:"space"`
 	Selected    map[string]float64 `json:"selected"`
+	// SelectedChoices names the selected choice of each categorical
+	// dimension (a network, a schedule), whose Selected value is its index.
+	SelectedChoices map[string]string `json:"selected_choices,omitempty"`
 	// Fixed is the built-in network's own learning rate or clipping norm
 	// (NetworkDefaults), by dimension name, that every run took because
 	// the space has no such dimension; absent for any other network (whose
@@ -247,6 +250,10 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	if !uses.Repetitions {
 		s.Repetitions = accounting.FixedRepetitions(s.Space.Size())
 	}
+	networks, err := networksOf(s.Data, s.Space)
+	if err != nil {
+		return nil, err
+	}
 	spec := tuning.Spec{Space: s.Space, Repetitions: s.Repetitions, Accountant: s.Accountant, Validation: validation, ValSize: s.ValSize,
 		TrainN: n, BatchSize: s.BatchSize, Epochs: s.Epochs, Momentum: s.Momentum, Budget: s.Budget != "", Options: s.Options,
 		Seed: s.Seed, Progress: s.Progress, Diagnostics: s.Diagnostics}
@@ -258,7 +265,11 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	}
 	lr, clip := s.fixed()
 	t := &tuning.DPSGDTrainer{Arch: s.Data.Arch, SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize),
-		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: lr, ClipNorm: clip}
+		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: lr, ClipNorm: clip,
+		NominalN: n, Epochs: s.Epochs, Networks: networks, Space: s.Space}
+	if err := t.Hyper().CheckRuns(s.Space); err != nil {
+		return nil, invalid(err)
+	}
 	if validation == "private" && uses.TrainerScores {
 		t.ScoreNoise, t.ValSize = s.ScoreNoise, s.ValSize
 	}
@@ -420,7 +431,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		rep.BaseEpsilon, rep.TuningOverhead = b.Epsilon, rep.Epsilon-b.Epsilon
 	}
 	if !interrupted && res.Selected != nil && res.Model != nil {
-		rep.Selected, rep.Fixed, rep.ValidationScore = res.Selected.Values, s.fixedReport(), &res.Score
+		rep.Selected, rep.SelectedChoices, rep.Fixed, rep.ValidationScore = res.Selected.Values, res.Selected.Labels, s.fixedReport(), &res.Score
 		if trainer.ScoreNoise > 0 {
 			rep.ValidationCount = &res.NoisyCount
 		}
@@ -432,7 +443,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 			rep.TestAccuracy = &m.Accuracy
 		}
 		rel.Model, rel.Selected, rel.Score = res.Model, rep.Selected, rep.ValidationScore
-		rel.hyper = map[string]any{"selected": rep.Selected, "noise_multiplier": rep.BaseNoiseMultiplier,
+		rel.hyper = map[string]any{"selected": rep.Selected, "selected_choices": rep.SelectedChoices, "noise_multiplier": rep.BaseNoiseMultiplier,
 			"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "tuner": rep.Tuner}
 	}
 	if interrupted {
@@ -552,6 +563,12 @@ const (
 	LearningRate = tuning.LearningRate
 	ClipNorm     = tuning.ClipNorm
 )
+
+// OtherSettings lists a selected candidate's dimensions beside the
+// learning rate and clipping norm, for printing (tuning.OtherSettings).
+func OtherSettings(values map[string]float64, choices map[string]string) string {
+	return tuning.OtherSettings(values, choices)
+}
 
 // GPOptions are the GP tuner's settings (package tuning).
 type GPOptions = tuning.GPOptions

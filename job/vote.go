@@ -130,11 +130,7 @@ func LoadVoteSpace(nameOrFile string) (federated.Space, error) {
 	if err != nil {
 		return federated.Space{}, err
 	}
-	v := federated.Space{Name: s.Name, Dims: make([]federated.Dim, len(s.Dims))}
-	for i, d := range s.Dims {
-		v.Dims[i] = federated.Dim(d)
-	}
-	return v, nil
+	return tuning.VoteSpace(s)
 }
 
 // PlanVote checks s and returns the job every client will be sent: the
@@ -167,14 +163,11 @@ func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
 // options (tuning.Tuner.Options), its space as tuning's.
 func (s VoteSpec) tuningSpec() tuning.Spec {
 	seed := s.Seed
-	spec := tuning.Spec{Space: tuning.Space{Name: s.Space.Name}, Delta: s.Delta, TrainN: s.Data.NominalN, BatchSize: s.BatchSize, Seed: &seed,
+	spec := tuning.Spec{Space: tuning.SpaceOfVote(s.Space), Delta: s.Delta, TrainN: s.Data.NominalN, BatchSize: s.BatchSize, Seed: &seed,
 		Options: tuning.Values{"clients": s.Clients, "votes-per-client": s.VotesPerClient, "vote-epsilon": s.VoteEpsilon,
 			"dropout": s.Dropout, "split-alpha": s.SplitAlpha, "local-epochs": s.LocalEpochs, "final-training": s.FinalTraining,
 			"fedavg-rounds": s.Rounds, "clip-norm": s.ClipNorm, "colluding": s.Colluding,
 			"round-timeout": s.TrainingTimeout, "message-timeout": s.MessageTimeout}}
-	for _, d := range s.Space.Dims {
-		spec.Space.Dims = append(spec.Space.Dims, tuning.Dim(d))
-	}
 	return spec
 }
 
@@ -458,10 +451,11 @@ func (s TuneSpec) voteSpec(fed tuning.Federated) (VoteSpec, error) {
 	for k, v := range s.Options {
 		o[k] = v
 	}
-	v := VoteSpec{Data: s.Data, Space: federated.Space{Name: s.Space.Name}, Epsilon: s.Epsilon, Delta: s.Delta, BatchSize: s.BatchSize}
-	for _, d := range s.Space.Dims {
-		v.Space.Dims = append(v.Space.Dims, federated.Dim(d))
+	space, err := tuning.VoteSpace(s.Space)
+	if err != nil {
+		return VoteSpec{}, invalid(err)
 	}
+	v := VoteSpec{Data: s.Data, Space: space, Epsilon: s.Epsilon, Delta: s.Delta, BatchSize: s.BatchSize}
 	if s.Seed != nil {
 		v.Seed = *s.Seed
 	}

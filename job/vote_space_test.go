@@ -86,9 +86,9 @@ func TestCheckVoteSpaceGenericErrorsMatchTuning(t *testing.T) {
 		if want == nil {
 			t.Fatalf("%+v: tuning accepts it", s)
 		}
-		v := federated.Space{Name: s.Name}
-		for _, d := range s.Dims {
-			v.Dims = append(v.Dims, federated.Dim(d))
+		v, err := tuning.VoteSpace(s)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := federated.CheckSpace(v); err == nil || err.Error() != want.Error() {
 			t.Errorf("%q: %v, want %v", s.Name, err, want)

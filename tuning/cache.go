@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/fsx"
 )
 
@@ -61,7 +64,26 @@ func (p *PartitionScorer) fingerprint(s Space) string {
 		for _, v := range d.Values {
 			fmt.Fprintf(h, "%s,", fmtFloat(v))
 		}
+		if d.Choices != nil {
+			fmt.Fprintf(h, " choices=%q", d.Choices)
+		}
 		fmt.Fprintln(h)
+	}
+	// The scorer's own settings that a candidate without the dimension
+	// takes.
+	has := func(name string) bool { return slices.ContainsFunc(s.Dims, func(d Dim) bool { return d.Name == name }) }
+	if !has(LearningRate) {
+		fmt.Fprintf(h, "learning_rate=%s\n", fmtFloat(p.LearningRate))
+	}
+	if !has(ClipNorm) {
+		fmt.Fprintf(h, "clip_norm=%s\n", fmtFloat(p.ClipNorm))
+	}
+	if !has(LRSchedule) && p.Schedule != dpsgd.ConstantLR {
+		fmt.Fprintf(h, "lr_schedule=%s\n", p.Schedule)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Networks)) {
+		spec, _ := json.Marshal(p.Networks[name])
+		fmt.Fprintf(h, "network=%q %s\n", name, spec)
 	}
 	return fmt.Sprintf("%sarch=%.64q parts=%d candidates=%d settings-sha256=%x", cacheHeaderPrefix, p.Arch.Name, len(p.Parts), s.Size(), h.Sum(nil))
 }

@@ -135,11 +135,11 @@ type DoublingTuner struct {
 	Space  Space
 	Scorer *PartitionScorer
 	Search CappedSearchConfig
-	// Final is the final DP-SGD run without its candidate's learning rate
-	// and clipping norm, which the search fills in.
-	Final dpsgd.Config
+	// Final is the final DP-SGD run of a candidate (Hyper.Run): the
+	// network, the settings the candidate does not give, and in
+	// Final.Config the noise multiplier and noise mode.
+	Final Hyper
 	Train *data.Dataset
-	Arch  model.Arch
 	Seed  *uint64
 	// Key, if not nil, is a durable runner's secret 256-bit invocation key,
 	// taking precedence over Seed: the search draws from its stream
@@ -218,22 +218,35 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	}
 	c := d.Space.At(sel)
 	res.Selected = &c
-	cfg := d.Final
-	cfg.LearningRate, cfg.ClipNorm, cfg.Seed = c.Values[LearningRate], c.Values[ClipNorm], d.Seed
+	arch, cfg, err := d.Final.Run(c)
+	if err != nil {
+		return res, err
+	}
+	// Which candidate the final run trains depends on the data: when the
+	// candidates' runs differ in cost, the ledger counts the costliest.
+	worst, err := d.Final.Event(d.Space, cfg.NoiseMultiplier)
+	if err != nil {
+		return res, err
+	}
+	cfg.Seed = d.Seed
 	initRNG := randsrc.New(d.Seed, "final init")
 	if d.Key != nil {
 		cfg.Seed, cfg.Key = nil, d.Key.Derive("final run")
 		initRNG = cfg.Key.Stream("init")
 	}
-	net, err := model.New(d.Arch, initRNG)
+	net, err := model.New(arch, initRNG)
 	if err != nil {
 		return res, err
 	}
 	final, err := dpsgd.Train(ctx, net, d.Train, cfg, nil, nil)
-	if final.NormEvent != nil {
-		res.Ledger.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", final.NormEvent)
+	if _, ok := worst.(accounting.WorstCase); ok {
+		res.Ledger.Add("final DP-SGD run with the selected candidate, counted as the costliest candidate's (with its data normalisation, if any)", worst)
+	} else {
+		if final.NormEvent != nil {
+			res.Ledger.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", final.NormEvent)
+		}
+		res.Ledger.Add("final DP-SGD run with the selected candidate", final.Event)
 	}
-	res.Ledger.Add("final DP-SGD run with the selected candidate", final.Event)
 	res.FinalSteps = final.Steps
 	if err == nil {
 		res.Model = net
@@ -295,8 +308,10 @@ func (o DoublingOptions) PartBatchOf(s Spec) int {
 // NewDoubling returns the doubling tuner of s without its data, seed and
 // final noise multiplier: the search (with the default cap when none is
 // given), the partition scorer's settings at the nominal part size
-// s.TrainN/k, and the final run's at s.TrainN.
-func NewDoubling(s Spec, arch model.Arch) *DoublingTuner {
+// s.TrainN/k, and the final run's at s.TrainN: final's network, networks
+// and defaults (its NominalN, Epochs and Config's sampling are s's).
+func NewDoubling(s Spec, final Hyper) *DoublingTuner {
+	arch := final.Arch
 	o := DoublingOptionsOf(s)
 	if o.MaxIterations == 0 {
 		o.MaxIterations = DefaultMaxIterations(o.U0, o.Granularity)
@@ -308,11 +323,13 @@ func NewDoubling(s Spec, arch model.Arch) *DoublingTuner {
 		partQ = float64(partBatch) / float64(s.TrainN/o.Partitions)
 	}
 	q := float64(s.BatchSize) / float64(s.TrainN)
-	scorer := &PartitionScorer{Arch: arch, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: partBatch, SamplingRate: partQ,
-		Momentum: s.Momentum, Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache}
-	return &DoublingTuner{Space: s.Space, Search: search, Arch: arch, Seed: s.Seed, Scorer: scorer,
-		Final: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize), Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum,
-			DataNorm: dpsgd.DataNormOf(arch)}}
+	scorer := &PartitionScorer{Arch: arch, Networks: final.Networks, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: partBatch, SamplingRate: partQ,
+		Momentum: s.Momentum, LearningRate: final.Config.LearningRate, ClipNorm: final.Config.ClipNorm, Schedule: final.Config.Schedule,
+		Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache}
+	final.NominalN, final.Epochs = s.TrainN, s.Epochs
+	final.Config.SamplingRate, final.Config.ExpectedBatchSize, final.Config.Steps = q, float64(s.BatchSize), dpsgd.StepsForEpochs(s.Epochs, q)
+	final.Config.Momentum = s.Momentum
+	return &DoublingTuner{Space: s.Space, Search: search, Seed: s.Seed, Scorer: scorer, Final: final}
 }
 
 // The doubling tuner's search space, "mnist-doubling": learning rate 0.05 …
@@ -364,7 +381,7 @@ func (doublingTuner) Example() string {
 // non-finite partition noise and part epochs a part cannot hold.
 func (doublingTuner) Check(s Spec) error {
 	o := DoublingOptionsOf(s)
-	d := NewDoubling(s, model.Arch{})
+	d := NewDoubling(s, Hyper{})
 	if err := d.Search.Check(); err != nil {
 		return invalid(err)
 	}
@@ -393,7 +410,7 @@ func (doublingTuner) Accountant(Spec) accounting.Accountant { return accounting.
 // Event is the search's cost at its cap (and the private part runs') and
 // the final run, base.
 func (doublingTuner) Event(base accounting.Event, s Spec) accounting.Event {
-	search := NewDoubling(s, model.Arch{}).SearchLedger()
+	search := NewDoubling(s, Hyper{}).SearchLedger()
 	return accounting.Composed{Events: []accounting.Event{search.Event(), base}}
 }
 func (doublingTuner) Label(Spec) string     { return "final DP-SGD run with the selected candidate" }
@@ -402,7 +419,7 @@ func (doublingTuner) Partitions(s Spec) int { return DoublingOptionsOf(s).Partit
 // Shortfall says what the search alone spends: nothing is left for the
 // final run.
 func (doublingTuner) Shortfall(s Spec, delta float64) string {
-	d := NewDoubling(s, model.Arch{})
+	d := NewDoubling(s, Hyper{})
 	l := d.SearchLedger()
 	over, _ := l.Spent(accounting.RDP{}, delta)
 	return fmt.Sprintf("the search alone (at most %d iterations of ϵ = %g) spends ε = %.4f at δ = %g, leaving nothing for the final run",
@@ -422,10 +439,10 @@ func (r SearchRecord) check() error {
 }
 
 // Plan is the doubling tuning of s before its data is read, its final run
-// on arch at noise multiplier sigma.
-func (doublingTuner) Plan(s Spec, arch model.Arch, sigma float64) PartitionedPlan {
-	d := NewDoubling(s, arch)
-	d.Final.NoiseMultiplier = sigma
+// as final makes it at noise multiplier sigma.
+func (doublingTuner) Plan(s Spec, final Hyper, sigma float64) PartitionedPlan {
+	d := NewDoubling(s, final)
+	d.Final.Config.NoiseMultiplier = sigma
 	return &doublingPlan{d: d, spec: s}
 }
 
@@ -438,7 +455,11 @@ type doublingPlan struct {
 // Worst is the search's ledger at its cap and the whole final run.
 func (p *doublingPlan) Worst() accounting.Ledger {
 	l := p.d.SearchLedger()
-	l.Add("final DP-SGD run with the selected candidate", dpsgd.PlannedEvent(p.d.Final))
+	e, err := p.d.Final.Event(p.d.Space, p.d.Final.Config.NoiseMultiplier)
+	if err != nil {
+		e = accounting.NonPrivate{Reason: err.Error()} // the job checks the runs first
+	}
+	l.Add("final DP-SGD run with the selected candidate", e)
 	return l
 }
 
@@ -457,7 +478,7 @@ func (p *doublingPlan) Scorer() *PartitionScorer { return p.d.Scorer }
 // Run scores, searches and trains the final run on fit (DoublingTuner.Run).
 func (p *doublingPlan) Run(ctx context.Context, fit *data.Dataset, seed *uint64, key *randsrc.Key, noise dpsgd.NoiseMode) (PartitionedResult, error) {
 	d := p.d
-	d.Seed, d.Key, d.Final.Noise, d.Train = seed, key, noise, fit
+	d.Seed, d.Key, d.Final.Config.Noise, d.Train = seed, key, noise, fit
 	res, err := d.Run(ctx)
 	return PartitionedResult{Result: res.Result, Report: func(f ReportFacts) any { return p.report(res, f) }}, err
 }
@@ -466,15 +487,18 @@ func (p *doublingPlan) Run(ctx context.Context, fit *data.Dataset, seed *uint64,
 func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport {
 	o, d := DoublingOptionsOf(p.spec), p.d
 	rep := &DoublingReport{Tuner: f.Tuner, Dataset: f.Dataset, NominalSize: f.NominalSize, Space: p.spec.Space.Name, Candidates: p.spec.Space.Size(),
-		Selected: f.Selected, Fallback: res.Fallback, TestAccuracy: f.TestAccuracy, Epsilon: f.Epsilon, Delta: f.Delta, Accountant: f.Accountant,
-		BaseNoiseMultiplier: d.Final.NoiseMultiplier, Partitions: o.Partitions, Epsilon0: o.Epsilon0,
+		Selected: f.Selected, SelectedChoices: f.SelectedChoices, Fallback: res.Fallback, TestAccuracy: f.TestAccuracy, Epsilon: f.Epsilon, Delta: f.Delta, Accountant: f.Accountant,
+		BaseNoiseMultiplier: d.Final.Config.NoiseMultiplier, Partitions: o.Partitions, Epsilon0: o.Epsilon0,
 		Granularity: o.Granularity, U0: o.U0, MaxIterations: d.Search.MaxIterations, RealisedIterations: res.Iterations,
 		EarlierSearches: len(res.EarlierSearches), PrivatePartitions: o.Private, Epochs: p.spec.Epochs, FinalSteps: res.FinalSteps,
 		PartEpochs: o.PartEpochs, Seeded: f.Seeded, SecureNoise: f.SecureNoise, Interrupted: f.Interrupted, Failed: f.Failed, Ledger: f.Ledger}
-	done := d.Final
-	done.Steps = res.FinalSteps
-	if fe, err := (accounting.RDP{}).Epsilon(dpsgd.PlannedEvent(done), f.Delta); err == nil {
-		rep.FinalEpsilon = fe.Epsilon
+	if res.Selected != nil {
+		if _, done, err := d.Final.Run(*res.Selected); err == nil {
+			done.Steps = res.FinalSteps
+			if fe, err := (accounting.RDP{}).Epsilon(dpsgd.PlannedEvent(done), f.Delta); err == nil {
+				rep.FinalEpsilon = fe.Epsilon
+			}
+		}
 	}
 	rep.TuningOverhead = float64(d.Search.MaxIterations) * d.Search.IterationEpsilon()
 	rep.PaperWHPEpsilon = rep.FinalEpsilon + 3*math.Log2(math.Max((1-o.U0)/o.Granularity, 2))*o.Epsilon0
@@ -490,6 +514,7 @@ type DoublingReport struct {
 	Space               string             `json:"space"`
 	Candidates          int                `json:"candidates"`
 	Selected            map[string]float64 `json:"selected"`
+	SelectedChoices     map[string]string  `json:"selected_choices,omitempty"`
 	Fallback            bool               `json:"fallback_first_candidate"`
 	TestAccuracy        *float64           `json:"test_accuracy"`
 	Epsilon             float64            `json:"epsilon"` // the ledger's: what was spent
@@ -542,6 +567,9 @@ func (r *DoublingReport) PrintSummary(w io.Writer) {
 			note = "  (no candidate passed the search: the first candidate, fixed in advance)"
 		}
 		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g%s\n", r.Selected[LearningRate], r.Selected[ClipNorm], note)
+		if o := OtherSettings(r.Selected, r.SelectedChoices); o != "" {
+			fmt.Fprintf(w, "               %s\n", o)
+		}
 	} else {
 		fmt.Fprintln(w, "released       nothing (interrupted or failed)")
 	}

@@ -44,9 +44,9 @@ func TestDoublingTunerLedgerAndResume(t *testing.T) {
 		Progress: func(int, int) { runs++ }}
 	seed := uint64(9)
 	q := 64.0 / 600
-	tuner := &DoublingTuner{Space: space, Scorer: scorer, Train: train, Arch: model.MNIST, Seed: &seed,
+	tuner := &DoublingTuner{Space: space, Scorer: scorer, Train: train, Seed: &seed,
 		Search: CappedSearchConfig{Partitions: 2, Epsilon0: 0.5, Granularity: 0.05, MaxIterations: 7},
-		Final:  dpsgd.Config{NoiseMultiplier: 1, SamplingRate: q, Steps: 5}}
+		Final:  Hyper{Arch: model.MNIST, Config: dpsgd.Config{NoiseMultiplier: 1, SamplingRate: q, Steps: 5}}}
 	res, err := tuner.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestDoublingPartBatch(t *testing.T) {
 		if err := d.Check(s); err != nil {
 			t.Errorf("k = %d, part batch %d: %v", c.k, c.partBatch, err)
 		}
-		sc := NewDoubling(s, model.Arch{}).Scorer
+		sc := NewDoubling(s, Hyper{}).Scorer
 		if sc.BatchSize != c.batch || math.Abs(sc.SamplingRate-c.q) > 1e-12 {
 			t.Errorf("k = %d, part batch %d: batch %d at q = %v, want %d at %v", c.k, c.partBatch, sc.BatchSize, sc.SamplingRate, c.batch, c.q)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,18 +36,24 @@ import (
 // the declared validation size (capped at 1), never over a count of the
 // private data.
 type PartitionScorer struct {
-	Arch            model.Arch
-	Parts           []*data.Dataset
-	Val             *data.Dataset
-	ValSize         int // nominal validation size, the scores' divisor
-	Epochs          int
-	BatchSize       int     // expected batch size of a part run
-	SamplingRate    float64 // nominal sampling rate of a part run: BatchSize / nominal part size
-	Momentum        float64
-	Private         bool
-	NoiseMultiplier float64         // when Private
-	Noise           dpsgd.NoiseMode // how a private part run draws its noise (NoiseAuto: fast, the runs are seeded)
-	Seed            uint64
+	Arch model.Arch
+	// Networks are the resolved choices of the space's Network dimension.
+	Networks     map[string]model.Arch
+	Parts        []*data.Dataset
+	Val          *data.Dataset
+	ValSize      int // nominal validation size, the scores' divisor
+	Epochs       int
+	BatchSize    int     // expected batch size of a part run
+	SamplingRate float64 // nominal sampling rate of a part run: BatchSize / nominal part size
+	Momentum     float64
+	// LearningRate, ClipNorm and Schedule are a part run's where the
+	// candidate gives none.
+	LearningRate, ClipNorm float64
+	Schedule               dpsgd.Schedule
+	Private                bool
+	NoiseMultiplier        float64         // when Private
+	Noise                  dpsgd.NoiseMode // how a private part run draws its noise (NoiseAuto: fast, the runs are seeded)
+	Seed                   uint64
 	// Key, if not nil, is the part runs' secret 256-bit key, taking
 	// precedence over Seed: the run of candidate c on part j draws
 	// everything from Key.Derive("candidate c part j").
@@ -83,8 +90,8 @@ type PartitionScorer struct {
 
 // Scores returns u_s for every candidate of s (index order), and the
 // per-part scores [candidate][part], each a validation accuracy in [0, 1].
-// s must pass CheckDPSGDSpace and have both dimensions LearningRate and
-// ClipNorm. It returns an error for a malformed or foreign cache, a failed
+// s must pass CheckDPSGDSpace; a candidate without a learning rate or
+// clipping norm takes the scorer's. It returns an error for a malformed or foreign cache, a failed
 // run, or ctx's error when cancelled (the finished scores stay cached).
 func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]float64, error) {
 	k := len(p.Parts)
@@ -99,9 +106,9 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 	if err := CheckDPSGDSpace(s); err != nil {
 		return nil, nil, err
 	}
-	for _, name := range []string{LearningRate, ClipNorm} {
-		if !slices.ContainsFunc(s.Dims, func(d Dim) bool { return d.Name == name }) {
-			return nil, nil, fmt.Errorf("tuning: search space %s has no dimension %q, which the partition scorer needs", s.Name, name)
+	for name, v := range map[string]float64{LearningRate: p.LearningRate, ClipNorm: p.ClipNorm} {
+		if !slices.ContainsFunc(s.Dims, func(d Dim) bool { return d.Name == name }) && !(v > 0) {
+			return nil, nil, fmt.Errorf("tuning: search space %s has no dimension %q and the partition scorer no value of its own", s.Name, name)
 		}
 	}
 	n := s.Size()
@@ -195,13 +202,24 @@ func (p *PartitionScorer) TrainPart(ctx context.Context, c Candidate, j int) (fl
 	if p.Key != nil {
 		key = p.Key.Derive(fmt.Sprintf("candidate %d part %d", c.Index, j))
 	}
-	net, err := model.New(p.Arch, randsrc.For(&seed, key, "init"))
+	// A part run takes the candidate's network, learning rate, clipping
+	// norm, momentum and schedule; its batch size and epochs are the
+	// scorer's, for a part of 1/k of the data.
+	q := p.SamplingRate
+	h := Hyper{Arch: p.Arch, Networks: p.Networks, Config: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(p.BatchSize),
+		Steps: dpsgd.StepsForEpochs(p.Epochs, q), Momentum: p.Momentum, LearningRate: p.LearningRate, ClipNorm: p.ClipNorm, Schedule: p.Schedule}}
+	pc := Candidate{Index: c.Index, Values: maps.Clone(c.Values), Labels: c.Labels}
+	delete(pc.Values, BatchSize)
+	delete(pc.Values, Epochs)
+	arch, cfg, err := h.Run(pc)
 	if err != nil {
 		return 0, err
 	}
-	q := p.SamplingRate
-	cfg := dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(p.BatchSize), Steps: dpsgd.StepsForEpochs(p.Epochs, q),
-		LearningRate: c.Values[LearningRate], ClipNorm: c.Values[ClipNorm], Momentum: p.Momentum, Seed: &seed, Key: key}
+	cfg.Seed, cfg.Key, cfg.DataNorm = &seed, key, nil
+	net, err := model.New(arch, randsrc.For(&seed, key, "init"))
+	if err != nil {
+		return 0, err
+	}
 	if key != nil {
 		cfg.Seed = nil
 	}

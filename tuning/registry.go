@@ -12,7 +12,6 @@ import (
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
-	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
 )
@@ -82,9 +81,10 @@ type Runner interface {
 type Partitioned interface {
 	Tuner
 	Partitions(spec Spec) int
-	// Plan is the tuning of spec before its data is read, its final run on
-	// arch at noise multiplier sigma (calibrated with Event).
-	Plan(spec Spec, arch model.Arch, sigma float64) PartitionedPlan
+	// Plan is the tuning of spec before its data is read, its final run
+	// as final makes it (Hyper.Run) at noise multiplier sigma (calibrated
+	// with Event).
+	Plan(spec Spec, final Hyper, sigma float64) PartitionedPlan
 }
 
 // PartitionedPlan is a partitioned tuning before its data is read.
@@ -116,6 +116,7 @@ type ReportFacts struct {
 	Tuner, Dataset      string
 	NominalSize         int
 	Selected            map[string]float64
+	SelectedChoices     map[string]string // the categorical dimensions' choices by name
 	TestAccuracy        *float64
 	Epsilon, Delta      float64
 	Accountant          string

@@ -17,10 +17,25 @@ import (
 
 // Dim is one named dimension of a search space: a grid of values. Log
 // dimensions are spaced (and normalised for the GP) on a log scale.
+//
+// A categorical dimension (a network, a learning-rate schedule) has
+// Choices, its values' names, and Values 0, 1, …, len(Choices)−1: a
+// candidate's Values hold the index and its Labels the name. Its values
+// have no order: the GP places them at the corners of a simplex (Coords).
 type Dim struct {
-	Name   string    `json:"name"`
-	Values []float64 `json:"values"`
-	Log    bool      `json:"log"`
+	Name    string    `json:"name"`
+	Values  []float64 `json:"values"`
+	Log     bool      `json:"log"`
+	Choices []string  `json:"choices,omitempty"`
+}
+
+// Categorical returns the dimension called name with the given choices.
+func Categorical(name string, choices ...string) Dim {
+	v := make([]float64, len(choices))
+	for i := range v {
+		v[i] = float64(i)
+	}
+	return Dim{Name: name, Values: v, Choices: choices}
 }
 
 // Space is the grid of candidates: every combination of its dimensions'
@@ -167,29 +182,33 @@ func LoadSpace(nameOrFile string) (Space, error) {
 	return ParseSpace(nameOrFile, b)
 }
 
-// rawDim is a dimension as the JSON file gives it: either "values" or all of
-// "min", "max" and "count".
+// rawDim is a dimension as the JSON file gives it: "values", all of "min",
+// "max" and "count", or "choices".
 type rawDim struct {
-	Name   string    `json:"name"`
-	Values []float64 `json:"values"`
-	Log    bool      `json:"log"`
-	Min    *float64  `json:"min"`
-	Max    *float64  `json:"max"`
-	Count  *int      `json:"count"`
+	Name    string    `json:"name"`
+	Values  []float64 `json:"values"`
+	Log     bool      `json:"log"`
+	Min     *float64  `json:"min"`
+	Max     *float64  `json:"max"`
+	Count   *int      `json:"count"`
+	Choices []string  `json:"choices"`
 }
 
 // ParseSpace parses the JSON text b of a search space: one object
 // {"name": …, "dims": [{"name": "learning_rate", "values": [0.1, 1],
 // "log": true}, …]}, where a dimension gives either "values" or all of
 // "min", "max" and "count" (count values from min to max, both ends
-// included, log-spaced if "log", else linear; a count of 1 gives min). name
+// included, log-spaced if "log", else linear; a count of 1 gives min), or
+// "choices", the names of a categorical dimension's values (e.g.
+// {"name": "network", "choices": ["scatter-linear-mnist", "scatter-cnn-mnist"]}). name
 // (the file name) labels the errors and is the space's name when the JSON
 // gives none.
 //
 // It returns an error for invalid JSON, unknown fields, data after the
 // object, a dimension giving both "values" and min/max/count or only some of
 // min/max/count, min > max, a non-finite min or max, non-positive min or max
-// on a log dimension, a count outside [1, MaxCandidates], more than
+// on a log dimension, a count outside [1, MaxCandidates], "choices" beside
+// any other way of giving values or beside "log", more than
 // MaxCandidates candidates in all (checked before any grid is built), and
 // whatever Check rejects. It does not check the dimension names against a
 // trainer (see CheckDPSGDSpace).
@@ -223,6 +242,10 @@ func ParseSpace(name string, b []byte) (Space, error) {
 		grid := d.Min != nil || d.Max != nil || d.Count != nil
 		var n int
 		switch {
+		case d.Choices != nil && (d.Values != nil || grid || d.Log):
+			return Space{}, fmt.Errorf("search space %s: categorical dimension %q gives \"choices\" with \"values\", min/max/count or \"log\"", s.Name, d.Name)
+		case d.Choices != nil:
+			n = len(d.Choices)
 		case d.Values != nil && grid:
 			return Space{}, fmt.Errorf("search space %s: dimension %q gives both \"values\" and min/max/count", s.Name, d.Name)
 		case !grid:
@@ -253,6 +276,9 @@ func ParseSpace(name string, b []byte) (Space, error) {
 	}
 	for _, d := range raw.Dims {
 		dim := Dim{Name: d.Name, Values: d.Values, Log: d.Log}
+		if d.Choices != nil {
+			dim = Categorical(d.Name, d.Choices...)
+		}
 		if d.Count != nil {
 			lo, hi, n := *d.Min, *d.Max, *d.Count
 			switch {
@@ -315,9 +341,34 @@ func (s Space) Check() error {
 				return fmt.Errorf("search space %s: dimension %q has value %v", s.Name, d.Name, v)
 			}
 		}
+		if err := d.checkChoices(); err != nil {
+			return fmt.Errorf("search space %s: %w", s.Name, err)
+		}
 	}
 	_, err := s.CheckedSize()
 	return err
+}
+
+// checkChoices returns an error if a categorical dimension's choices are
+// empty, repeated or not printable, or its values are not their indices.
+func (d Dim) checkChoices() error {
+	if d.Choices == nil {
+		return nil
+	}
+	if d.Log || len(d.Values) != len(d.Choices) {
+		return fmt.Errorf("categorical dimension %q must have one value per choice and no log scale", d.Name)
+	}
+	seen := map[string]bool{}
+	for i, c := range d.Choices {
+		if c == "" || seen[c] || !printable(c) {
+			return fmt.Errorf("categorical dimension %q: choice %q is empty, repeated or holds control characters", d.Name, c)
+		}
+		seen[c] = true
+		if d.Values[i] != float64(i) {
+			return fmt.Errorf("categorical dimension %q: value %d is %v, want its index", d.Name, i, d.Values[i])
+		}
+	}
+	return nil
 }
 
 // CheckedSize returns the number of candidates, the product of the
@@ -357,32 +408,12 @@ func (s Space) Size() int {
 	return n
 }
 
-// CheckDPSGDSpace returns Check's error, or an error if s is not a space the
-// DP-SGD trainers (DPSGDTrainer, PartitionScorer) understand: a dimension
-// other than LearningRate ("learning_rate") and ClipNorm ("clip_norm"), or a
-// learning rate or clipping norm that is not positive and finite. The errors
-// name the dimension and the offending value.
-func CheckDPSGDSpace(s Space) error {
-	if err := s.Check(); err != nil {
-		return err
-	}
-	for _, d := range s.Dims {
-		if d.Name != LearningRate && d.Name != ClipNorm {
-			return fmt.Errorf("search space %s: unknown dimension %q (the DP-SGD trainer knows %q and %q)", s.Name, d.Name, LearningRate, ClipNorm)
-		}
-		for _, v := range d.Values {
-			if !(v > 0) || math.IsInf(v, 1) {
-				return fmt.Errorf("search space %s: dimension %q has value %v: must be positive and finite", s.Name, d.Name, v)
-			}
-		}
-	}
-	return nil
-}
-
-// Candidate is one point of a space.
+// Candidate is one point of a space: its value on every dimension, and on
+// a categorical dimension also the choice's name (Labels).
 type Candidate struct {
 	Index  int                `json:"index"`
 	Values map[string]float64 `json:"values"`
+	Labels map[string]string  `json:"labels,omitempty"`
 }
 
 // At returns candidate i (0 ≤ i < Size).
@@ -390,23 +421,42 @@ func (s Space) At(i int) Candidate {
 	c := Candidate{Index: i, Values: map[string]float64{}}
 	for k := len(s.Dims) - 1; k >= 0; k-- {
 		d := s.Dims[k]
-		c.Values[d.Name] = d.Values[i%len(d.Values)]
+		j := i % len(d.Values)
+		c.Values[d.Name] = d.Values[j]
+		if d.Choices != nil {
+			if c.Labels == nil {
+				c.Labels = map[string]string{}
+			}
+			c.Labels[d.Name] = d.Choices[j]
+		}
 		i /= len(d.Values)
 	}
 	return c
 }
 
-// Coords returns candidate i's position in [0, 1]^dims: each coordinate is
-// its grid index over (count − 1) — linear in the value, or in its log for
-// log dimensions, on the evenly spaced grids of this package.
+// Coords returns candidate i's position for the GP: on an ordered
+// dimension one coordinate in [0, 1], its grid index over (count − 1) —
+// linear in the value, or in its log for log dimensions, on the evenly
+// spaced grids of this package; on a categorical dimension of n choices n
+// coordinates, the choice's one-hot vector over √2, so that any two choices
+// are at distance 1, as the two ends of an ordered dimension are.
 func (s Space) Coords(i int) []float64 {
-	x := make([]float64, len(s.Dims))
+	var x []float64
 	for k := len(s.Dims) - 1; k >= 0; k-- {
-		n := len(s.Dims[k].Values)
-		if n > 1 {
-			x[k] = float64(i%n) / float64(n-1)
-		}
+		d := s.Dims[k]
+		n := len(d.Values)
+		j := i % n
 		i /= n
+		switch {
+		case d.Choices != nil:
+			block := make([]float64, n)
+			block[j] = 1 / math.Sqrt2
+			x = append(block, x...)
+		case n > 1:
+			x = append([]float64{float64(j) / float64(n-1)}, x...)
+		default:
+			x = append([]float64{0}, x...)
+		}
 	}
 	return x
 }

@@ -108,6 +108,13 @@ func TestParseSpaceRejects(t *testing.T) {
 		{`{"name":"t.json","dims":[{"name":"a\u001b","values":[1]}]}`, "control characters"},
 		{`{"dims":`, "EOF"},
 		{``, "EOF"},
+		{`{"dims":[{"name":"n","choices":["a","b"],"values":[0,1]}]}`, "gives \"choices\" with"},
+		{`{"dims":[{"name":"n","choices":["a"],"min":0,"max":1,"count":2}]}`, "gives \"choices\" with"},
+		{`{"dims":[{"name":"n","choices":["a"],"log":true}]}`, "gives \"choices\" with"},
+		{`{"dims":[{"name":"n","choices":[]}]}`, "no values"},
+		{`{"dims":[{"name":"n","choices":["a","a"]}]}`, `choice "a" is empty, repeated`},
+		{`{"dims":[{"name":"n","choices":[""]}]}`, `choice "" is empty, repeated`},
+		{`{"dims":[{"name":"n","choices":["a\u001b[2J"]}]}`, `holds control characters`},
 	} {
 		if _, err := ParseSpace("t.json", []byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "t.json") {
 			t.Errorf("%s: %v, want an error naming t.json and containing %q", c.in, err, c.want)
@@ -162,7 +169,14 @@ func TestCheckDPSGDSpace(t *testing.T) {
 		{`{"dims":[{"name":"learning_rate","values":[0]}]}`, `dimension "learning_rate" has value 0: must be positive and finite`},
 		{`{"dims":[{"name":"learning_rate","values":[0.1]},{"name":"clip_norm","values":[1,-2]}]}`, `dimension "clip_norm" has value -2: must be positive and finite`},
 		{`{"dims":[{"name":"learning_rate","min":-1,"max":1,"count":3}]}`, `dimension "learning_rate" has value -1`},
-		{`{"dims":[{"name":"lr","values":[0.1]}]}`, `unknown dimension "lr" (the DP-SGD trainer knows "learning_rate" and "clip_norm")`},
+		{`{"dims":[{"name":"lr","values":[0.1]}]}`, `unknown dimension "lr" (the DP-SGD trainer knows "batch_size", "clip_norm", "epochs", "learning_rate", "lr_schedule", "momentum", "network")`},
+		{`{"dims":[{"name":"momentum","values":[0.9,1]}]}`, `dimension "momentum" has value 1: must be in [0, 1)`},
+		{`{"dims":[{"name":"batch_size","values":[256,511.5]}]}`, `dimension "batch_size" has value 511.5: must be a whole number`},
+		{`{"dims":[{"name":"epochs","values":[0]}]}`, `dimension "epochs" has value 0: must be a whole number`},
+		{`{"dims":[{"name":"epochs","choices":["ten"]}]}`, `dimension "epochs" is numeric`},
+		{`{"dims":[{"name":"network","values":[0,1]}]}`, `dimension "network" is categorical`},
+		{`{"dims":[{"name":"lr_schedule","choices":["constant","step"]}]}`, `dimension "lr_schedule": unknown learning-rate schedule "step"`},
+		{`{"dims":[{"name":"batch_size","min":1,"max":20,"count":20},{"name":"epochs","min":1,"max":20,"count":20}]}`, `more than 256 combinations of batch_size, epochs, network`},
 	} {
 		s, err := ParseSpace("s.json", []byte(c.in))
 		if err != nil {
@@ -180,7 +194,7 @@ func TestCheckDPSGDSpace(t *testing.T) {
 }
 
 func TestBuiltinSpacesPassChecks(t *testing.T) {
-	for name, size := range map[string]int{"mnist-dphypo": 320, "cifar10-dphypo": 2500, "mnist-doubling": 24} {
+	for name, size := range map[string]int{"mnist-dphypo": 320, "cifar10-dphypo": 2500, "mnist-doubling": 24, "scatter-mnist": 64, "scatter-cifar10": 64} {
 		s, ok := BuiltinSpace(name)
 		if !ok {
 			t.Fatalf("no builtin %s", name)

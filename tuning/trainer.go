@@ -40,9 +40,12 @@ type Trainer interface {
 }
 
 // DPSGDTrainer is the default Trainer: dpsgd.Train with the candidate's
-// learning rate and clipping norm (dimensions LearningRate and ClipNorm; a
-// missing one takes the fixed value here) and a noise multiplier fixed by
-// the budget; the score is accuracy on Val.
+// hyperparameters (Hyper.Run: learning rate, clipping norm, momentum,
+// schedule, batch size, epochs, network; a dimension the space leaves out
+// takes the fixed value here) and one noise multiplier fixed by the budget;
+// the score is accuracy on Val. When the candidates differ in batch size,
+// epochs or network, Space says so and every run is counted as the
+// costliest (Hyper.Event).
 //
 // Every size here is nominal — public, fixed before the data is read, never
 // a count of the private data: SamplingRate and ExpectedBatchSize come from
@@ -68,7 +71,16 @@ type DPSGDTrainer struct {
 	Momentum          float64
 	LearningRate      float64 // used when the space has no LearningRate dimension
 	ClipNorm          float64 // used when the space has no ClipNorm dimension
-	ScoreNoise        float64 // noise multiplier of the private count; 0: Val is public
+	Schedule          dpsgd.Schedule
+	// NominalN and Epochs give a candidate's batch size and epochs their
+	// sampling rate and steps (Hyper); Networks are the resolved choices
+	// of a Network dimension; Space is the tuning's, whose batch sizes,
+	// epochs and networks the Event covers. All may be zero for a space
+	// without those dimensions.
+	NominalN, Epochs int
+	Networks         map[string]model.Arch
+	Space            Space
+	ScoreNoise       float64 // noise multiplier of the private count; 0: Val is public
 	// Noise is how the runs draw their Gaussian noise (dpsgd.NoiseAuto:
 	// secure without a seed). A caller that seeds every run from a secret
 	// key (a durable runner's) sets dpsgd.NoiseSecure.
@@ -84,8 +96,14 @@ type DPSGDTrainer struct {
 // steps (after the run's own data normalisation, for a network with a
 // datanorm layer: dpsgd.PlannedEvent), plus the noisy score when Val is
 // private.
+//
+// A space whose candidates cannot all run (Hyper.CheckRuns, which the job
+// checks first) gives a NonPrivate event: ε = ∞, never under-counted.
 func (t *DPSGDTrainer) EventFor(sigma float64) accounting.Event {
-	e := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: t.SamplingRate, Steps: t.Steps, DataNorm: dpsgd.DataNormOf(t.Arch)})
+	e, err := t.Hyper().Event(t.Space, sigma)
+	if err != nil {
+		e = accounting.NonPrivate{Reason: err.Error()}
+	}
 	if t.ScoreNoise > 0 {
 		return accounting.Composed{Events: []accounting.Event{e,
 			accounting.DiscreteGaussian{NoiseMultiplier: t.ScoreNoise, Sensitivity: 1}}}
@@ -100,20 +118,15 @@ func (t *DPSGDTrainer) Event() accounting.Event { return t.EventFor(t.NoiseMulti
 // (dpsgd.ErrDiverged) fails: it returns a Run without a model, and its
 // score is −∞, so it is never selected.
 func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Run, error) {
-	lr, clip := t.LearningRate, t.ClipNorm
-	if v, ok := c.Values[LearningRate]; ok {
-		lr = v
-	}
-	if v, ok := c.Values[ClipNorm]; ok {
-		clip = v
-	}
-	net, err := model.New(t.Arch, randsrc.For(seed, t.Key, "init"))
+	arch, cfg, err := t.Hyper().Run(c)
 	if err != nil {
 		return Run{}, err
 	}
-	cfg := dpsgd.Config{NoiseMultiplier: t.NoiseMultiplier, ClipNorm: clip, SamplingRate: t.SamplingRate,
-		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, LearningRate: lr, Momentum: t.Momentum, Seed: seed, Key: t.Key, Noise: t.Noise,
-		DataNorm: dpsgd.DataNormOf(t.Arch)}
+	net, err := model.New(arch, randsrc.For(seed, t.Key, "init"))
+	if err != nil {
+		return Run{}, err
+	}
+	cfg.NoiseMultiplier, cfg.Seed, cfg.Key, cfg.Noise = t.NoiseMultiplier, seed, t.Key, t.Noise
 	if _, err := dpsgd.Train(ctx, net, t.Data, cfg, nil, stepHeartbeat(ctx)); err != nil {
 		if errors.Is(err, dpsgd.ErrDiverged) {
 			return Run{Score: math.Inf(-1), Failed: true}, nil
@@ -132,6 +145,13 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 		return Run{}, err
 	}
 	return Run{Model: net, Score: float64(count) / float64(t.ValSize), NoisyCount: count}, nil
+}
+
+// Hyper is how the trainer turns a candidate into a run.
+func (t *DPSGDTrainer) Hyper() Hyper {
+	return Hyper{Arch: t.Arch, Networks: t.Networks, NominalN: t.NominalN, Epochs: t.Epochs,
+		Config: dpsgd.Config{SamplingRate: t.SamplingRate, ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps,
+			LearningRate: t.LearningRate, ClipNorm: t.ClipNorm, Momentum: t.Momentum, Schedule: t.Schedule}}
 }
 
 // stepHeartbeat reports a run's steps to its runner (runner.Progress):

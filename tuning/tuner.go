@@ -73,8 +73,8 @@ type Jobs interface {
 	// run's secret key when key is not nil (both nil only for a runner in
 	// this process: a fresh crypto/rand stream).
 	Task(id string, c Candidate, seed *uint64, key *randsrc.Key) (runner.Task, error)
-	// Decode reads a finished job's output.
-	Decode(output []byte) (Run, error)
+	// Decode reads the output of a finished job that trained c.
+	Decode(c Candidate, output []byte) (Run, error)
 }
 
 // sampler proposes each run's candidate and learns from its score.
@@ -185,7 +185,7 @@ func (l *loop) viaRunner(ctx context.Context, k int) error {
 		}
 		runs := make([]Run, n)
 		err := cfg.Runner.Run(ctx, tasks, func(t int, out []byte) error {
-			r, err := cfg.Jobs.Decode(out)
+			r, err := cfg.Jobs.Decode(cfg.Space.At(idx[t]), out)
 			if err != nil {
 				return fmt.Errorf("tuning: %s: %w", tasks[t].ID, err)
 			}

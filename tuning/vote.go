@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -94,15 +95,41 @@ func (voteTuner) Label(s Spec) string {
 }
 
 // voteSpace is s as a vote's space: federated.MNISTSpace if s has no name.
+// A categorical dimension, which a vote's clients cannot train, leaves the
+// space empty, which federated.CheckSpace refuses (Check calls VoteSpace
+// first for the error that names it).
 func voteSpace(s Space) federated.Space {
 	if s.Name == "" {
 		return federated.MNISTSpace
 	}
-	v := federated.Space{Name: s.Name, Dims: make([]federated.Dim, len(s.Dims))}
-	for i, d := range s.Dims {
-		v.Dims[i] = federated.Dim(d)
+	v, err := VoteSpace(s)
+	if err != nil {
+		return federated.Space{Name: s.Name}
 	}
 	return v
+}
+
+// VoteSpace is s as a vote's space (federated.Space): the clients' local
+// SGD takes numeric dimensions only, so a categorical dimension is an
+// error that names it.
+func VoteSpace(s Space) (federated.Space, error) {
+	v := federated.Space{Name: s.Name, Dims: make([]federated.Dim, len(s.Dims))}
+	for i, d := range s.Dims {
+		if d.Choices != nil {
+			return federated.Space{}, fmt.Errorf("search space %s: the vote's clients cannot tune the categorical dimension %q", s.Name, d.Name)
+		}
+		v.Dims[i] = federated.Dim{Name: d.Name, Values: d.Values, Log: d.Log}
+	}
+	return v, nil
+}
+
+// SpaceOfVote is a vote's space as a search space.
+func SpaceOfVote(v federated.Space) Space {
+	s := Space{Name: v.Name, Dims: make([]Dim, len(v.Dims))}
+	for i, d := range v.Dims {
+		s.Dims[i] = Dim{Name: d.Name, Values: d.Values, Log: d.Log}
+	}
+	return s
 }
 
 // timeouts are s's round deadlines, zero ones at federated's defaults.
@@ -129,6 +156,11 @@ func (tu voteTuner) mechanism(s Spec) federated.Mechanism {
 // the colluding clients, the secure sum's threshold against the fewest
 // survivors, and the mechanism (Mechanism.Check).
 func (tu voteTuner) Check(s Spec) error {
+	if s.Space.Name != "" {
+		if _, err := VoteSpace(s.Space); err != nil {
+			return invalid(err)
+		}
+	}
 	space := voteSpace(s.Space)
 	if err := federated.CheckSpace(space); err != nil {
 		return invalid(err)

@@ -198,7 +198,11 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 		return spec, err
 	}
 	networkDefaults(cmd, &spec)
-	if spec.Space, err = loadSpace(f.space, f.data.dataset); err != nil {
+	space := f.space
+	if space == "" {
+		space = job.DefaultSpaceName(spec.Data)
+	}
+	if spec.Space, err = loadSpace(space, f.data.dataset); err != nil {
 		return spec, err
 	}
 	if err := checkOutRoom(f.out, spec.Data); err != nil {
@@ -301,6 +305,9 @@ func printTune(w io.Writer, r *job.TuneReport) {
 			return "1 (fixed)"
 		}
 		fmt.Fprintf(w, "selected       learning rate %s, clipping norm %s\n", hyper(job.LearningRate), hyper(job.ClipNorm))
+		if o := job.OtherSettings(r.Selected, r.SelectedChoices); o != "" {
+			fmt.Fprintf(w, "               %s\n", o)
+		}
 		fmt.Fprintf(w, "validation     %.4f (%s score)\n", *r.ValidationScore, r.Validation)
 		if r.TestAccuracy != nil {
 			fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
