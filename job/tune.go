@@ -136,10 +136,15 @@ type TuneReport struct {
 	BatchSize           int                    `json:"batch_size"`
 	SamplingRate        float64                `json:"sampling_rate"`
 	Steps               int                    `json:"steps_per_run"`
-	Seeded              bool                   `json:"seeded"` // the seed itself is never written: it would undo the guarantee
-	SecureNoise         bool                   `json:"secure_noise"`
-	Interrupted         bool                   `json:"interrupted"`
-	Failed              string                 `json:"failed,omitempty"`
+	// PerCandidate marks a space whose candidates set the batch size or
+	// the epochs: Epochs, BatchSize, SamplingRate and Steps above are then
+	// only the runs of candidates that set neither, and every run is
+	// counted as the costliest candidate's (tuning.Hyper.Event).
+	PerCandidate bool   `json:"per_candidate_runs,omitempty"`
+	Seeded       bool   `json:"seeded"` // the seed itself is never written: it would undo the guarantee
+	SecureNoise  bool   `json:"secure_noise"`
+	Interrupted  bool   `json:"interrupted"`
+	Failed       string `json:"failed,omitempty"`
 	// Approximate marks an ε that is not a proved bound (xiang-o), and
 	// GenericEpsilon is then Papernot & Steinke's proved ε of the same run.
 	Approximate    bool              `json:"approximate,omitempty"`
@@ -402,7 +407,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	rep := &TuneReport{Tuner: s.Tuner, Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Space: s.Space.Name, Validation: s.Validation,
 		ValidationSize: trainer.ValSize, Delta: s.Delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
 		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
-		Steps: trainer.Steps, Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
+		Steps: trainer.Steps, PerCandidate: tuning.SetsRunLength(s.Space), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	diag := &NotPrivateDiagnostics{Runs: res.Diagnostics}
 	if accName != "rdp" {

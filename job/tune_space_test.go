@@ -67,6 +67,9 @@ func TestTuneOverBatchEpochsAndNetworks(t *testing.T) {
 	if math.Abs(g.Epsilon-*rel.Epsilon) > 1e-9 || g.Epsilon > 8 || g.Epsilon < 7.9 {
 		t.Errorf("released ε = %v; 8 runs of the costliest candidate at σ = %v spend %v; budget 8", *rel.Epsilon, sigma, g.Epsilon)
 	}
+	if !rep.PerCandidate {
+		t.Error("the report does not say the runs differ per candidate")
+	}
 	if len(diag.Runs) != 8 {
 		t.Fatalf("%d runs, want 8", len(diag.Runs))
 	}

@@ -62,8 +62,17 @@
 // Cost).
 //
 // Built-in search spaces are registered by name too (RegisterSpace,
-// BuiltinSpace, SpaceNames): space.go's DP-HyPO grids, and a tuner's own
-// from its file (doubling.go registers mnist-doubling).
+// BuiltinSpace, SpaceNames): space.go's DP-HyPO grids, spaces_scatter.go's
+// ScatterNet spaces, and a tuner's own from its file (doubling.go registers
+// mnist-doubling).
+//
+// A space's dimensions are numeric grids or categorical choices
+// (Categorical; a candidate's Labels name its choices). hyper.go knows the
+// dimensions of a DP-SGD run (learning rate, clipping norm, momentum, batch
+// size, epochs, schedule, network; CheckDPSGDSpace) and turns a candidate
+// into its network and dpsgd.Config (Hyper.Run); Hyper.Event is one run's
+// privacy event, the worst over the candidates' batch sizes, epochs and
+// networks (accounting.WorstCase) when they differ.
 //
 // A search space's name and its dimensions' names are printable text (no
 // control bytes, valid UTF-8): they are shown on the curator's terminal.

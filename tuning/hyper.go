@@ -125,6 +125,12 @@ func OtherSettings(values map[string]float64, labels map[string]string) string {
 	return strings.Join(out, ", ")
 }
 
+// SetsRunLength reports whether s has a BatchSize or Epochs dimension:
+// its candidates' runs differ in sampling rate or steps.
+func SetsRunLength(s Space) bool {
+	return slices.ContainsFunc(s.Dims, func(d Dim) bool { return d.Name == BatchSize || d.Name == Epochs })
+}
+
 // Hyper turns a candidate into one DP-SGD run: the network it trains and
 // its dpsgd.Config. What the candidate leaves out is the tuning's own.
 type Hyper struct {

@@ -318,6 +318,10 @@ func printTune(w io.Writer, r *job.TuneReport) {
 	if r.Approximate {
 		fmt.Fprintf(w, "               APPROXIMATE (Xiang et al.'s Algorithm 3, not a proved bound); Papernot–Steinke's proved ε of the same run: %s\n", fmtEpsilon(r.GenericEpsilon))
 	}
+	if r.PerCandidate {
+		fmt.Fprintf(w, "runs           %s, each σ = %.4f, batch size and epochs per candidate (each run counted as the costliest), %s\n", r.Repetitions, r.BaseNoiseMultiplier, noiseKind(r.SecureNoise))
+		return
+	}
 	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps, %s\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dptune/dptune/privacy/accounting"
 )
@@ -76,5 +77,40 @@ func TestTuneEndToEnd(t *testing.T) {
 	}
 	if acc := rep["test_accuracy"].(float64); acc < 0.5 {
 		t.Errorf("released model's test accuracy %v", acc)
+	}
+}
+
+// Hostile or impossible search spaces end with one line and status 2 before
+// any data is read: an empty space, contradictory dimensions, a network
+// that names nothing, a network behind another front end, a batch size above the
+// training set, a schedule that does not exist, and the vote's clients
+// asked to train a categorical dimension.
+func TestImpossibleSpacesExit2(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ space, extra string }{
+		"empty":          {`{"name":"e","dims":[]}`, ""},
+		"contradictory":  {`{"dims":[{"name":"network","choices":["tb-mnist"],"values":[0]}]}`, ""},
+		"no network":     {`{"dims":[{"name":"network","choices":["tb-mnist","resnet-9000"]}]}`, ""},
+		"scatter inputs": {`{"dims":[{"name":"network","choices":["tb-mnist","scatter-linear-mnist"]}]}`, ""},
+		"batch":          {`{"dims":[{"name":"batch_size","values":[256,70000]}]}`, ""},
+		"schedule":       {`{"dims":[{"name":"lr_schedule","choices":["constant","warmup"]}]}`, ""},
+		"vote":           {`{"dims":[{"name":"learning_rate","values":[0.1]},{"name":"network","choices":["tb-mnist"]}]}`, "vote"},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".json")
+		if err := os.WriteFile(path, []byte(c.space), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"tune", "--space", path, "--epsilon", "8", "--out", filepath.Join(dir, "out")}
+		if c.extra != "" {
+			args = append(args, "--tuner", c.extra)
+		}
+		start := time.Now()
+		code, out := run(t, args...)
+		if code != 2 || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+			t.Errorf("%s: exit %d, output %q; want 2 and one line", name, code, out)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s took %v: work started before the error", name, d)
+		}
 	}
 }
