@@ -109,9 +109,11 @@ type CompareConfig struct {
 	Budgets []float64      // total ε in nats
 	Delta   float64
 	Seeds   []uint64 // one tuning per entry, budget and seed; fast seeded noise
-	// Epochs and BatchSize are each DP-SGD run's (a partitioned tuner:
-	// the final run's; its part runs take its own option).
+	// Epochs, BatchSize and Momentum are each DP-SGD run's where the space
+	// gives none (a partitioned tuner: the final run's; its part runs take
+	// its own epochs option).
 	Epochs, BatchSize int
+	Momentum          float64
 	// MeanRuns is E[K] of random-stop (TNB with η = 1, i.e. geometric, or
 	// Poisson) and of GP (TNB, η = 1).
 	MeanRuns float64
@@ -207,6 +209,7 @@ type CompareSettings struct {
 	Seeds       []uint64       `json:"seeds"`
 	Epochs      int            `json:"epochs"`
 	BatchSize   int            `json:"batch_size"`
+	Momentum    float64        `json:"momentum,omitempty"`
 	MeanRuns    float64        `json:"mean_runs"`
 	ValSize     int            `json:"val_size"`
 	ScoreNoise  float64        `json:"score_noise"`
@@ -239,7 +242,7 @@ type CompareReport struct {
 func (cfg CompareConfig) settings() CompareSettings {
 	s := CompareSettings{Dataset: cfg.Data.Name, NominalSize: cfg.Data.NominalN, TrainSubset: cfg.Data.Subset, Model: cfg.Data.Arch.Spec.Name, Space: cfg.Space.Name,
 		Candidates: cfg.Space.Size(), SpaceDims: cfg.Space.Dims, Entries: cfg.Entries, Budgets: cfg.Budgets, Delta: cfg.Delta, Seeds: cfg.Seeds,
-		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise,
+		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, Momentum: cfg.Momentum, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise,
 		gpSettings: cfg.gpSettings(), tunerSettings: cfg.tunerSettings()}
 	return s
 }
@@ -373,7 +376,7 @@ func CheckCompare(ctx context.Context, cfg CompareConfig) ([]CompareInfeasible, 
 // a tuner that trains every candidate once scores with GridScoreNoise.
 func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (job.TuneSpec, error) {
 	spec := job.TuneSpec{Data: cfg.Data, Tuner: e.Tuner, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs,
-		BatchSize: cfg.BatchSize, Validation: "private", ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, Seed: &seed,
+		BatchSize: cfg.BatchSize, Momentum: cfg.Momentum, Validation: "private", ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, Seed: &seed,
 		Runner: cfg.Runner, Diagnostics: true, Progress: cfg.RunProgress}
 	tu, err := tuning.Lookup(e.Tuner)
 	if err != nil {
@@ -434,10 +437,16 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 			row.TestAccuracy, row.Released = *r.TestAccuracy, true
 		}
 		row.Runs = len(diag.Runs)
-		row.TrainingEpochs = float64(row.Runs * cfg.Epochs)
+		for _, run := range diag.Runs {
+			e, ok := run.Candidate.Values[tuning.Epochs]
+			if !ok {
+				e = float64(cfg.Epochs)
+			}
+			row.TrainingEpochs += e
+		}
 		// The xiang-o accountant's ε beside the proved one, for a tuner that
-		// takes it.
-		if tu.Check(tuning.Spec{Space: cfg.Space, Repetitions: r.Repetitions, Accountant: tuning.XiangO, Validation: "public"}) == nil {
+		// takes it (its DP-SGD base is one run shape).
+		if !r.PerCandidate && tu.Check(tuning.Spec{Space: cfg.Space, Repetitions: r.Repetitions, Accountant: tuning.XiangO, Validation: "public"}) == nil {
 			if x, err := job.XiangEpsilon(r); err == nil {
 				row.EpsilonXiang = &x
 			}

@@ -47,16 +47,13 @@ type LandscapeConfig struct {
 	Jobs   func(*tuning.DPSGDTrainer) tuning.Jobs
 }
 
-// Subgrid keeps every stride-th value of each dimension of s (strides[k] for
-// dimension k), always including the first value; a categorical
-// dimension keeps the same choices, renumbered.
-func Subgrid(s tuning.Space, strides []int) tuning.Space {
+// Subgrid keeps every stride-th value of each dimension of s
+// (strides[name], 1 for a dimension not named), always including the first
+// value; a categorical dimension keeps the same choices, renumbered.
+func Subgrid(s tuning.Space, strides map[string]int) tuning.Space {
 	out := tuning.Space{Name: s.Name + "-sub"}
-	for k, d := range s.Dims {
-		st := 1
-		if k < len(strides) && strides[k] > 1 {
-			st = strides[k]
-		}
+	for _, d := range s.Dims {
+		st := max(strides[d.Name], 1)
 		nd := tuning.Dim{Name: d.Name, Log: d.Log}
 		var choices []string
 		for i := 0; i < len(d.Values); i += st {

@@ -25,6 +25,7 @@ type benchCompareFlags struct {
 	tuners                      []string
 	budgets                     []float64
 	delta, meanRuns, score      float64
+	momentum                    float64
 	gridScore                   float64
 	seeds, lrStride, clipStride int
 	epochs, batchSize, valSize  int
@@ -66,12 +67,13 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.Float64SliceVar(&f.budgets, "epsilon", []float64{1, 2, 4, 8}, "total ε in nats of tuning and release (one or more)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
 	fl.StringSliceVar(&f.tuners, "tuners", compareEntryIDList(), "central tuners compared")
-	fl.StringVar(&f.space, "space", "", "search space (default: the dataset's DP-HyPO grid)")
+	fl.StringVar(&f.space, "space", "", "search space (default: scatter-<dataset> for a ScatterNet network, else the dataset's DP-HyPO grid)")
 	fl.IntVar(&f.lrStride, "lr-stride", 2, "keep every n-th learning rate of the space")
 	fl.IntVar(&f.clipStride, "clip-stride", 5, "keep every n-th clipping norm of the space")
 	fl.IntVar(&f.seeds, "seeds", 3, "tunings per tuner and budget (seeds 1, 2, …)")
 	fl.IntVar(&f.epochs, "epochs", 1, "epochs of each DP-SGD run on the full training set")
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of each run")
+	fl.Float64Var(&f.momentum, "momentum", 0, "SGD momentum of each run")
 	fl.Float64Var(&f.meanRuns, "mean-runs", 10, "E[K] of random-stop (geometric TNB or Poisson) and GP (geometric TNB)")
 	fl.IntVar(&f.valSize, "val-size", 5000, "private validation examples held out of the training set")
 	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score (discrete Gaussian on the count)")
@@ -184,6 +186,20 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	if cmd.Flags().Changed("budget") {
 		return cfg, whole, usagef("--budget: a benchmark is not a release; it charges no budget file")
 	}
+	// A built-in ScatterNet network's own settings stand for the flags not
+	// given, as for tune.
+	if d, ok := job.NetworkDefaults(src.Arch.Spec); ok {
+		ch := cmd.Flags().Changed
+		if !ch("epochs") {
+			f.epochs = d.Epochs
+		}
+		if !ch("batch-size") {
+			f.batchSize = d.BatchSize
+		}
+		if !ch("momentum") {
+			f.momentum = d.Momentum
+		}
+	}
 	whole = src // DP-Hype's table deals its own --vote-subset among clients
 	if f.trainSubset != 0 {
 		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
@@ -195,6 +211,8 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		return cfg, whole, usagef("--seeds %d is outside [1, 1000]", f.seeds)
 	case f.lrStride < 1 || f.clipStride < 1:
 		return cfg, whole, usagef("--lr-stride and --clip-stride must be at least 1")
+	case !(f.momentum >= 0 && f.momentum < 1):
+		return cfg, whole, usagef("--momentum %v is outside [0, 1)", f.momentum)
 	case f.epochs < 1:
 		return cfg, whole, usagef("--epochs and --part-epochs must be at least 1")
 	case f.valSize < 1 || f.valSize >= src.NominalN:
@@ -228,11 +246,15 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		}
 		entries = append(entries, bench.CompareEntries[i])
 	}
-	full, err := loadSpace(f.space, f.data.dataset)
+	name := f.space
+	if name == "" {
+		name = job.DefaultSpaceName(src)
+	}
+	full, err := loadSpace(name, f.data.dataset)
 	if err != nil {
 		return cfg, whole, usageError{err}
 	}
-	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
+	space := bench.Subgrid(full, map[string]int{job.LearningRate: f.lrStride, job.ClipNorm: f.clipStride})
 	q := float64(f.batchSize) / float64(src.NominalN-f.valSize)
 	if err := job.CheckEpochs(f.epochs, q); err != nil {
 		return cfg, whole, usagef("--epochs %d: %v", f.epochs, err)
@@ -248,7 +270,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		seeds[i] = uint64(i + 1)
 	}
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
-		Epochs: f.epochs, BatchSize: f.batchSize, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
+		Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
 		Options: options, Dir: f.out}
 	return cfg, whole, nil
 }

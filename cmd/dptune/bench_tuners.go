@@ -102,7 +102,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	space := bench.Subgrid(full, []int{f.lrStride, f.clipStride})
+	space := bench.Subgrid(full, map[string]int{job.LearningRate: f.lrStride, job.ClipNorm: f.clipStride})
 	// Each method's noise, for the same total budget at the reference γ.
 	q := float64(f.batchSize) / float64(src.NominalN)
 	if err := job.CheckEpochs(f.epochs, q); err != nil {
