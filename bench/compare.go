@@ -555,6 +555,35 @@ func compareCells(entries []CompareEntry, budgets []float64, rows []CompareRow) 
 	return cells
 }
 
+// paired is entry a's test accuracy less entry b's at budget eps, over
+// the seeds where both ran: the mean of the per-seed differences, the
+// half-width of its 95% Student-t interval (0 for one seed) and the
+// number of seeds. A tuning that released nothing counts as accuracy 0,
+// as in the cells.
+func (r *CompareReport) paired(a, b CompareEntry, eps float64) (mean, half float64, n int) {
+	acc := func(e CompareEntry) map[uint64]float64 {
+		m := map[uint64]float64{}
+		for _, row := range r.Rows {
+			if row.Tuner == e.Tuner && row.Variant == e.Variant && row.Budget == eps {
+				m[row.Seed] = row.TestAccuracy
+			}
+		}
+		return m
+	}
+	x, y := acc(a), acc(b)
+	var d []float64
+	for _, seed := range slices.Sorted(maps.Keys(x)) {
+		if v, ok := y[seed]; ok {
+			d = append(d, x[seed]-v)
+		}
+	}
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	mean, half = meanCI95(d)
+	return mean, half, len(d)
+}
+
 // meanCI95 is the mean of x and the half-width of its 95% Student-t
 // interval (0 for a single value).
 func meanCI95(x []float64) (mean, half float64) {

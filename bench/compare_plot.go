@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/dptune/dptune/tuning"
 	"io"
 	"strings"
 
@@ -89,8 +90,12 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(budgets)))
 	}
 	s := rep.Settings
-	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seed(s); no interval from one seed) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %d epoch(s) per run, batch %d:\n\n",
-		len(s.Seeds), s.Delta, s.Dataset, s.Model, s.NominalSize, s.Candidates, s.Space, s.Epochs, s.BatchSize)
+	runs := fmt.Sprintf("%d epoch(s) per run, batch %d", s.Epochs, s.BatchSize)
+	if tuning.SetsRunLength(tuning.Space{Dims: s.SpaceDims}) {
+		runs = "batch size and epochs per candidate (each run counted as the costliest)"
+	}
+	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seed(s); no interval from one seed) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %s:\n\n",
+		len(s.Seeds), s.Delta, s.Dataset, s.Model, s.NominalSize, s.Candidates, s.Space, runs)
 	if u := s.TrainSubset; u != nil {
 		fmt.Fprintf(w, "Every run trained on a fixed subset of the training set: each example kept when its hash keyed with %d falls in the first %.4g of the range (about n = %d examples).\n\n", u.Key, u.Fraction, s.NominalSize)
 	}

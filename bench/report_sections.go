@@ -21,21 +21,21 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 	if err := json.Unmarshal(f.raw, &r); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "## Every tuner at one total budget on %s (`dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape). Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
-		r.Settings.Dataset, r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
+	fmt.Fprintf(w, "## Every tuner at one total budget on %s (%s, n = %d; `dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape). Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
+		r.Settings.Dataset, r.Settings.Model, r.Settings.NominalSize, r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
 	WriteCompareMarkdown(w, &r)
 	fmt.Fprintln(w)
-	// beside compares tuner a with tuner b at each budget where both ran.
+	// beside compares tuner a with tuner b at each budget where both ran,
+	// paired by seed: the mean of the per-seed differences (both tunings of
+	// a seed share its validation split) and its 95% interval.
 	beside := func(a, av, b, bv string) (ours string, ahead, within, behind int) {
 		var parts []string
 		for _, eps := range sortedBudgets(r.Cells) {
-			x, ok1 := r.cell(a, av, eps)
-			y, ok2 := r.cell(b, bv, eps)
-			if !ok1 || !ok2 {
+			d, ci, n := r.paired(CompareEntry{Tuner: a, Variant: av}, CompareEntry{Tuner: b, Variant: bv}, eps)
+			if n == 0 {
 				continue
 			}
-			d, ci := x.Accuracy-y.Accuracy, math.Hypot(x.CI95, y.CI95)
-			parts = append(parts, fmt.Sprintf("ε = %g: %+.3f ± %.3f", eps, d, ci))
+			parts = append(parts, fmt.Sprintf("ε = %g: %+.3f ± %.3f (%d seeds)", eps, d, ci, n))
 			switch {
 			case d > ci:
 				ahead++
