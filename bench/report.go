@@ -43,8 +43,9 @@ type ReportSummary struct {
 // Verdict is one published result beside ours.
 type Verdict struct {
 	Paper, Result, Published, Ours string
-	// Outcome is "reproduced", "not reproduced" or "not comparable";
-	// Why says why, in one line.
+	// Outcome is "reproduced", "not reproduced", "not comparable" or
+	// "not run" (no input judges it: a seed paper's headline, see
+	// headlines); Why says why, in one line.
 	Outcome, Why string
 }
 
@@ -170,6 +171,7 @@ func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# dptune benchmark report\n\nGenerated %s by `dptune bench report` from %d benchmark output(s).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(all))
 	writeMachine(&md)
+	sum.Verdicts = withHeadlines(sum.Verdicts)
 	writeVerdicts(&md, sum.Verdicts)
 	md.Write(body.Bytes())
 	if err := os.WriteFile(filepath.Join(cfg.Out, "report.md"), md.Bytes(), 0o644); err != nil {
@@ -228,7 +230,7 @@ func writeVerdicts(w io.Writer, vs []Verdict) {
 	if len(vs) == 0 {
 		return
 	}
-	fmt.Fprint(w, "## The papers' results beside ours\n\n| paper | result | published | ours | verdict |\n|---|---|---|---|---|\n")
+	fmt.Fprint(w, "## The papers' results beside ours\n\nEvery seed paper's headline result, and every other published result a benchmark below reran; each verdict is explained in its section.\n\n| paper | result | published | ours | verdict |\n|---|---|---|---|---|\n")
 	for _, v := range vs {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | **%s**: %s |\n", v.Paper, v.Result, v.Published, v.Ours, v.Outcome, v.Why)
 	}

@@ -188,3 +188,40 @@ func TestCompareClaimsArePaired(t *testing.T) {
 		t.Errorf("section header: %.200s", w.String())
 	}
 }
+
+// The lead table lists every seed paper: a paper judged by an input keeps
+// its verdicts, and each other headline appears once as "not run" with its
+// reason.
+func TestLeadTableNamesEveryPaper(t *testing.T) {
+	out, sum := testReport(t)
+	runs := map[string]int{}
+	judged := map[string]bool{}
+	for _, v := range sum.Verdicts {
+		if v.Outcome == "not run" {
+			runs[v.Paper]++
+			if v.Why == "" {
+				t.Errorf("%s: not run without a reason", v.Paper)
+			}
+		} else {
+			judged[v.Paper] = true
+		}
+	}
+	for _, h := range headlines {
+		switch {
+		case judged[h.Paper] && runs[h.Paper] > 0:
+			t.Errorf("%s is judged and also listed as not run", h.Paper)
+		case !judged[h.Paper] && runs[h.Paper] != 1:
+			t.Errorf("%s: %d not-run rows, want 1", h.Paper, runs[h.Paper])
+		}
+	}
+	if !judged["Papernot & Steinke 2022"] || !judged["Ding et al. (doubling)"] || runs["Wang et al. 2023 (DP-HyPO)"] != 1 {
+		t.Errorf("judged %v, not run %v", judged, runs)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| Wang et al. 2023 (DP-HyPO) | Table 1") || !strings.Contains(string(md), "**not run**") {
+		t.Error("report.md lacks the DP-HyPO headline")
+	}
+}

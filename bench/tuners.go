@@ -153,6 +153,9 @@ var compareClaims = []compareClaim{
 		Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ",
 		A:         CompareEntry{Tuner: tuning.GPName}, B: CompareEntry{Tuner: tuning.RandomStopName, Variant: accounting.TNB}, Claim: "GP ahead", Other: "uniform",
 		Infeasible: "; gp cannot meet ε = %g at all (the adaptive density ratio C/c's overhead exceeds it)"},
+	{Paper: "Ding et al. (doubling)", Result: "constant-overhead tuning (non-private part runs, one private final run) at one total budget should beat random-stop, whose every run is private",
+		Published: "Table 1: overhead ε + O(log((u* − u₀)/g))·ϵ, against random-stop's 2ε–3ε",
+		A:         CompareEntry{Tuner: tuning.DoublingName}, B: CompareEntry{Tuner: tuning.RandomStopName, Variant: accounting.TNB}, Claim: "doubling ahead", Other: "random-stop"},
 }
 
 // The GP tuner in `bench compare`: DP-HyPO's settings from cfg.Options (by
