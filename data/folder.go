@@ -62,8 +62,10 @@ type FolderOptions struct {
 	Progress func(split string, done, total int)
 }
 
-// check returns an error for options no folder can be read with.
-func (o FolderOptions) check() error {
+// Check returns an error for options no folder can be read with: a channel
+// count other than 1 or 3, a size outside 1 … 4096, or constants that are
+// not one finite mean and positive finite deviation per channel.
+func (o FolderOptions) Check() error {
 	switch {
 	case o.C != 1 && o.C != 3:
 		return fmt.Errorf("an image folder is read as 1 (grey) or 3 (RGB) channels, not %d", o.C)
@@ -175,7 +177,7 @@ func folderFiles(dir, split string, classes []string) ([]folderFile, error) {
 // or JPEG, an image of another size under NoResize, or one too large to
 // decode names its file.
 func LoadFolder(ctx context.Context, dir string, o FolderOptions) (train, test *Dataset, classes []string, err error) {
-	if err := o.check(); err != nil {
+	if err := o.Check(); err != nil {
 		return nil, nil, nil, err
 	}
 	if classes, err = FolderClasses(dir); err != nil {

@@ -193,12 +193,24 @@ func LoadSpace(name, dataset string) (tuning.Space, error) {
 // DefaultSpaceName is the search space a tuning of src takes when none is
 // named: "scatter-<dataset>" (tuning's ScatterNet spaces) for a network
 // with a ScatterNet front end when one is registered, else the dataset's
-// default ("" for LoadSpace).
+// default ("" for LoadSpace). An image folder counts as mnist when its
+// network reads one channel and as cifar10 otherwise.
 func DefaultSpaceName(src Source) string {
-	if _, ok := src.Arch.FrontEnd(); ok {
-		if _, ok := tuning.BuiltinSpace("scatter-" + src.Name); ok {
-			return "scatter-" + src.Name
+	name := src.Name
+	if _, ok := data.Lookup(name); !ok {
+		name = "cifar10"
+		if src.Arch.C == 1 {
+			name = "mnist"
 		}
+	}
+	if _, ok := src.Arch.FrontEnd(); ok {
+		if _, ok := tuning.BuiltinSpace("scatter-" + name); ok {
+			return "scatter-" + name
+		}
+	}
+	if name != src.Name {
+		k, _ := data.Lookup(name)
+		return k.Space
 	}
 	return ""
 }

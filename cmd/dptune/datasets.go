@@ -18,10 +18,15 @@ type dataFlags struct {
 	featureCache             string
 	model                    string
 	nominalSize              int
+	mean, std                []float64 // --dataset folder
+	noResize                 bool
 }
 
 func addDataFlags(fl *pflag.FlagSet, d *dataFlags) {
-	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: "+job.DatasetHelp())
+	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder (an ImageFolder: --data-dir DIR with DIR/train/<class>/* and DIR/test/<class>/*, PNG or JPEG; needs --nominal-size)")
+	fl.Float64SliceVar(&d.mean, "mean", nil, "folder: public per-channel mean of the pixels scaled to [0, 1], subtracted before dividing by --std (default 0; never computed from the images)")
+	fl.Float64SliceVar(&d.std, "std", nil, "folder: public per-channel standard deviation the pixels are divided by (default 1)")
+	fl.BoolVar(&d.noResize, "no-resize", false, "folder: refuse an image whose size is not the network's instead of resizing it (bilinear)")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files (default "+job.DefaultDirHelp()+")")
 	fl.IntVar(&d.nominalSize, "nominal-size", 0, "public size of the training set in --data-dir, used for every sampling rate and divisor (default: the dataset's published size, "+job.NominalSizeHelp()+"); the loaded count is never used")
 	addModelFlag(fl, &d.model)
@@ -32,6 +37,22 @@ func addDataFlags(fl *pflag.FlagSet, d *dataFlags) {
 // source is the job's view of the dataset the flags name: --nominal-size
 // (only with --data-dir) overrides the published size.
 func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
+	ch := cmd.Flags().Changed
+	if d.dataset == job.FolderName {
+		if (d.mean == nil) != (d.std == nil) {
+			return job.Source{}, usagef("--mean and --std go together: one value per channel each")
+		}
+		src, _, err := job.FolderDataset(d.dataDir, d.model, d.nominalSize, job.FolderSettings{Mean: d.mean, Std: d.std, NoResize: d.noResize,
+			Progress: folderProgress(cmd.ErrOrStderr())})
+		if err != nil {
+			return src, err
+		}
+		src.Features = job.FeatureCache{Dir: d.featureCache, Progress: featureProgress(cmd.ErrOrStderr())}
+		return src, nil
+	}
+	if ch("mean") || ch("std") || ch("no-resize") {
+		return job.Source{}, usagef("--mean, --std and --no-resize apply to --dataset folder")
+	}
 	src, err := job.Dataset(d.dataset, d.dataDir)
 	if err != nil {
 		return src, err
@@ -44,6 +65,27 @@ func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
 	}
 	src.Features = job.FeatureCache{Dir: d.featureCache, Progress: featureProgress(cmd.ErrOrStderr())}
 	return withModel(src, d.model)
+}
+
+// folderProgress shows a progress bar while an image folder's split is
+// decoded.
+func folderProgress(w io.Writer) func(split string, done, total int) {
+	var b *bar
+	var current string
+	return func(split string, done, total int) {
+		if b == nil || split != current {
+			if b != nil {
+				b.Close()
+			}
+			current = split
+			b = newPhaseBar(w, total, "images ("+split+")")
+		}
+		b.Set(done)
+		if done == total {
+			b.Close()
+			b = nil
+		}
+	}
 }
 
 // featureProgress shows a progress bar while a set's front-end features
