@@ -133,7 +133,9 @@ func TestLoadFolderRefusals(t *testing.T) {
 		mutate func(dir string) error
 		want   string
 	}{
-		"corrupt":       {func(d string) error { return os.WriteFile(filepath.Join(d, "train", "a", "q.png"), []byte("not an image"), 0o644) }, "q.png: not a PNG or JPEG image"},
+		"corrupt": {func(d string) error {
+			return os.WriteFile(filepath.Join(d, "train", "a", "q.png"), []byte("not an image"), 0o644)
+		}, "q.png: not a PNG or JPEG image"},
 		"empty class":   {func(d string) error { return os.MkdirAll(filepath.Join(d, "train", "c"), 0o755) }, "has no directory in"},
 		"extra test":    {func(d string) error { return os.MkdirAll(filepath.Join(d, "test", "c"), 0o755) }, `class "c" is not a training class`},
 		"empty train":   {func(d string) error { return os.RemoveAll(filepath.Join(d, "train", "a", "y.png")) }, ""},

@@ -86,8 +86,8 @@ func TestFolderDatasetTrains(t *testing.T) {
 		t.Errorf("report: dataset %q, nominal size %d, test accuracy %v", rep.Dataset, rep.NominalSize, rep.Accuracy)
 	}
 	for _, args := range [][]string{
-		{"train", "--dataset", "folder", "--data-dir", dir},                                          // no nominal size
-		{"train", "--dataset", "folder", "--nominal-size", "2000"},                                   // no directory
+		{"train", "--dataset", "folder", "--data-dir", dir},                                            // no nominal size
+		{"train", "--dataset", "folder", "--nominal-size", "2000"},                                     // no directory
 		{"train", "--dataset", "folder", "--data-dir", dir, "--nominal-size", "2000", "--mean", "0.1"}, // --mean without --std
 		{"train", "--dataset", "folder", "--data-dir", dir, "--nominal-size", "2000", "--mean", "0.1,0.2", "--std", "1,1"},
 		{"train", "--mean", "0.1", "--std", "0.3"}, // not a folder
