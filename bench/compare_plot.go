@@ -91,7 +91,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 	}
 	s := rep.Settings
 	runs := fmt.Sprintf("%d epoch(s) per run, batch %d", s.Epochs, s.BatchSize)
-	if tuning.SetsRunLength(tuning.Space{Dims: s.SpaceDims}) {
+	if tuning.RunsVary(tuning.Space{Dims: s.SpaceDims}) {
 		runs = "batch size and epochs per candidate (each run counted as the costliest)"
 	}
 	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seed(s); no interval from one seed) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %s:\n\n",

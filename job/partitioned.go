@@ -116,6 +116,9 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 			facts.TestAccuracy = &m.Accuracy
 		}
 		rel.Model, rel.Selected = res.Model, facts.Selected
+		if _, cfg, err := p.trainer.Hyper().Run(*res.Selected); err == nil {
+			q, steps = cfg.SamplingRate, cfg.Steps // the released model's own run
+		}
 		rel.hyper = map[string]any{"selected": facts.Selected, "selected_choices": facts.SelectedChoices, "noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "tuner": s.Tuner}
 	}
 	rel.Report = res.Report(facts)

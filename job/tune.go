@@ -136,10 +136,10 @@ type TuneReport struct {
 	BatchSize           int                    `json:"batch_size"`
 	SamplingRate        float64                `json:"sampling_rate"`
 	Steps               int                    `json:"steps_per_run"`
-	// PerCandidate marks a space whose candidates set the batch size or
-	// the epochs: Epochs, BatchSize, SamplingRate and Steps above are then
-	// only the runs of candidates that set neither, and every run is
-	// counted as the costliest candidate's (tuning.Hyper.Event).
+	// PerCandidate marks a space whose candidates set the batch size, the
+	// epochs or the network: Epochs, BatchSize, SamplingRate and Steps
+	// above are then only the runs of candidates that set none, and every
+	// run is counted as the costliest candidate's (tuning.Hyper.Event).
 	PerCandidate bool   `json:"per_candidate_runs,omitempty"`
 	Seeded       bool   `json:"seeded"` // the seed itself is never written: it would undo the guarantee
 	SecureNoise  bool   `json:"secure_noise"`
@@ -407,7 +407,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	rep := &TuneReport{Tuner: s.Tuner, Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Space: s.Space.Name, Validation: s.Validation,
 		ValidationSize: trainer.ValSize, Delta: s.Delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
 		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
-		Steps: trainer.Steps, PerCandidate: tuning.SetsRunLength(s.Space), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
+		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	diag := &NotPrivateDiagnostics{Runs: res.Diagnostics}
 	if accName != "rdp" {
@@ -448,8 +448,12 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 			rep.TestAccuracy = &m.Accuracy
 		}
 		rel.Model, rel.Selected, rel.Score = res.Model, rep.Selected, rep.ValidationScore
+		q, steps := rep.SamplingRate, rep.Steps
+		if _, cfg, err := trainer.Hyper().Run(*res.Selected); err == nil {
+			q, steps = cfg.SamplingRate, cfg.Steps // the released model's own run
+		}
 		rel.hyper = map[string]any{"selected": rep.Selected, "selected_choices": rep.SelectedChoices, "noise_multiplier": rep.BaseNoiseMultiplier,
-			"sampling_rate": rep.SamplingRate, "steps": rep.Steps, "tuner": rep.Tuner}
+			"sampling_rate": q, "steps": steps, "tuner": rep.Tuner}
 	}
 	if interrupted {
 		return rel, diag, resv.done(res.Ledger, fmt.Errorf("interrupted: nothing released; the ledger still counts the whole tuning budget: %w", context.Canceled))

@@ -492,7 +492,12 @@ func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport
 		Granularity: o.Granularity, U0: o.U0, MaxIterations: d.Search.MaxIterations, RealisedIterations: res.Iterations,
 		EarlierSearches: len(res.EarlierSearches), PrivatePartitions: o.Private, Epochs: p.spec.Epochs, FinalSteps: res.FinalSteps,
 		PartEpochs: o.PartEpochs, Seeded: f.Seeded, SecureNoise: f.SecureNoise, Interrupted: f.Interrupted, Failed: f.Failed, Ledger: f.Ledger}
-	if res.Selected != nil {
+	if worst, err := d.Final.Event(d.Space, d.Final.Config.NoiseMultiplier); err == nil && isWorstCase(worst) {
+		// The ledger counts the costliest candidate's final run.
+		if fe, err := (accounting.RDP{}).Epsilon(worst, f.Delta); err == nil {
+			rep.FinalEpsilon = fe.Epsilon
+		}
+	} else if res.Selected != nil {
 		if _, done, err := d.Final.Run(*res.Selected); err == nil {
 			done.Steps = res.FinalSteps
 			if fe, err := (accounting.RDP{}).Epsilon(dpsgd.PlannedEvent(done), f.Delta); err == nil {
@@ -503,6 +508,12 @@ func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport
 	rep.TuningOverhead = float64(d.Search.MaxIterations) * d.Search.IterationEpsilon()
 	rep.PaperWHPEpsilon = rep.FinalEpsilon + 3*math.Log2(math.Max((1-o.U0)/o.Granularity, 2))*o.Epsilon0
 	return rep
+}
+
+// isWorstCase reports whether e is an accounting.WorstCase.
+func isWorstCase(e accounting.Event) bool {
+	_, ok := e.(accounting.WorstCase)
+	return ok
 }
 
 // DoublingReport is report.json of the doubling tuner: the caller's
@@ -520,7 +531,7 @@ type DoublingReport struct {
 	Epsilon             float64            `json:"epsilon"` // the ledger's: what was spent
 	Delta               float64            `json:"delta"`
 	Accountant          string             `json:"accountant"`
-	FinalEpsilon        float64            `json:"final_run_epsilon"`       // of the final run's completed steps
+	FinalEpsilon        float64            `json:"final_run_epsilon"`       // of the final run's completed steps; the costliest candidate's whole run when candidates differ in cost (as the ledger counts it)
 	TuningOverhead      float64            `json:"tuning_overhead_epsilon"` // T_max·ϵ
 	BaseNoiseMultiplier float64            `json:"base_noise_multiplier"`   // the final run's σ
 	Partitions          int                `json:"partitions"`

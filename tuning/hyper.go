@@ -125,10 +125,33 @@ func OtherSettings(values map[string]float64, labels map[string]string) string {
 	return strings.Join(out, ", ")
 }
 
-// SetsRunLength reports whether s has a BatchSize or Epochs dimension:
-// its candidates' runs differ in sampling rate or steps.
-func SetsRunLength(s Space) bool {
-	return slices.ContainsFunc(s.Dims, func(d Dim) bool { return d.Name == BatchSize || d.Name == Epochs })
+// RunsVary reports whether s has a BatchSize, Epochs or Network dimension:
+// its candidates' runs may differ in sampling rate, steps or network, and
+// so in privacy cost (Hyper.Event).
+func RunsVary(s Space) bool {
+	return slices.ContainsFunc(s.Dims, func(d Dim) bool { return slices.Contains(shapeDims, d.Name) })
+}
+
+// Covers returns an error unless candidate c's batch size, epochs and
+// network are values of s's dimensions, so that Event(s, σ) counts c's
+// run: a trainer refuses to train any other.
+func Covers(s Space, c Candidate) error {
+	for _, name := range shapeDims {
+		v, ok := c.Values[name]
+		if !ok {
+			continue
+		}
+		i := slices.IndexFunc(s.Dims, func(d Dim) bool { return d.Name == name })
+		if i < 0 {
+			return fmt.Errorf("tuning: candidate %d sets %s, which the trainer's space %q does not have: its run would not be counted", c.Index, name, s.Name)
+		}
+		d := s.Dims[i]
+		j := slices.Index(d.Values, v)
+		if j < 0 || (d.Choices != nil && c.Labels[name] != d.Choices[j]) {
+			return fmt.Errorf("tuning: candidate %d sets %s to %v, not a value of the trainer's space %q: its run would not be counted", c.Index, name, v, s.Name)
+		}
+	}
+	return nil
 }
 
 // Hyper turns a candidate into one DP-SGD run: the network it trains and

@@ -1,8 +1,10 @@
 package tuning
 
 import (
+	"context"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dptune/dptune/dpsgd"
@@ -135,5 +137,29 @@ func TestHyperEventIsTheCostliest(t *testing.T) {
 	// the worst case is exactly its ε.
 	if math.Abs(got.Epsilon-want) > 1e-9 {
 		t.Errorf("worst case ε = %v, want the costliest candidate's %v", got.Epsilon, want)
+	}
+}
+
+// A trainer refuses a candidate whose batch size, epochs or network its
+// space does not hold: such a run would cost more than the trainer's
+// event counts.
+func TestTrainerRefusesUncountedCandidates(t *testing.T) {
+	space := Space{Name: "s", Dims: []Dim{{Name: BatchSize, Values: []float64{10, 20}}, Categorical(Network, "a")}}
+	tr := &DPSGDTrainer{Space: space}
+	for _, c := range []Candidate{
+		{Index: 1, Values: map[string]float64{BatchSize: 40}},
+		{Index: 2, Values: map[string]float64{Epochs: 3}},
+		{Index: 3, Values: map[string]float64{Network: 0}, Labels: map[string]string{Network: "b"}},
+	} {
+		if _, err := tr.Train(context.Background(), c, nil); err == nil || !strings.Contains(err.Error(), "would not be counted") {
+			t.Errorf("candidate %+v: %v", c, err)
+		}
+	}
+	ok := Candidate{Values: map[string]float64{BatchSize: 20, Network: 0}, Labels: map[string]string{Network: "a"}}
+	if err := Covers(space, ok); err != nil {
+		t.Errorf("a candidate of the space: %v", err)
+	}
+	if err := Covers(Space{}, Candidate{Values: map[string]float64{LearningRate: 1}}); err != nil {
+		t.Errorf("a candidate setting no run length: %v", err)
 	}
 }

@@ -76,7 +76,9 @@ type DPSGDTrainer struct {
 	// sampling rate and steps (Hyper); Networks are the resolved choices
 	// of a Network dimension; Space is the tuning's, whose batch sizes,
 	// epochs and networks the Event covers. All may be zero for a space
-	// without those dimensions.
+	// without those dimensions; Train refuses a candidate whose batch
+	// size, epochs or network Space does not hold (Covers), so that no run
+	// costs more than Event counts.
 	NominalN, Epochs int
 	Networks         map[string]model.Arch
 	Space            Space
@@ -118,6 +120,9 @@ func (t *DPSGDTrainer) Event() accounting.Event { return t.EventFor(t.NoiseMulti
 // (dpsgd.ErrDiverged) fails: it returns a Run without a model, and its
 // score is −∞, so it is never selected.
 func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Run, error) {
+	if err := Covers(t.Space, c); err != nil {
+		return Run{}, err
+	}
 	arch, cfg, err := t.Hyper().Run(c)
 	if err != nil {
 		return Run{}, err

@@ -120,16 +120,19 @@ type AboveThreshold struct {
 	MaxIterations int     `json:"max_iterations"`
 }
 
-// WorstCase is one of Events, which one chosen from public information or
-// from what earlier mechanisms released (a tuning run's candidate, which
-// the tuner releases with the run): e.g. DP-SGD runs whose candidates set
-// different batch sizes, epochs or networks. It is counted as the worst of
-// them at every order or parameter — the pointwise maximum of their RDP
-// curves, of their ε and δ, of their GDP μ — which bounds the mixture over a
-// released choice because Rényi divergence is quasi-convex (van Erven &
-// Harremoës 2014, "Rényi Divergence and Kullback-Leibler Divergence",
-// Theorem 13) and bounds each adaptive choice by the same maximum. The PLD
-// accountant does not count it. Events must not be empty.
+// WorstCase is any one of Events, whichever is chosen and however: e.g.
+// DP-SGD runs whose candidates set different batch sizes, epochs or
+// networks. It is counted as the worst of them at every order or parameter
+// — the pointwise maximum of their RDP curves, of their ε and δ, of their
+// GDP μ — a bound that holds for every choice, which is what each
+// composition needs: a choice from public randomness is a mixture, whose
+// Rényi divergence is at most the largest member's (quasi-convexity: van
+// Erven & Harremoës 2014, "Rényi Divergence and Kullback-Leibler
+// Divergence", Theorem 13); a choice adaptive to earlier outputs (DP-HyPO's
+// sampler, the doubling tuner's search) is bounded per step by the same
+// maximum (adaptive composition; DP-HyPO's Theorem 1 asks each base run to
+// meet one RDP bound whatever its hyperparameters). The PLD accountant does
+// not count it. Events must not be empty.
 type WorstCase struct {
 	Events []Event `json:"events"`
 }

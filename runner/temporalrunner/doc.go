@@ -70,8 +70,11 @@
 // What the server sees is not private, and it is not nothing: the number of
 // tasks, their kinds and when each starts, heartbeats and ends. For a
 // random-stop or GP tuning the number of tasks is K, the number of runs,
-// which the guarantee assumes stays hidden; and which tasks fail, and when,
-// may depend on the data. So for those tuners the Temporal server, its
+// which the guarantee assumes stays hidden; when the candidates differ in
+// batch size or epochs, each task's duration and step heartbeats also show
+// which kind of candidate it trained, which for GP depends on the
+// unreleased scores; and which tasks fail, and when, may depend on the
+// data. So for those tuners the Temporal server, its
 // database, its UI and its logs are curator-side, like the --diagnostics
 // file: whoever runs them must not publish what they show. (The doubling
 // tuner's number of part runs is data-dependent too, but its guarantee
