@@ -34,6 +34,8 @@ const (
 // have no default home.
 func init() {
 	Register(Named{Name: "cifar10", TestN: 10000, NominalN: 50000, C: 3, H: cifarSide, W: cifarSide, Classes: 10,
+		ClassNames: []string{"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"},
+		Mean:       CIFAR10Mean, Std: CIFAR10Std,
 		Model: "tb-cifar10", Space: "cifar10-dphypo", Load: LoadCIFAR10,
 		DirHelp: "the directory holding its binary files", Rank: 1})
 }

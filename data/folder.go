@@ -338,3 +338,16 @@ func FolderShape(dir string) (c, h, w int, err error) {
 	}
 	return c, cfg.Height, cfg.Width, nil
 }
+
+// DecodeImage decodes the PNG or JPEG image at path into dst, which must
+// hold o.C × o.H × o.W values, as LoadFolder reads a folder's images (its
+// channels, resizing or NoResize refusal, and normalisation).
+func DecodeImage(path string, o FolderOptions, dst []float32) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
+	if len(dst) != o.C*o.H*o.W {
+		return fmt.Errorf("%s: %d values for a %d×%d×%d image", path, len(dst), o.C, o.H, o.W)
+	}
+	return decodeInto(path, o, dst)
+}

@@ -37,6 +37,7 @@ var mnistFiles = [...]struct{ images, labels string }{
 // module's copy in the Go module cache.
 func init() {
 	Register(Named{Name: "mnist", TestN: 10000, NominalN: 60000, C: 1, H: 28, W: 28, Classes: 10,
+		ClassNames: []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}, Mean: []float64{MNISTMean}, Std: []float64{MNISTStd},
 		Model: "tb-mnist", Space: "mnist-dphypo", Load: LoadMNIST,
 		DefaultDir: MNISTDir, DefaultDirHelp: "the GoMNIST module in the Go module cache", Rank: 0})
 }

@@ -19,6 +19,11 @@ type Named struct {
 	TestN int
 	// C, H, W are an example's shape; Classes the number of labels.
 	C, H, W, Classes int
+	// ClassNames name the labels (label i is ClassNames[i]).
+	ClassNames []string
+	// Mean and Std are the published per-channel constants the loader
+	// normalises the pixels scaled to [0, 1] with.
+	Mean, Std []float64
 	// Model is the default network: the name of a built-in model spec.
 	Model string
 	// Space is the default search space: the name of a built-in space.

@@ -83,7 +83,8 @@ func FolderDataset(dir, network string, nominalN int, s FolderSettings) (Source,
 	if err != nil {
 		return Source{}, nil, invalid(err)
 	}
-	src := Source{Name: FolderName + ":" + abs, Dir: dir, Arch: arch, NominalN: nominalN, Load: func() (*data.Dataset, *data.Dataset, error) {
+	input := model.Input{Dataset: FolderName, Classes: classes, Mean: s.Mean, Std: s.Std}
+	src := Source{Name: FolderName + ":" + abs, Dir: dir, Arch: arch, NominalN: nominalN, Input: input, Load: func() (*data.Dataset, *data.Dataset, error) {
 		train, test, _, err := data.LoadFolder(context.Background(), dir, o)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)

@@ -37,6 +37,7 @@ type Release struct {
 	Failed bool
 
 	hyper map[string]any // saved with the model
+	input model.Input    // saved with the model
 }
 
 // NotPrivateDiagnostics is what a job shows the data curator beside its
@@ -88,7 +89,11 @@ func (r *Release) Save(dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := r.Model.Save(dir, model.Metadata{Hyperparameters: h, Ledger: l}); err != nil {
+		meta := model.Metadata{Hyperparameters: h, Ledger: l}
+		if r.input.Dataset != "" {
+			meta.Input = &r.input
+		}
+		if err := r.Model.Save(dir, meta); err != nil {
 			removeAll(dir, written)
 			return err
 		}
@@ -268,4 +273,15 @@ func CheckOut(dir string) error {
 	}
 	f.Close()
 	return os.Remove(f.Name())
+}
+
+// withInput returns a function that records src's Input in a job's
+// release (saved with its model) and passes the job's results through.
+func withInput(src Source) func(*Release, *NotPrivateDiagnostics, error) (*Release, *NotPrivateDiagnostics, error) {
+	return func(rel *Release, diag *NotPrivateDiagnostics, err error) (*Release, *NotPrivateDiagnostics, error) {
+		if rel != nil {
+			rel.input = src.Input
+		}
+		return rel, diag, err
+	}
 }

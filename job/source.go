@@ -30,6 +30,9 @@ type Source struct {
 	// Load reads the training and test sets. The test set is treated as
 	// public: test metrics are released without noise.
 	Load func() (train, test *data.Dataset, err error)
+	// Input names the classes and the pixels' normalisation (public),
+	// saved with every model trained on it.
+	Input model.Input
 	// Features says where the features of a network with a fixed front
 	// end (a scatter first layer, model.Arch.FrontEnd) are kept; the job
 	// trains and evaluates on them in place of the images.
@@ -141,7 +144,8 @@ func Dataset(name, dir string) (Source, error) {
 		return Source{}, fmt.Errorf("dataset %s: default network: %w", name, err)
 	}
 	arch := model.Arch{Spec: spec, C: k.C, H: k.H, W: k.W, Classes: k.Classes}
-	return Source{Name: name, Dir: dir, Arch: arch, NominalN: k.NominalN, Load: func() (*data.Dataset, *data.Dataset, error) {
+	input := model.Input{Dataset: name, Classes: k.ClassNames, Mean: k.Mean, Std: k.Std}
+	return Source{Name: name, Dir: dir, Arch: arch, NominalN: k.NominalN, Input: input, Load: func() (*data.Dataset, *data.Dataset, error) {
 		d := dir
 		if d == "" {
 			var err error

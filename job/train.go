@@ -289,7 +289,7 @@ func plannedLedger(label string, cfg dpsgd.Config) accounting.Ledger {
 // wrapping ErrUncommitted): then nothing is returned but the error, and
 // the worst case stays charged.
 func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, error) {
-	return withheld(trainRelease(ctx, s))
+	return withInput(s.Data)(withheld(trainRelease(ctx, s)))
 }
 
 func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, error) {

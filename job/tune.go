@@ -341,10 +341,10 @@ func (s TuneSpec) fixedReport() map[string]float64 {
 func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
 	if tu, err := tuning.Lookup(s.Tuner); err == nil {
 		if fed, ok := tu.(tuning.Federated); ok {
-			return s.tuneFederated(ctx, fed)
+			return withInput(s.Data)(s.tuneFederated(ctx, fed))
 		}
 	}
-	return withheld(tuneRelease(ctx, s))
+	return withInput(s.Data)(withheld(tuneRelease(ctx, s)))
 }
 
 func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {

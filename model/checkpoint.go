@@ -42,6 +42,20 @@ const (
 type Metadata struct {
 	Hyperparameters json.RawMessage `json:"hyperparameters,omitempty"`
 	Ledger          json.RawMessage `json:"ledger,omitempty"`
+	// Input says how an image's pixels become the network's input; nil
+	// for a model saved before it was recorded.
+	Input *Input `json:"input,omitempty"`
+}
+
+// Input is what a model was trained on, as public facts: its classes'
+// names (label i is Classes[i]) and its pixels' normalisation — an 8-bit
+// value v of channel c becomes (v/255 − Mean[c]) / Std[c] (Mean and Std
+// empty: v/255).
+type Input struct {
+	Dataset string    `json:"dataset,omitempty"`
+	Classes []string  `json:"classes,omitempty"`
+	Mean    []float64 `json:"mean,omitempty"`
+	Std     []float64 `json:"std,omitempty"`
 }
 
 type checkpointHeader struct {

@@ -98,3 +98,66 @@ func TestFolderDatasetTrains(t *testing.T) {
 		}
 	}
 }
+
+// predict labels the test images of the folder with the model trained on
+// it: the labels are the folder's class names, the probabilities sum to
+// 1, and most labels match the directory each image came from; bad paths
+// exit 2 with one line.
+func TestPredictFolderImages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains on 2,000 images")
+	}
+	dir := t.TempDir()
+	writeMNISTFolder(t, dir, 2000, 200)
+	out := filepath.Join(t.TempDir(), "m")
+	if code, text := run(t, "train", "--dataset", "folder", "--data-dir", dir, "--nominal-size", "2000", "--epochs", "3", "--batch-size", "100",
+		"--epsilon", "8", "--seed", "1", "--mean", "0.1307", "--std", "0.3081", "--out", out); code != 0 {
+		t.Fatalf("train: exit %d: %s", code, text)
+	}
+	code, text := run(t, "predict", "--model", out, "--json", filepath.Join(dir, "test"))
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %.300s", code, text)
+	}
+	var preds []struct {
+		Path          string    `json:"path"`
+		Label         string    `json:"label"`
+		Index         int       `json:"index"`
+		Probabilities []float64 `json:"probabilities"`
+	}
+	// The progress bar shares run's buffer: the JSON starts at its array.
+	if i := strings.Index(text, "[\n"); i >= 0 {
+		text = text[i:]
+	}
+	if err := json.Unmarshal([]byte(text), &preds); err != nil {
+		t.Fatalf("%v: %.300s", err, text)
+	}
+	if len(preds) != 200 {
+		t.Fatalf("%d predictions, want 200", len(preds))
+	}
+	right := 0
+	for _, p := range preds {
+		var sum float64
+		for _, q := range p.Probabilities {
+			sum += q
+		}
+		if len(p.Probabilities) != 10 || sum < 0.999 || sum > 1.001 || p.Label != fmt.Sprint(p.Index) {
+			t.Fatalf("prediction %+v", p)
+		}
+		if filepath.Base(filepath.Dir(p.Path)) == p.Label {
+			right++
+		}
+	}
+	if right < 100 {
+		t.Errorf("%d of 200 labels match their class directory", right)
+	}
+	for _, args := range [][]string{
+		{"predict", "--model", out},
+		{"predict", "--model", filepath.Join(dir, "missing"), filepath.Join(dir, "test")},
+		{"predict", "--model", out, filepath.Join(dir, "missing.png")},
+		{"predict", "--model", out, out}, // a directory without images
+	} {
+		if code, text := run(t, args...); code != 2 || strings.Count(strings.TrimSpace(text), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q; want 2 and one line", args, code, text)
+		}
+	}
+}
