@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -150,7 +151,28 @@ func TestPredictFolderImages(t *testing.T) {
 	if right < 100 {
 		t.Errorf("%d of 200 labels match their class directory", right)
 	}
+	// The model exports with the folder's classes and the release's ε.
+	st := filepath.Join(t.TempDir(), "m.safetensors")
+	if code, text := run(t, "export", "--model", out, "--format", "safetensors", "--out", st); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, text)
+	}
+	b, err := os.ReadFile(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(binary.LittleEndian.Uint64(b))
+	var head struct {
+		Meta map[string]string `json:"__metadata__"`
+	}
+	if err := json.Unmarshal(b[8:8+n], &head); err != nil {
+		t.Fatal(err)
+	}
+	if head.Meta["dataset"] == "" || head.Meta["classes"] != `["0","1","2","3","4","5","6","7","8","9"]` || head.Meta["epsilon"] == "" || head.Meta["nominal_size"] != "2000" {
+		t.Errorf("exported metadata %v", head.Meta)
+	}
 	for _, args := range [][]string{
+		{"export", "--model", out, "--format", "tflite", "--out", st},
+		{"export", "--model", filepath.Join(dir, "missing"), "--out", st},
 		{"predict", "--model", out},
 		{"predict", "--model", filepath.Join(dir, "missing"), filepath.Join(dir, "test")},
 		{"predict", "--model", out, filepath.Join(dir, "missing.png")},

@@ -48,7 +48,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newTrainCmd(), newEvalCmd(), newPredictCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd(), newBudgetCmd(), newAuditCmd(), newVoteCmd(), newWorkerCmd())
+	root.AddCommand(newTrainCmd(), newEvalCmd(), newPredictCmd(), newExportCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd(), newBudgetCmd(), newAuditCmd(), newVoteCmd(), newWorkerCmd())
 	return root
 }
 

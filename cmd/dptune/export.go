@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dptune/dptune/job"
+)
+
+func newExportCmd() *cobra.Command {
+	var modelDir, format, out string
+	cmd := &cobra.Command{
+		Use:   "export --model DIR --format safetensors --out FILE",
+		Short: "Write a saved model in a format other tools read",
+		Long: `export writes a model saved by dptune train or tune for use elsewhere.
+
+safetensors: the weights (float32) under the state_dict keys of the
+equivalent torch.nn.Sequential, whose module i is the network spec's layer i
+("0.weight", "0.bias", …; a datanorm layer's "mean" and "var" buffers), and in
+the header's __metadata__ the spec, the input shape, the classes, the pixel
+normalisation and the release's ε, δ, accountant, dataset and nominal size —
+all of which the release already publishes.`,
+		Example: `  dptune export --model out/mnist --format safetensors --out mnist.safetensors`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if modelDir == "" || out == "" {
+				return usagef("--model DIR and --out FILE are required")
+			}
+			if err := job.Export(modelDir, format, out); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (%s)\n", out, format)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train or tune")
+	cmd.Flags().StringVar(&format, "format", "safetensors", "output format: "+strings.Join(job.ExportFormats, ", "))
+	cmd.Flags().StringVar(&out, "out", "", "file to write")
+	return cmd
+}
