@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps build run test fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
+.PHONY: all deps build run test onnxruntime fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
 
 all: build
 
@@ -32,13 +32,23 @@ run: build
 # Unit and integration tests (TestTemporalIntegration needs bin/temporal,
 # built first), the tight DP-SGD audit against each planted bug (it must
 # find ε_L above the claim), then a short run of each fuzz target.
-test: deps temporal
+test: deps temporal onnxruntime
 	$(GO) vet ./...
-	$(GO) test ./...
+	DPTUNE_ONNXRUNTIME=$(CURDIR)/$(ORT_DIR)/node_modules/onnxruntime-node $(GO) test ./...
 	$(GO) test -tags purego ./internal/gemm ./dpsgd
 	$(GO) test -tags dptune_plant_quarter_noise -run '^TestPlantedBugCaught$$' ./audit
 	$(GO) test -tags dptune_plant_no_clip -run '^TestPlantedBugCaught$$' ./audit
 	$(MAKE) --no-print-directory fuzz
+
+# ONNX Runtime for node (npm's onnxruntime-node, pinned; its package
+# carries the runtime for linux x64, so no install script runs): the
+# independent client the ONNX export test runs the exported models in.
+ONNXRUNTIME_NODE ?= 1.20.1
+ORT_DIR          := out/onnxruntime
+onnxruntime: $(ORT_DIR)/node_modules/onnxruntime-node/package.json
+$(ORT_DIR)/node_modules/onnxruntime-node/package.json:
+	@command -v npm >/dev/null || { apt-get update && apt-get install -y --no-install-recommends nodejs npm; }
+	npm install --prefix $(ORT_DIR) --no-audit --no-fund --ignore-scripts onnxruntime-node@$(ONNXRUNTIME_NODE)
 
 fuzz:
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseIDX$$' -fuzztime $(FUZZTIME)
@@ -82,8 +92,9 @@ bench-torch: torch-deps build
 	/usr/bin/python3 $(TORCH_REF) --only bench --model tb-cifar10 --no-epoch --n-timed-naive 1 --n-timed 10 --out-prefix out/torch/tb-cifar10
 	./$(BIN) bench persample --dataset cifar10 --data-dir $(CIFAR_DIR) --model tb-cifar10 --batch-size 256 --steps 10 --json out/torch/dptune-tb-cifar10.json
 
-# Regenerate the gRPC code of DP-Hype's wire protocol (checked in, so the
-# build never needs protoc): Debian's protoc and pinned Go plugins in bin/.
+# Regenerate the gRPC code of DP-Hype's wire protocol and the ONNX types of
+# dptune export (checked in, so the build never needs protoc): Debian's
+# protoc and pinned Go plugins in bin/.
 PROTOC_GEN_GO ?= v1.36.9
 PROTOC_GEN_GO_GRPC ?= v1.5.1
 proto:
@@ -92,6 +103,7 @@ proto:
 	GOBIN=$(CURDIR)/bin $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC)
 	PATH=$(CURDIR)/bin:$$PATH protoc --go_out=. --go_opt=paths=source_relative \
 		--go-grpc_out=. --go-grpc_opt=paths=source_relative federated/votepb/vote.proto
+	PATH=$(CURDIR)/bin:$$PATH protoc --go_out=. --go_opt=paths=source_relative model/onnxpb/onnx.proto
 
 # The Temporal CLI (dev server with SQLite) for --runner temporal, pinned;
 # a cold build downloads about 2 GB of modules and takes about 4 minutes.

@@ -12,7 +12,7 @@ import (
 )
 
 // ExportFormats are the formats Export writes.
-var ExportFormats = []string{"safetensors"}
+var ExportFormats = []string{"onnx", "safetensors"}
 
 // exportFacts are the release's public facts an export carries, read from
 // the model directory's report.json.
@@ -68,14 +68,18 @@ func ExportMetadata(dir string, net *model.Net, meta model.Metadata) (map[string
 }
 
 // Export writes the model saved in dir (by dptune train or tune) to out in
-// format (ExportFormats): "safetensors", the weights under the equivalent
-// torch.nn.Sequential's state_dict keys ("0.weight", …) with
-// ExportMetadata in the header. out is written atomically. Errors wrap
-// ErrInvalid for an unknown format, a model that does not load or has
-// non-finite parameters, or a release without its report.
+// format (ExportFormats): "onnx", a self-contained ONNX model whose input
+// is raw pixels in [0, 255] and whose output is the logits
+// (model.Net.WriteONNX), ExportMetadata in its metadata_props; or
+// "safetensors", the weights under the equivalent torch.nn.Sequential's
+// state_dict keys ("0.weight", …) with ExportMetadata in the header. out
+// is written atomically. Errors wrap ErrInvalid for an unknown format, a
+// model that does not load or has non-finite parameters, a release
+// without its report, or a layer without an ONNX form (the ScatterNet
+// front layer).
 func Export(dir, format, out string) error {
-	if format != "safetensors" {
-		return invalidf("unknown export format %q (this version writes %v)", format, ExportFormats)
+	if format != "safetensors" && format != "onnx" {
+		return invalidf("unknown export format %q (want onnx or safetensors)", format)
 	}
 	net, meta, err := model.Load(dir)
 	if err != nil {
@@ -89,7 +93,12 @@ func Export(dir, format, out string) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := net.WriteSafetensors(&buf, md); err != nil {
+	if format == "onnx" {
+		in, _ := inputOf(net.Arch, meta) // ExportMetadata checked it
+		if err := net.WriteONNX(&buf, in, md); err != nil {
+			return invalid(err)
+		}
+	} else if err := net.WriteSafetensors(&buf, md); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	return fsx.WriteFileAtomic(out, buf.Bytes(), 0o644)

@@ -61,3 +61,8 @@ func (p AvgPool2dSpec) node(c *graphCtx, l Layer, h, _, _ *G.Node) *G.Node {
 	out := G.Must(G.Conv2d(planes, filter, tensor.Shape{k, k}, []int{0, 0}, []int{s, s}, nil))
 	return G.Must(G.Reshape(out, tensor.Shape{c.B, l.Out, l.OutH, l.OutW}))
 }
+
+// onnx writes ONNX's AveragePool (no padding, floor).
+func (p AvgPool2dSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	return g.node("AveragePool", l.Name, []string{in}, attrInts("kernel_shape", p.Kernel, p.Kernel), attrInts("strides", p.Step(), p.Step())), nil
+}

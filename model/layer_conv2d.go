@@ -72,3 +72,10 @@ func (p Conv2dSpec) node(_ *graphCtx, l Layer, h, w, b *G.Node) *G.Node {
 	c := G.Must(G.Conv2d(h, w, tensor.Shape{k, k}, []int{p.Padding, p.Padding}, []int{s, s}, nil))
 	return G.Must(G.BroadcastAdd(c, G.Must(G.Reshape(b, tensor.Shape{1, l.Out, 1, 1})), nil, []byte{0, 2, 3}))
 }
+
+// onnx writes the convolution as ONNX's Conv (weight [out, in, k, k]).
+func (p Conv2dSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	w, b := g.param(l)
+	return g.node("Conv", l.Name, []string{in, w, b}, attrInts("kernel_shape", p.Kernel, p.Kernel),
+		attrInts("strides", p.Step(), p.Step()), attrInts("pads", p.Padding, p.Padding, p.Padding, p.Padding)), nil
+}

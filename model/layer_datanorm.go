@@ -231,3 +231,13 @@ func (p DataNormSpec) node(c *graphCtx, l Layer, h, _, _ *G.Node) *G.Node {
 	out := G.Must(G.Add(G.Must(G.HadamardProd(x, full("scale", scale))), full("shift", shift)))
 	return G.Must(G.Reshape(out, tensor.Shape{c.B, l.In, l.InH, l.InW}))
 }
+
+// onnx writes the layer as x·scale + shift per channel (DataNormAffine of
+// its buffers): ONNX's Mul and Add.
+func (DataNormSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	buf := g.net.Buffers[l.BufferOffset : l.BufferOffset+l.BufferSize]
+	scale, shift := DataNormAffine(buf[:l.In], buf[l.In:])
+	s := g.perChannel(l.Name+".scale", l.Flat, scale)
+	t := g.perChannel(l.Name+".shift", l.Flat, shift)
+	return g.node("Add", l.Name, []string{g.node("Mul", l.Name+"_scale", []string{in, s}), t}), nil
+}

@@ -33,3 +33,8 @@ func (FlattenSpec) node(c *graphCtx, l Layer, h, _, _ *G.Node) *G.Node {
 	c.pending = l.Out
 	return h
 }
+
+// onnx writes ONNX's Flatten at axis 1: [N, C, H, W] → [N, C·H·W].
+func (FlattenSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	return g.node("Flatten", l.Name, []string{in}, attrInt("axis", 1)), nil
+}

@@ -87,3 +87,23 @@ func (p GroupNormSpec) node(c *graphCtx, l Layer, h, w, b *G.Node) *G.Node {
 	}
 	return G.Must(G.Reshape(out, tensor.Shape{B, l.In, l.InH, l.InW}))
 }
+
+// onnx writes the group norm as [N, G, C/G·H·W] normalised along its last
+// axis by ONNX's LayerNormalization (unit scale, zero shift), reshaped back
+// to the input's shape, then scaled and shifted per channel.
+func (p GroupNormSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	m := l.In / p.Groups * l.InH * l.InW
+	grouped := g.node("Reshape", l.Name+"_groups", []string{in, g.int64s(l.Name+"_gshape", 0, int64(p.Groups), -1)})
+	ones, zeros := make([]float32, m), make([]float32, m)
+	for i := range ones {
+		ones[i] = 1
+	}
+	norm := g.node("LayerNormalization", l.Name+"_norm", []string{grouped, g.constant(l.Name+".unit", []int{m}, ones), g.constant(l.Name+".zero", []int{m}, zeros)},
+		attrInt("axis", 2), attrFloat("epsilon", GroupNormEpsilon))
+	shape := g.node("Shape", l.Name+"_shape", []string{in})
+	back := g.node("Reshape", l.Name+"_back", []string{norm, shape})
+	p0 := g.net.Params
+	w := g.perChannel(l.Name+".weight", l.Flat, p0[l.WeightOffset:l.WeightOffset+l.WeightSize()])
+	b := g.perChannel(l.Name+".bias", l.Flat, p0[l.BiasOffset:l.BiasOffset+l.BiasSize()])
+	return g.node("Add", l.Name, []string{g.node("Mul", l.Name+"_scale", []string{back, w}), b}), nil
+}

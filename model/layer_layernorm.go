@@ -64,3 +64,10 @@ func (LayerNormSpec) node(c *graphCtx, l Layer, h, w, b *G.Node) *G.Node {
 	out := G.Must(G.Add(G.Must(G.HadamardProd(xhat, rows(w))), rows(b)))
 	return G.Must(G.Reshape(out, h.Shape().Clone()))
 }
+
+// onnx writes ONNX's LayerNormalization over every axis after the batch
+// (γ and β of the input's shape).
+func (LayerNormSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	w, b := g.param(l)
+	return g.node("LayerNormalization", l.Name, []string{in, w, b}, attrInt("axis", 1), attrFloat("epsilon", LayerNormEpsilon)), nil
+}

@@ -42,3 +42,9 @@ func (p LinearSpec) node(c *graphCtx, l Layer, h, w, b *G.Node) *G.Node {
 	z := G.Must(G.Mul(c.flat(h), G.Must(G.Transpose(w))))
 	return G.Must(G.BroadcastAdd(z, G.Must(G.Reshape(b, tensor.Shape{1, l.Out})), nil, []byte{0}))
 }
+
+// onnx writes the linear layer as ONNX's Gemm, x·Wᵀ + b (weight [out, in]).
+func (LinearSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	w, b := g.param(l)
+	return g.node("Gemm", l.Name, []string{in, w, b}, attrInt("transB", 1)), nil
+}

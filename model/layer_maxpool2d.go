@@ -51,3 +51,8 @@ func (p MaxPool2dSpec) node(_ *graphCtx, _ Layer, h, _, _ *G.Node) *G.Node {
 	k, s := p.Kernel, p.Step()
 	return G.Must(G.MaxPool2D(h, tensor.Shape{k, k}, []int{0, 0}, []int{s, s}))
 }
+
+// onnx writes ONNX's MaxPool (no padding, floor).
+func (p MaxPool2dSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	return g.node("MaxPool", l.Name, []string{in}, attrInts("kernel_shape", p.Kernel, p.Kernel), attrInts("strides", p.Step(), p.Step())), nil
+}

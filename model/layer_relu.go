@@ -25,3 +25,8 @@ func (ReLUSpec) random(*rand.Rand, int) (LayerSpec, bool) {
 }
 
 func (ReLUSpec) node(_ *graphCtx, _ Layer, h, _, _ *G.Node) *G.Node { return G.Must(G.Rectify(h)) }
+
+// onnx writes ONNX's Relu.
+func (ReLUSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	return g.node("Relu", l.Name, []string{in}), nil
+}

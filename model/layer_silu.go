@@ -28,3 +28,9 @@ func (SiLUSpec) random(*rand.Rand, int) (LayerSpec, bool) {
 func (SiLUSpec) node(_ *graphCtx, _ Layer, h, _, _ *G.Node) *G.Node {
 	return G.Must(G.HadamardProd(h, G.Must(G.Sigmoid(h))))
 }
+
+// onnx writes x·σ(x) as ONNX's Sigmoid and Mul.
+func (SiLUSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	s := g.node("Sigmoid", l.Name+"_sigmoid", []string{in})
+	return g.node("Mul", l.Name, []string{in, s}), nil
+}

@@ -25,3 +25,8 @@ func (TanhSpec) random(*rand.Rand, int) (LayerSpec, bool) {
 }
 
 func (TanhSpec) node(_ *graphCtx, _ Layer, h, _, _ *G.Node) *G.Node { return G.Must(G.Tanh(h)) }
+
+// onnx writes ONNX's Tanh.
+func (TanhSpec) onnx(g *onnxGraph, l Layer, in string) (string, error) {
+	return g.node("Tanh", l.Name, []string{in}), nil
+}

@@ -12,9 +12,17 @@ import (
 func newExportCmd() *cobra.Command {
 	var modelDir, format, out string
 	cmd := &cobra.Command{
-		Use:   "export --model DIR --format safetensors --out FILE",
+		Use:   "export --model DIR --format onnx|safetensors --out FILE",
 		Short: "Write a saved model in a format other tools read",
 		Long: `export writes a model saved by dptune train or tune for use elsewhere.
+
+onnx: a self-contained ONNX model (opset 17) for ONNX Runtime and other
+clients: its one input "pixels" is the raw image as float32 values in
+[0, 255], [N, C, H, W] with N dynamic; its first nodes do dptune's own
+scaling and normalisation; its one output "logits" is [N, classes]. The
+metadata_props carry the same facts as the safetensors header below. The
+ScatterNet front layer has no ONNX form in this version: a network with it
+is refused.
 
 safetensors: the weights (float32) under the state_dict keys of the
 equivalent torch.nn.Sequential, whose module i is the network spec's layer i
@@ -22,7 +30,8 @@ equivalent torch.nn.Sequential, whose module i is the network spec's layer i
 the header's __metadata__ the spec, the input shape, the classes, the pixel
 normalisation and the release's ε, δ, accountant, dataset and nominal size —
 all of which the release already publishes.`,
-		Example: `  dptune export --model out/mnist --format safetensors --out mnist.safetensors`,
+		Example: `  dptune export --model out/photos --format onnx --out photos.onnx
+  dptune export --model out/mnist --format safetensors --out mnist.safetensors`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelDir == "" || out == "" {
@@ -36,7 +45,7 @@ all of which the release already publishes.`,
 		},
 	}
 	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train or tune")
-	cmd.Flags().StringVar(&format, "format", "safetensors", "output format: "+strings.Join(job.ExportFormats, ", "))
+	cmd.Flags().StringVar(&format, "format", "onnx", "output format: "+strings.Join(job.ExportFormats, " or "))
 	cmd.Flags().StringVar(&out, "out", "", "file to write")
 	return cmd
 }
