@@ -32,7 +32,7 @@ normalisation and the release's ε, δ, accountant, dataset and nominal size —
 all of which the release already publishes.`,
 		Example: `  dptune export --model out/photos --format onnx --out photos.onnx
   dptune export --model out/mnist --format safetensors --out mnist.safetensors`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if modelDir == "" || out == "" {
 				return usagef("--model DIR and --out FILE are required")
