@@ -61,6 +61,38 @@ type Config struct {
 	// without noise (as the doubling tuner's partition runs use, so that the
 	// clipping norm still matters). The event is NonPrivate.
 	NonPrivate bool
+	// Resume, if not nil, continues a run from the State a Checkpoint
+	// call saved: its step, parameters, buffers, optimiser state and, for
+	// a seeded or keyed run, its random streams, so that the run ends bit
+	// for bit as one never stopped (an unseeded run draws fresh streams
+	// from crypto/rand). The data normalisation is not estimated again.
+	Resume *State
+	// Checkpoint, if not nil, is called with the run's State after every
+	// CheckpointEvery steps (and never after the last); the State's slices
+	// are the run's own, valid during the call only. An error stops the
+	// run with it.
+	Checkpoint      func(State) error
+	CheckpointEvery int
+}
+
+// State is a DP-SGD run between two steps: everything Train needs to
+// continue it (Config.Resume). It holds the private run's internals —
+// parameters mid-training and, for a seeded or keyed run, its streams —
+// and is for the curator only.
+type State struct {
+	Step     int       `json:"step"` // steps done
+	Params   []float32 `json:"-"`
+	Buffers  []float32 `json:"-"`
+	Velocity []float32 `json:"-"`
+	EMA      []float32 `json:"-"` // nil without EMADecay
+	// Sampling and Noise are the ChaCha8 states of the batch sampling and
+	// the noise (math/rand/v2's MarshalBinary), nil for an unseeded run.
+	Sampling []byte `json:"sampling,omitempty"`
+	Noise    []byte `json:"noise,omitempty"`
+	// Normalised records that the data normalisation ran (its event is
+	// the run's).
+	Normalised bool    `json:"normalised"`
+	Batches    float64 `json:"batches"` // sum of the realised batch sizes so far (curator-side)
 }
 
 // Schedule is a learning-rate schedule: the step size of step t of T.

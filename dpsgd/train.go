@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/randsrc"
@@ -111,7 +112,16 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		expected = cfg.SamplingRate * float64(train.N)
 	}
 	secure := cfg.Noise.Secure(cfg.Seed) && !cfg.NonPrivate
-	if normalised, err = estimateDataNorm(ctx, net, train, cfg, secure); err != nil {
+	samplingSrc := randsrc.SourceFor(cfg.Seed, cfg.Key, "sampling")
+	noiseSrc := randsrc.SourceFor(cfg.Seed, cfg.Key, "noise")
+	reproducible := cfg.Seed != nil || cfg.Key != nil
+	first := 0
+	if st := cfg.Resume; st != nil {
+		if err := st.restore(net, cfg, reproducible, samplingSrc, noiseSrc); err != nil {
+			return res, err
+		}
+		first, normalised, batches, res.Steps = st.Step, st.Normalised, st.Batches, st.Step
+	} else if normalised, err = estimateDataNorm(ctx, net, train, cfg, secure); err != nil {
 		return res, err
 	}
 	if engine == nil {
@@ -119,8 +129,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			return res, err
 		}
 	}
-	sampling := randsrc.For(cfg.Seed, cfg.Key, "sampling")
-	noiseRNG := randsrc.For(cfg.Seed, cfg.Key, "noise")
+	sampling, noiseRNG := rand.New(samplingSrc), rand.New(noiseSrc)
 	res.SecureNoise = secure
 	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm*plantedNoiseScale
 	if cfg.NonPrivate {
@@ -134,12 +143,18 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	}
 	sum := make([]float32, len(net.Params))
 	velocity := make([]float32, len(net.Params))
+	if st := cfg.Resume; st != nil {
+		copy(velocity, st.Velocity)
+		if ema != nil {
+			copy(ema, st.EMA)
+		}
+	}
 	timed, _ := engine.(Timed)
 	var sw stopwatch
 	var idx []int
 	mu := float32(cfg.Momentum)
 	scale := 1 / expected
-	for step := 0; step < cfg.Steps; step++ {
+	for step := first; step < cfg.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
@@ -185,6 +200,20 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		if !finite {
 			return res, fmt.Errorf("dpsgd: %w at step %d (non-finite parameters); lower the learning rate", ErrDiverged, res.Steps)
 		}
+		if cfg.Checkpoint != nil && cfg.CheckpointEvery > 0 && res.Steps%cfg.CheckpointEvery == 0 && res.Steps < cfg.Steps {
+			st := State{Step: res.Steps, Params: net.Params, Buffers: net.Buffers, Velocity: velocity, EMA: ema, Normalised: normalised, Batches: batches}
+			if reproducible {
+				if st.Sampling, err = samplingSrc.MarshalBinary(); err != nil {
+					return res, err
+				}
+				if st.Noise, err = noiseSrc.MarshalBinary(); err != nil {
+					return res, err
+				}
+			}
+			if err := cfg.Checkpoint(st); err != nil {
+				return res, fmt.Errorf("dpsgd: checkpoint after step %d: %w", res.Steps, err)
+			}
+		}
 		if progress != nil {
 			p := Progress{Step: res.Steps, Steps: cfg.Steps, BatchSize: len(idx)}
 			if len(idx) > 0 {
@@ -194,4 +223,31 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		}
 	}
 	return res, nil
+}
+
+// restore loads s into net and the streams, after checking that it fits
+// net and cfg.
+func (s *State) restore(net *model.Net, cfg Config, reproducible bool, sampling, noise *rand.ChaCha8) error {
+	switch {
+	case s.Step < 1 || s.Step >= cfg.Steps:
+		return fmt.Errorf("dpsgd: resuming at step %d of %d", s.Step, cfg.Steps)
+	case len(s.Params) != len(net.Params) || len(s.Velocity) != len(net.Params) || len(s.Buffers) != len(net.Buffers):
+		return fmt.Errorf("dpsgd: the resumed state has %d parameters, %d velocities and %d buffers; the network %d and %d",
+			len(s.Params), len(s.Velocity), len(s.Buffers), len(net.Params), len(net.Buffers))
+	case (cfg.EMADecay > 0) != (s.EMA != nil) || (s.EMA != nil && len(s.EMA) != len(net.Params)):
+		return fmt.Errorf("dpsgd: the resumed state's moving average does not match the config")
+	case reproducible && (s.Sampling == nil || s.Noise == nil):
+		return fmt.Errorf("dpsgd: a seeded run resumed without its random streams")
+	}
+	if reproducible {
+		if err := sampling.UnmarshalBinary(s.Sampling); err != nil {
+			return fmt.Errorf("dpsgd: the sampling stream: %w", err)
+		}
+		if err := noise.UnmarshalBinary(s.Noise); err != nil {
+			return fmt.Errorf("dpsgd: the noise stream: %w", err)
+		}
+	}
+	copy(net.Params, s.Params)
+	copy(net.Buffers, s.Buffers)
+	return nil
 }

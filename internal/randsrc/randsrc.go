@@ -24,6 +24,11 @@ import (
 // Seeded returns the ChaCha8 stream for purpose under seed. The key is
 // SHA-256(seed as 8 little-endian bytes ‖ purpose).
 func Seeded(seed uint64, purpose string) *mrand.Rand {
+	return mrand.New(mrand.NewChaCha8(seededKey(seed, purpose)))
+}
+
+// seededKey is SHA-256(seed as 8 little-endian bytes ‖ purpose).
+func seededKey(seed uint64, purpose string) [32]byte {
 	var b [8]byte
 	binary.LittleEndian.PutUint64(b[:], seed)
 	h := sha256.New()
@@ -31,7 +36,7 @@ func Seeded(seed uint64, purpose string) *mrand.Rand {
 	h.Write([]byte(purpose))
 	var key [32]byte
 	copy(key[:], h.Sum(nil))
-	return mrand.New(mrand.NewChaCha8(key))
+	return key
 }
 
 // Crypto returns a ChaCha8 stream keyed from crypto/rand: a fresh,
@@ -95,6 +100,21 @@ func For(seed *uint64, key *Key, purpose string) *mrand.Rand {
 		return key.Stream(purpose)
 	}
 	return New(seed, purpose)
+}
+
+// SourceFor is For's stream as its ChaCha8 source, whose state
+// MarshalBinary saves and UnmarshalBinary restores (a resumed run
+// continues the same stream).
+func SourceFor(seed *uint64, key *Key, purpose string) *mrand.ChaCha8 {
+	switch {
+	case key != nil:
+		return mrand.NewChaCha8(key.prf("stream", purpose))
+	case seed != nil:
+		return mrand.NewChaCha8(seededKey(*seed, purpose))
+	}
+	var k [32]byte
+	rand.Read(k[:]) // crypto/rand.Read never returns an error (Go ≥ 1.24).
+	return mrand.NewChaCha8(k)
 }
 
 // MarshalText writes the key as 64 hexadecimal digits (it travels inside

@@ -61,3 +61,32 @@ func TestKeyStreams(t *testing.T) {
 		t.Error("a short key was accepted")
 	}
 }
+
+// SourceFor gives For's streams, and a restored state continues them.
+func TestSourceForMatchesFor(t *testing.T) {
+	seed := uint64(7)
+	k := Key{1}
+	for _, c := range []struct {
+		seed *uint64
+		key  *Key
+	}{{&seed, nil}, {nil, &k}} {
+		a, src := For(c.seed, c.key, "p"), SourceFor(c.seed, c.key, "p")
+		b := mrand.New(src)
+		for range 5 {
+			if x, y := a.Uint64(), b.Uint64(); x != y {
+				t.Fatalf("stream differs: %x %x", x, y)
+			}
+		}
+		state, err := src.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again mrand.ChaCha8
+		if err := again.UnmarshalBinary(state); err != nil {
+			t.Fatal(err)
+		}
+		if x, y := a.Uint64(), mrand.New(&again).Uint64(); x != y {
+			t.Fatalf("restored stream differs: %x %x", x, y)
+		}
+	}
+}
