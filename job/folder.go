@@ -18,9 +18,10 @@ const FolderName = "folder"
 // scaled to [0, 1] (nil: 0 and 1), NoResize to refuse images of another
 // size instead of resizing them, and Progress for the decoding.
 type FolderSettings struct {
-	Mean, Std []float64
-	NoResize  bool
-	Progress  func(split string, done, total int)
+	Mean     []float64                           `json:"mean,omitempty"`
+	Std      []float64                           `json:"std,omitempty"`
+	NoResize bool                                `json:"no_resize,omitempty"`
+	Progress func(split string, done, total int) `json:"-"`
 }
 
 // FolderDataset returns the Source of the image folder dir
@@ -38,6 +39,20 @@ type FolderSettings struct {
 // image that is not PNG or JPEG, a shape without a default network, a
 // network that does not fit, a missing nominal size, bad constants.
 func FolderDataset(dir, network string, nominalN int, s FolderSettings) (Source, []string, error) {
+	var spec *model.Spec
+	if network != "" {
+		sp, err := model.LoadSpec(network)
+		if err != nil {
+			return Source{}, nil, invalid(err)
+		}
+		spec = &sp
+	}
+	return folderDataset(dir, spec, nominalN, s)
+}
+
+// folderDataset is FolderDataset with the network as a spec (nil: by the
+// images' shape).
+func folderDataset(dir string, spec *model.Spec, nominalN int, s FolderSettings) (Source, []string, error) {
 	if dir == "" {
 		return Source{}, nil, invalidf("--dataset folder needs --data-dir DIR (DIR/train/<class>/* and DIR/test/<class>/*)")
 	}
@@ -52,26 +67,22 @@ func FolderDataset(dir, network string, nominalN int, s FolderSettings) (Source,
 	if err != nil {
 		return Source{}, nil, invalid(err)
 	}
-	if network == "" {
+	if spec == nil {
 		switch {
 		case c == 1 && h == 28 && w == 28:
-			network = model.TBMNIST.Name
+			spec = &model.TBMNIST
 		case c == 3 && h == 32 && w == 32:
-			network = model.TBCIFAR10.Name
+			spec = &model.TBCIFAR10
 		default:
 			return Source{}, nil, invalidf("%s: images of %d channel(s), %d×%d, have no default network: name one with --model", dir, c, h, w)
 		}
-	}
-	spec, err := model.LoadSpec(network)
-	if err != nil {
-		return Source{}, nil, invalid(err)
 	}
 	for _, name := range data.Names() {
 		if k, _ := data.Lookup(name); strings.HasSuffix(spec.Name, "-"+name) {
 			c, h, w = k.C, k.H, k.W
 		}
 	}
-	arch, err := model.NewArch(spec, c, h, w, len(classes))
+	arch, err := model.NewArch(*spec, c, h, w, len(classes))
 	if err != nil {
 		return Source{}, nil, invalidf("network %s on %d×%d×%d images of %d classes: %v", spec.Name, c, h, w, len(classes), err)
 	}
@@ -84,7 +95,8 @@ func FolderDataset(dir, network string, nominalN int, s FolderSettings) (Source,
 		return Source{}, nil, invalid(err)
 	}
 	input := model.Input{Dataset: FolderName, Classes: classes, Mean: s.Mean, Std: s.Std}
-	src := Source{Name: FolderName + ":" + abs, Dir: dir, Arch: arch, NominalN: nominalN, Input: input, Load: func() (*data.Dataset, *data.Dataset, error) {
+	kept := FolderSettings{Mean: s.Mean, Std: s.Std, NoResize: s.NoResize}
+	src := Source{Name: FolderName + ":" + abs, Dir: dir, Arch: arch, NominalN: nominalN, Input: input, folder: &kept, Load: func() (*data.Dataset, *data.Dataset, error) {
 		train, test, _, err := data.LoadFolder(context.Background(), dir, o)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)

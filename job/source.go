@@ -33,6 +33,9 @@ type Source struct {
 	// Input names the classes and the pixels' normalisation (public),
 	// saved with every model trained on it.
 	Input model.Input
+	// folder, for an image folder, is how it is read (kept by a
+	// checkpoint).
+	folder *FolderSettings
 	// Features says where the features of a network with a fixed front
 	// end (a scatter first layer, model.Arch.FrontEnd) are kept; the job
 	// trains and evaluates on them in place of the images.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -126,6 +128,18 @@ type TrainSpec struct {
 	// engine, if not nil, is the engine the run trains with (an audit's
 	// canary hook), made for the freshly initialised net.
 	engine func(net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error)
+
+	// Checkpoint, if not "", is the directory where the run keeps its
+	// checkpoint (OUT/checkpoint: CheckpointDir), written atomically at
+	// the end of every epoch and removed once the run finishes, so that a
+	// killed run loses at most one epoch (ResumeTrain).
+	Checkpoint string
+	// resume is the checkpointed state a resumed run continues from, with
+	// the settings it kept (written again with each checkpoint) and its
+	// budget file, whose reservation it takes over (ResumeTrain).
+	resume       *dpsgd.State
+	settingsKept *TrainSettings
+	resumeBudget string
 }
 
 // TrainProgress is reported after every step of a training run.
@@ -294,6 +308,11 @@ func Train(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, 
 
 func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagnostics, error) {
 	start := time.Now()
+	if s.Checkpoint != "" && s.resume == nil {
+		if _, err := os.Stat(filepath.Join(s.Checkpoint, checkpointFile)); err == nil {
+			return nil, nil, invalidf("%s holds an unfinished run: continue it with --resume, or remove it to start over", s.Checkpoint)
+		}
+	}
 	cfg, acc, err := s.plan()
 	if err != nil {
 		return nil, nil, err
@@ -315,6 +334,10 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 				return invalid(err)
 			}
 			cfg.NoiseMultiplier, calibrated = sigma, true
+		}
+		if s.resume != nil {
+			resv, err = takeOver(s.resumeBudget, s.Data.Name, s.Label, plannedLedger("dpsgd training", cfg))
+			return err
 		}
 		resv, err = reserve(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, plannedLedger("dpsgd training", cfg))
 		return err
@@ -349,7 +372,22 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			return nil, nil, resv.done(accounting.Ledger{}, err)
 		}
 	}
+	if s.Checkpoint != "" {
+		kept := s.settings(cfg)
+		if s.settingsKept != nil {
+			kept = *s.settingsKept
+		}
+		cfg.Resume, cfg.CheckpointEvery = s.resume, steps/s.Epochs
+		cfg.Checkpoint = func(st dpsgd.State) error { return writeCheckpoint(s.Checkpoint, kept, st) }
+	}
 	run, trainErr := dpsgd.Train(ctx, net, train, cfg, engine, s.progress(acc, cfg))
+	if s.Checkpoint != "" && (trainErr == nil || !errors.Is(trainErr, context.Canceled)) {
+		// Finished or failed: nothing to resume. An interrupted run keeps
+		// its checkpoint.
+		if err := os.RemoveAll(s.Checkpoint); err != nil && s.Warn != nil {
+			s.Warn(fmt.Sprintf("could not remove the checkpoint %s: %v", s.Checkpoint, err))
+		}
+	}
 	ledger := trainLedger("dpsgd training", run.NormEvent, run.Event)
 	diag := &NotPrivateDiagnostics{MeanBatchSize: run.MeanBatchSize}
 	interrupted := errors.Is(trainErr, context.Canceled)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 type trainFlags struct {
 	data                            dataFlags
 	out, accountant, schedule       string
+	resume                          string
 	epsilon, delta, noiseMultiplier float64
 	clipNorm, lr, momentum, ema     float64
 	batchSize, epochs               int
@@ -46,7 +48,14 @@ it is not secure.
 An interrupted run (Ctrl-C) saves the model so far, and its report states
 the ε of the whole planned run, which is what --budget is charged: the
 training loss shown while it runs is not private, and the decision to stop
-may have followed it.`,
+may have followed it.
+
+After every epoch the run writes a checkpoint to --out/checkpoint
+(parameters, optimiser state, the seeded streams, the settings): a run that
+was killed, even with SIGKILL, continues with --resume OUT and loses at most
+one epoch; a seeded run ends bit for bit as it would have, and --budget is
+not charged again. The checkpoint is the curator's (mode 0600) and is removed
+when the run finishes.`,
 		Example: `  dptune train --dataset mnist --epsilon 3 --delta 1e-5 --epochs 10 --out out/mnist
   dptune train --dataset cifar10 --data-dir data/cifar-10-batches-bin --epsilon 3 --out out/cifar
   dptune budget init mnist.budget --epsilon 4 --delta 1e-5 --dataset mnist
@@ -58,6 +67,7 @@ may have followed it.`,
 	}
 	f.add(cmd.Flags())
 	cmd.Flags().StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
+	cmd.Flags().StringVar(&f.resume, "resume", "", "continue the unfinished run whose --out was DIR from its checkpoint (DIR/checkpoint, written after every epoch), with the settings it kept; takes no other flag")
 	return cmd
 }
 
@@ -160,15 +170,39 @@ func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, erro
 }
 
 func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
-	spec, err := f.spec(cmd, "dptune train → "+f.out)
-	if err != nil {
-		return err
-	}
-	if err := checkOutRoom(f.out, spec.Data); err != nil {
-		return err
-	}
+	var rel *job.Release
+	var diag *job.NotPrivateDiagnostics
+	var err error
 	w := cmd.ErrOrStderr()
-	rel, diag, err := job.Train(ctx, spec)
+	if f.resume != "" {
+		var other string
+		cmd.Flags().Visit(func(fl *pflag.Flag) {
+			if fl.Name != "resume" && other == "" {
+				other = fl.Name
+			}
+		})
+		if other != "" {
+			return usagef("--resume takes no other flag: the run continues with the settings it kept (drop --%s)", other)
+		}
+		if !job.CheckpointOf(f.resume) {
+			return usagef("%s has no unfinished run to resume (no %s/%s)", f.resume, f.resume, job.CheckpointDir)
+		}
+		f.out = f.resume
+		fmt.Fprintf(w, "resuming the run in %s from its last checkpoint\n", f.out)
+		rel, diag, err = job.ResumeTrain(ctx, f.out, job.TrainHooks{Progress: epochProgress(w, false), Warn: warner(w), Started: func(c job.TrainConfig) {
+			fmt.Fprintf(w, "σ = %.4f, C = %g, q = %.6g, %d steps\n", c.NoiseMultiplier, c.ClipNorm, c.SamplingRate, c.Steps)
+		}})
+	} else {
+		spec, serr := f.spec(cmd, "dptune train → "+f.out)
+		if serr != nil {
+			return serr
+		}
+		if err := checkOutRoom(f.out, spec.Data); err != nil {
+			return err
+		}
+		spec.Checkpoint = filepath.Join(f.out, job.CheckpointDir)
+		rel, diag, err = job.Train(ctx, spec)
+	}
 	if rel == nil {
 		return err
 	}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A seeded run killed with SIGKILL after a checkpoint and resumed with
+// --resume ends with the same params.bin bytes and the same ledger as the
+// run never stopped; --resume takes no other flag; the checkpoint is gone
+// once the run finishes.
+func TestResumeAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains twice")
+	}
+	data := writeMNISTDir(t, 600, 100, -1)
+	args := []string{"train", "--data-dir", data, "--nominal-size", "600", "--batch-size", "50", "--epochs", "40",
+		"--epsilon", "8", "--seed", "3", "--lr-schedule", "cosine", "--momentum", "0.9"}
+	whole := filepath.Join(t.TempDir(), "whole")
+	if code, out := run(t, append(args, "--out", whole)...); code != 0 {
+		t.Fatalf("uninterrupted run: exit %d: %s", code, out)
+	}
+	killed := filepath.Join(t.TempDir(), "killed")
+	cmd := exec.Command(os.Args[0], append(args, "--out", killed)...)
+	cmd.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(killed, "checkpoint", "state.ckpt")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(ckpt); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no checkpoint after 60 s: %s", log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(killed, "report.json")); err == nil {
+		t.Skip("the run finished before it was killed")
+	}
+	if code, out := run(t, "train", "--resume", killed, "--epochs", "3"); code != 2 || !strings.Contains(out, "--resume takes no other flag") {
+		t.Errorf("--resume with another flag: exit %d, %q", code, out)
+	}
+	if code, out := run(t, append(args, "--out", killed)...); code != 2 || !strings.Contains(out, "unfinished run") {
+		t.Errorf("a new run over an unfinished one: exit %d, %q", code, out)
+	}
+	if code, out := run(t, "train", "--resume", killed); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, out)
+	}
+	a, err := os.ReadFile(filepath.Join(whole, "params.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(killed, "params.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("the resumed run's params.bin differs from the uninterrupted run's")
+	}
+	ledger := func(dir string) string {
+		var rep struct {
+			Ledger  json.RawMessage `json:"ledger"`
+			Steps   int             `json:"steps"`
+			Epsilon float64         `json:"epsilon"`
+		}
+		js, err := os.ReadFile(filepath.Join(dir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(js, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s steps %d ε %v", rep.Ledger, rep.Steps, rep.Epsilon)
+	}
+	if la, lb := ledger(whole), ledger(killed); la != lb {
+		t.Errorf("ledgers differ:\n%s\n%s", la, lb)
+	}
+	if _, err := os.Stat(filepath.Join(killed, "checkpoint")); err == nil {
+		t.Error("the checkpoint outlived the finished run")
+	}
+	if code, out := run(t, "train", "--resume", killed); code != 2 {
+		t.Errorf("resuming a finished run: exit %d, %q", code, out)
+	}
+}
