@@ -312,6 +312,12 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		if _, err := os.Stat(filepath.Join(s.Checkpoint, checkpointFile)); err == nil {
 			return nil, nil, invalidf("%s holds an unfinished run: continue it with --resume, or remove it to start over", s.Checkpoint)
 		}
+		if s.Budget != "" {
+			// The reservation a resumed run takes over must be this run's
+			// alone (budget.Attach): tag its label.
+			k := randsrc.NewKey()
+			s.Label += fmt.Sprintf(" [run %x]", k[:6])
+		}
 	}
 	cfg, acc, err := s.plan()
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dptune/dptune/privacy/budget"
 )
 
 // A seeded run killed with SIGKILL after a checkpoint and resumed with
@@ -96,5 +98,68 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	}
 	if code, out := run(t, "train", "--resume", killed); code != 2 {
 		t.Errorf("resuming a finished run: exit %d, %q", code, out)
+	}
+}
+
+// An unseeded run charged to a budget file, killed and resumed, leaves one
+// release in the file, settled with the whole run's ledger: the resume
+// takes over the killed run's reservation and charges nothing more.
+func TestResumeChargesTheBudgetOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains")
+	}
+	data := writeMNISTDir(t, 600, 100, -1)
+	file := filepath.Join(t.TempDir(), "mnist.budget")
+	if code, out := run(t, "budget", "init", file, "--epsilon", "50", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
+		t.Fatalf("budget init: exit %d: %s", code, out)
+	}
+	out := filepath.Join(t.TempDir(), "killed")
+	cmd := exec.Command(os.Args[0], "train", "--data-dir", data, "--nominal-size", "600", "--batch-size", "50", "--epochs", "40",
+		"--epsilon", "8", "--budget", file, "--out", out)
+	cmd.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(out, "checkpoint", "state.ckpt")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ckpt); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no checkpoint after 60 s")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(out, "report.json")); err == nil {
+		t.Skip("the run finished before it was killed")
+	}
+	if code, text := run(t, "train", "--resume", out); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, text)
+	}
+	b, err := budget.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Releases) != 1 || b.Releases[0].Status != budget.Done {
+		t.Fatalf("budget releases %+v, want one settled", b.Releases)
+	}
+	var rep struct {
+		Ledger json.RawMessage `json:"ledger"`
+	}
+	js, _ := os.ReadFile(filepath.Join(out, "report.json"))
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	charged, err := json.Marshal(b.Releases[0].Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x, y any
+	json.Unmarshal(rep.Ledger, &x)
+	json.Unmarshal(charged, &y)
+	if fmt.Sprint(x) != fmt.Sprint(y) {
+		t.Errorf("budget charged the ledger %s, the run's report holds %s", charged, rep.Ledger)
 	}
 }
