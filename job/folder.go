@@ -96,12 +96,14 @@ func folderDataset(dir string, spec *model.Spec, nominalN int, s FolderSettings)
 	}
 	input := model.Input{Dataset: FolderName, Classes: classes, Mean: s.Mean, Std: s.Std}
 	kept := FolderSettings{Mean: s.Mean, Std: s.Std, NoResize: s.NoResize}
-	src := Source{Name: FolderName + ":" + abs, Dir: dir, Arch: arch, NominalN: nominalN, Input: input, folder: &kept, Load: func() (*data.Dataset, *data.Dataset, error) {
-		train, test, _, err := data.LoadFolder(context.Background(), dir, o)
-		if err != nil {
+	load := func(ctx context.Context) (*data.Dataset, *data.Dataset, error) {
+		train, test, _, err := data.LoadFolder(ctx, dir, o)
+		if err != nil && ctx.Err() == nil {
 			return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
-		return train, test, nil
-	}}
+		return train, test, err
+	}
+	src := Source{Name: FolderName + ":" + abs, Dir: dir, Arch: arch, NominalN: nominalN, Input: input, folder: &kept, loadContext: load,
+		Load: func() (*data.Dataset, *data.Dataset, error) { return load(context.Background()) }}
 	return src, classes, nil
 }

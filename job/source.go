@@ -34,8 +34,10 @@ type Source struct {
 	// saved with every model trained on it.
 	Input model.Input
 	// folder, for an image folder, is how it is read (kept by a
-	// checkpoint).
-	folder *FolderSettings
+	// checkpoint); loadContext, if not nil, is Load stopping with ctx's
+	// error soon after ctx is cancelled (an image folder's decoding).
+	folder      *FolderSettings
+	loadContext func(ctx context.Context) (train, test *data.Dataset, err error)
 	// Features says where the features of a network with a fixed front
 	// end (a scatter first layer, model.Arch.FrontEnd) are kept; the job
 	// trains and evaluates on them in place of the images.
@@ -326,7 +328,11 @@ func (s Source) Check() error {
 // (from s.Features' cache, or computed), which the network reads as its
 // input; it stops with ctx's error while they are computed.
 func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error) {
-	train, test, err = s.Load()
+	if s.loadContext != nil {
+		train, test, err = s.loadContext(ctx)
+	} else {
+		train, test, err = s.Load()
+	}
 	if err != nil {
 		return nil, nil, err
 	}
