@@ -68,7 +68,9 @@ type Config struct {
 	// from crypto/rand). The data normalisation is not estimated again.
 	Resume *State
 	// Checkpoint, if not nil, is called with the run's State after every
-	// CheckpointEvery steps (and never after the last); the State's slices
+	// CheckpointEvery steps (and never after the last), and when ctx stops
+	// the run between two steps (so that the state holds exactly the steps
+	// taken, and a resume never repeats one); the State's slices
 	// are the run's own, valid during the call only. An error stops the
 	// run with it.
 	Checkpoint      func(State) error

@@ -154,8 +154,32 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	var idx []int
 	mu := float32(cfg.Momentum)
 	scale := 1 / expected
+	checkpoint := func() error {
+		st := State{Step: res.Steps, Params: net.Params, Buffers: net.Buffers, Velocity: velocity, EMA: ema, Normalised: normalised, Batches: batches}
+		if reproducible {
+			var err error
+			if st.Sampling, err = samplingSrc.MarshalBinary(); err != nil {
+				return err
+			}
+			if st.Noise, err = noiseSrc.MarshalBinary(); err != nil {
+				return err
+			}
+		}
+		if err := cfg.Checkpoint(st); err != nil {
+			return fmt.Errorf("dpsgd: checkpoint after step %d: %w", res.Steps, err)
+		}
+		return nil
+	}
 	for step := first; step < cfg.Steps; step++ {
 		if err := ctx.Err(); err != nil {
+			// Stopped between two steps: the checkpoint holds exactly the
+			// steps taken, so that a resume never runs a released step
+			// again.
+			if cfg.Checkpoint != nil && res.Steps > first {
+				if cerr := checkpoint(); cerr != nil {
+					return res, errors.Join(err, cerr)
+				}
+			}
 			return res, err
 		}
 		lr := float32(cfg.Schedule.Rate(cfg.LearningRate, step, cfg.Steps))
@@ -201,17 +225,8 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			return res, fmt.Errorf("dpsgd: %w at step %d (non-finite parameters); lower the learning rate", ErrDiverged, res.Steps)
 		}
 		if cfg.Checkpoint != nil && cfg.CheckpointEvery > 0 && res.Steps%cfg.CheckpointEvery == 0 && res.Steps < cfg.Steps {
-			st := State{Step: res.Steps, Params: net.Params, Buffers: net.Buffers, Velocity: velocity, EMA: ema, Normalised: normalised, Batches: batches}
-			if reproducible {
-				if st.Sampling, err = samplingSrc.MarshalBinary(); err != nil {
-					return res, err
-				}
-				if st.Noise, err = noiseSrc.MarshalBinary(); err != nil {
-					return res, err
-				}
-			}
-			if err := cfg.Checkpoint(st); err != nil {
-				return res, fmt.Errorf("dpsgd: checkpoint after step %d: %w", res.Steps, err)
+			if err := checkpoint(); err != nil {
+				return res, err
 			}
 		}
 		if progress != nil {
@@ -238,6 +253,10 @@ func (s *State) restore(net *model.Net, cfg Config, reproducible bool, sampling,
 		return fmt.Errorf("dpsgd: the resumed state's moving average does not match the config")
 	case reproducible && (s.Sampling == nil || s.Noise == nil):
 		return fmt.Errorf("dpsgd: a seeded run resumed without its random streams")
+	case s.Normalised != (cfg.DataNorm != nil && !cfg.NonPrivate):
+		// The ledger counts the normalisation from this flag: it must be
+		// what the network and config say, whatever the file claims.
+		return fmt.Errorf("dpsgd: the resumed state says the data normalisation ran: %v; the config: %v", s.Normalised, cfg.DataNorm != nil && !cfg.NonPrivate)
 	}
 	if reproducible {
 		if err := sampling.UnmarshalBinary(s.Sampling); err != nil {

@@ -16,6 +16,9 @@ import (
 type charge struct {
 	r     *budget.Reservation
 	worst accounting.Ledger
+	// whole settles the reservation with worst whatever the job spent (a
+	// resume's separate charge for the steps it runs).
+	whole bool
 }
 
 // reserve charges worst, the most the job can spend, to the budget file at
@@ -39,7 +42,7 @@ func reserve(path string, seeded bool, dataset, command, label string, worst acc
 	if err != nil {
 		return nil, err
 	}
-	return &charge{r, worst}, nil
+	return &charge{r: r, worst: worst}, nil
 }
 
 // reserveFor is reserve for a job whose runs go to run: when run is a
@@ -64,7 +67,7 @@ func reserveFor(run runner.Runner, path string, seeded bool, dataset, command, l
 			return nil, err
 		}
 		if found {
-			return &charge{r, worst}, nil
+			return &charge{r: r, worst: worst}, nil
 		}
 	}
 	return reserve(path, seeded, dataset, command, label, worst)
@@ -78,7 +81,7 @@ func (c *charge) done(spent accounting.Ledger, err error) error {
 	if c == nil || c.r == nil {
 		return err
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || c.whole {
 		spent = c.worst
 	}
 	if cerr := c.r.Commit(spent); cerr != nil {

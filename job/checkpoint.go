@@ -82,9 +82,11 @@ func (s TrainSpec) settings(cfg dpsgd.Config) TrainSettings {
 	if t.Folder != nil {
 		t.Dataset = FolderName
 	}
-	if t.DataDir != "" {
-		if abs, err := filepath.Abs(t.DataDir); err == nil {
-			t.DataDir = abs // a resume may run from another directory
+	for _, p := range []*string{&t.DataDir, &t.Budget, &t.FeatureCache} {
+		if *p != "" {
+			if abs, err := filepath.Abs(*p); err == nil {
+				*p = abs // a resume may run from another directory
+			}
 		}
 	}
 	return t
@@ -97,20 +99,46 @@ func writeCheckpoint(dir string, t TrainSettings, st dpsgd.State) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	var body bytes.Buffer
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (a symbolic link?): the checkpoint is not written there", dir)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	var body []byte
 	for _, v := range [][]float32{st.Params, st.Buffers, st.Velocity, st.EMA} {
 		for _, f := range v {
-			binary.Write(&body, binary.LittleEndian, math.Float32bits(f))
+			body = binary.LittleEndian.AppendUint32(body, math.Float32bits(f))
 		}
 	}
-	sum := sha256.Sum256(body.Bytes())
 	h := checkpointHeader{Format: checkpointFormat, Settings: t, State: st, Params: len(st.Params), Buffers: len(st.Buffers),
-		Velocity: len(st.Velocity), EMA: len(st.EMA), SHA256: hex.EncodeToString(sum[:])}
+		Velocity: len(st.Velocity), EMA: len(st.EMA)}
+	sum, err := h.digest(body)
+	if err != nil {
+		return err
+	}
+	h.SHA256 = sum
 	head, err := json.Marshal(h)
 	if err != nil {
 		return err
 	}
-	return fsx.WriteFileAtomic(filepath.Join(dir, checkpointFile), append(append(head, '\n'), body.Bytes()...), 0o600)
+	return fsx.WriteFileAtomic(filepath.Join(dir, checkpointFile), append(append(head, '\n'), body...), 0o600)
+}
+
+// digest is the SHA-256 of the header without its digest and of the body:
+// a checkpoint whose settings or state were changed after it was written
+// (its noise multiplier, its step) is refused, not resumed under a ledger
+// that no longer matches its steps.
+func (h checkpointHeader) digest(body []byte) (string, error) {
+	h.SHA256 = ""
+	head, err := json.Marshal(h)
+	if err != nil {
+		return "", err
+	}
+	d := sha256.New()
+	d.Write(head)
+	d.Write(body)
+	return hex.EncodeToString(d.Sum(nil)), nil
 }
 
 // maxCheckpointBytes bounds a checkpoint read back (four copies of
@@ -132,7 +160,10 @@ func readCheckpoint(dir string) (TrainSettings, *dpsgd.State, error) {
 		return TrainSettings{}, nil, fmt.Errorf("%s: not a dptune checkpoint", path)
 	}
 	body := b[i+1:]
-	sum := sha256.Sum256(body)
+	sum, err := h.digest(body)
+	if err != nil {
+		return TrainSettings{}, nil, err
+	}
 	sizes := []int{h.Params, h.Buffers, h.Velocity, h.EMA}
 	n := 0
 	for _, s := range sizes {
@@ -141,7 +172,7 @@ func readCheckpoint(dir string) (TrainSettings, *dpsgd.State, error) {
 		}
 		n += s
 	}
-	if len(body) != 4*n || hex.EncodeToString(sum[:]) != h.SHA256 {
+	if len(body) != 4*n || sum != h.SHA256 {
 		return TrainSettings{}, nil, fmt.Errorf("%s: truncated or corrupt (its SHA-256 does not match)", path)
 	}
 	blocks := make([][]float32, 4)
@@ -240,18 +271,27 @@ func (t TrainSettings) source() (Source, error) {
 
 // takeOver is a resumed run's charge: the reservation the killed run left
 // in the budget file path (budget.Attach), settled with the resumed run's
-// ledger, or no charge at all when there is none (no budget file, or a
-// run whose charge was already settled when it was interrupted).
-func takeOver(path, dataset, label string, worst accounting.Ledger) (*charge, error) {
+// ledger. When there is none (the stopped run settled its charge, or the
+// checkpoint was copied or resumed before), the steps still to run are
+// reserved anew (rest): never less than what runs, at worst twice what an
+// interrupted run already paid for.
+func takeOver(path, dataset, label string, seeded bool, worst, rest accounting.Ledger) (*charge, error) {
 	if path == "" {
 		return &charge{}, nil
+	}
+	if seeded {
+		return nil, invalidf("a budget file does not take a seeded run")
 	}
 	r, found, err := budget.Attach(path, dataset, "train", label, worst)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	if !found {
-		return &charge{}, nil
+	if found {
+		return &charge{r: r, worst: worst}, nil
 	}
-	return &charge{r, worst}, nil
+	c, err := reserve(path, false, dataset, "train", label+" (resumed)", rest)
+	if c != nil {
+		c.whole = true
+	}
+	return c, err
 }

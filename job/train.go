@@ -342,7 +342,10 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			cfg.NoiseMultiplier, calibrated = sigma, true
 		}
 		if s.resume != nil {
-			resv, err = takeOver(s.resumeBudget, s.Data.Name, s.Label, plannedLedger("dpsgd training", cfg))
+			rest := cfg
+			rest.Steps, rest.DataNorm = cfg.Steps-s.resume.Step, nil
+			resv, err = takeOver(s.resumeBudget, s.Data.Name, s.Label, s.Seed != nil, plannedLedger("dpsgd training", cfg),
+				plannedLedger("dpsgd training (the steps a resume runs)", rest))
 			return err
 		}
 		resv, err = reserve(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, plannedLedger("dpsgd training", cfg))

@@ -163,3 +163,71 @@ func TestResumeChargesTheBudgetOnce(t *testing.T) {
 		t.Errorf("budget charged the ledger %s, the run's report holds %s", charged, rep.Ledger)
 	}
 }
+
+// A run stopped with Ctrl-C settles its charge and keeps a checkpoint of
+// exactly the steps it took; resuming it charges the steps it still runs
+// as a second release, so the budget never counts fewer steps than ran.
+func TestResumeAfterInterruptCharges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains")
+	}
+	data := writeMNISTDir(t, 600, 100, -1)
+	file := filepath.Join(t.TempDir(), "mnist.budget")
+	if code, out := run(t, "budget", "init", file, "--epsilon", "50", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
+		t.Fatalf("budget init: exit %d: %s", code, out)
+	}
+	out := filepath.Join(t.TempDir(), "stopped")
+	cmd := exec.Command(os.Args[0], "train", "--data-dir", data, "--nominal-size", "600", "--batch-size", "50", "--epochs", "40",
+		"--epsilon", "8", "--budget", file, "--out", out)
+	cmd.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(out, "checkpoint", "state.ckpt")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ckpt); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no checkpoint after 60 s")
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	steps := func() int {
+		var r struct {
+			Steps int `json:"steps"`
+		}
+		js, err := os.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(js, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Steps
+	}
+	if _, err := os.Stat(filepath.Join(out, "report.json")); err != nil {
+		t.Skip("the run did not stop with a release")
+	}
+	if steps() == 480 {
+		t.Skip("the run finished before it was interrupted")
+	}
+	if code, text := run(t, "train", "--resume", out); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, text)
+	}
+	b, err := budget.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Releases) != 2 || b.Releases[0].Status != budget.Done || b.Releases[1].Status != budget.Done {
+		t.Fatalf("budget releases %+v, want the stopped run's and the resume's", b.Releases)
+	}
+	if s := steps(); s != 480 {
+		t.Errorf("the resumed run ends at step %d, want 480", s)
+	}
+	if !strings.Contains(b.Releases[1].Label, "(resumed)") || !(b.Releases[1].Epsilon > 0) {
+		t.Errorf("the resume's charge: %+v", b.Releases[1])
+	}
+}

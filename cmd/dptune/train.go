@@ -267,12 +267,15 @@ func epochProgress(w io.Writer, nonPrivate bool) func(job.TrainProgress) {
 	var lossSum float64
 	var n int
 	return func(p job.TrainProgress) {
-		if p.StepInEpoch == 1 {
+		if p.StepInEpoch == 1 || b == nil { // a resumed run starts mid-epoch
 			prefix = fmt.Sprintf("epoch %d/%d", p.Epoch, p.Epochs)
 			if !nonPrivate && p.EpsilonBefore != nil {
 				prefix += fmt.Sprintf("  ε %.3f", *p.EpsilonBefore)
 			}
 			b = newBar(w, p.StepsPerEpoch, prefix)
+			if p.StepInEpoch > 1 {
+				b.Add(p.StepInEpoch - 1)
+			}
 			lossSum, n = 0, 0
 		}
 		lossSum += p.Loss
