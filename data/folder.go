@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"image"
@@ -14,8 +15,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/image/draw"
+
+	"github.com/dptune/dptune/internal/fsx"
 )
 
 // An image folder is torchvision's ImageFolder layout: DIR/train/<class>/*
@@ -37,8 +42,16 @@ const MaxFolderClasses = 256
 const maxFolderImages = 1 << 24
 
 // maxImagePixels bounds one decoded image (its header's size is checked
-// before the pixels are read): 2¹⁶ × 2¹⁶ would need 16 GB.
-const maxImagePixels = 1 << 26
+// before the pixels are read, from the same bytes): 4096 × 4096; a
+// progressive JPEG of that size needs about 200 MB to decode.
+const maxImagePixels = 1 << 24
+
+// maxImageBytes bounds one image file, read whole before it is decoded.
+const maxImageBytes = 64 << 20
+
+// maxFolderBytes bounds a split's float32 tensor (N × C × H × W × 4 bytes),
+// checked before it is allocated.
+const maxFolderBytes = 16 << 30
 
 // FolderOptions say how LoadFolder turns images into a network's input.
 type FolderOptions struct {
@@ -144,6 +157,9 @@ type folderFile struct {
 func folderFiles(dir, split string, classes []string) ([]folderFile, error) {
 	var out []folderFile
 	for i, c := range classes {
+		if !printableName(c) {
+			return nil, fmt.Errorf("%q: a class name must be printable text (no control characters, valid UTF-8)", filepath.Join(dir, split, c))
+		}
 		cdir := filepath.Join(dir, split, c)
 		entries, err := os.ReadDir(cdir)
 		if err != nil {
@@ -199,6 +215,9 @@ func LoadFolder(ctx context.Context, dir string, o FolderOptions) (train, test *
 // decodeFolder decodes files into one dataset.
 func decodeFolder(ctx context.Context, files []folderFile, o FolderOptions, name, split string, classes int) (*Dataset, error) {
 	size := o.C * o.H * o.W
+	if int64(len(files))*int64(size)*4 > maxFolderBytes {
+		return nil, fmt.Errorf("%s: %d images of %d×%d×%d are more than %d GiB as float32", name, len(files), o.C, o.H, o.W, maxFolderBytes>>30)
+	}
 	d := &Dataset{Name: name, N: len(files), C: o.C, H: o.H, W: o.W, Classes: classes, X: make([]float32, len(files)*size), Y: make([]uint8, len(files))}
 	workers := o.Workers
 	if workers < 1 {
@@ -254,12 +273,11 @@ func decodeFolder(ctx context.Context, files []folderFile, o FolderOptions, name
 
 // decodeInto decodes the image at path into dst ([C, H, W]) as o says.
 func decodeInto(path string, o FolderOptions, dst []float32) error {
-	f, err := os.Open(path)
+	b, err := fsx.ReadFile(path, maxImageBytes)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	cfg, _, err := image.DecodeConfig(f)
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("%s: not a PNG or JPEG image: %w", path, err)
 	}
@@ -269,20 +287,17 @@ func decodeInto(path string, o FolderOptions, dst []float32) error {
 	if o.NoResize && (cfg.Width != o.W || cfg.Height != o.H) {
 		return fmt.Errorf("%s: %d×%d, not the network's %d×%d (--no-resize)", path, cfg.Width, cfg.Height, o.W, o.H)
 	}
-	if _, err := f.Seek(0, 0); err != nil {
-		return err
-	}
-	img, _, err := image.Decode(f)
+	img, _, err := image.Decode(bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	// Composite over black in RGBA, at the network's size.
 	rgba := image.NewRGBA(image.Rect(0, 0, o.W, o.H))
-	b := img.Bounds()
-	if b.Dx() == o.W && b.Dy() == o.H {
-		draw.Draw(rgba, rgba.Bounds(), img, b.Min, draw.Src)
+	r := img.Bounds()
+	if r.Dx() == o.W && r.Dy() == o.H {
+		draw.Draw(rgba, rgba.Bounds(), img, r.Min, draw.Src)
 	} else {
-		draw.BiLinear.Scale(rgba, rgba.Bounds(), img, b, draw.Src, nil)
+		draw.BiLinear.Scale(rgba, rgba.Bounds(), img, r, draw.Src, nil)
 	}
 	plane := o.H * o.W
 	for y := range o.H {
@@ -308,6 +323,20 @@ func (o FolderOptions) scale(c int, v uint8) float32 {
 		x = (x - o.Mean[c]) / o.Std[c]
 	}
 	return float32(x)
+}
+
+// printableName reports whether a class name is valid UTF-8 without
+// control characters: names reach the terminal and the labels.
+func printableName(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // FolderShape returns the channels (1 for a grey image, 3 for any other

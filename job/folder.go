@@ -32,7 +32,9 @@ type FolderSettings struct {
 // network's input is its dataset's image shape for a built-in network made
 // for MNIST or CIFAR-10 (its name ends in "-mnist" or "-cifar10"), else the
 // first training image's; images of another size are resized to it unless
-// s.NoResize. nominalN is the public size of the training set, required:
+// s.NoResize. The dataset is named "folder:<the directory's last element>"
+// in reports, exports and budget files. nominalN is the public size of the
+// training set, required:
 // the folder's count is never used. The classes are the training
 // directories' names, returned too. Errors wrap ErrInvalid: no such
 // folder, a missing or extra test class, fewer than 2 classes, a first
@@ -94,6 +96,9 @@ func folderDataset(dir string, spec *model.Spec, nominalN int, s FolderSettings)
 	if err != nil {
 		return Source{}, nil, invalid(err)
 	}
+	// Reports and exports name the folder by its last element, not its
+	// path (which may say whose the data is).
+	abs = filepath.Base(abs)
 	input := model.Input{Dataset: FolderName, Classes: classes, Mean: s.Mean, Std: s.Std}
 	kept := FolderSettings{Mean: s.Mean, Std: s.Std, NoResize: s.NoResize}
 	load := func(ctx context.Context) (*data.Dataset, *data.Dataset, error) {

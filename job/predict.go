@@ -100,8 +100,12 @@ func Predict(ctx context.Context, dir string, paths []string, progress func(done
 // was recorded, its dataset's by input shape.
 func inputOf(a model.Arch, meta model.Metadata) (model.Input, error) {
 	if meta.Input != nil {
-		if n := len(meta.Input.Mean); n != 0 && (n != a.C || len(meta.Input.Std) != a.C) {
-			return model.Input{}, fmt.Errorf("its input constants have %d means and %d deviations for %d channels", n, len(meta.Input.Std), a.C)
+		o := data.FolderOptions{C: a.C, H: a.H, W: a.W, Mean: meta.Input.Mean, Std: meta.Input.Std}
+		if len(o.Mean) == 0 && len(o.Std) == 0 {
+			o.Mean, o.Std = nil, nil
+		}
+		if err := o.Check(); err != nil {
+			return model.Input{}, fmt.Errorf("its input constants: %v", err)
 		}
 		return *meta.Input, nil
 	}
