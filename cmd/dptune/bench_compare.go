@@ -188,18 +188,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	// A built-in ScatterNet network's own settings stand for the flags not
 	// given, as for tune.
-	if d, ok := job.NetworkDefaults(src.Arch.Spec); ok {
-		ch := cmd.Flags().Changed
-		if !ch("epochs") {
-			f.epochs = d.Epochs
-		}
-		if !ch("batch-size") {
-			f.batchSize = d.BatchSize
-		}
-		if !ch("momentum") {
-			f.momentum = d.Momentum
-		}
-	}
+	runDefaults(cmd, src, &f.epochs, &f.batchSize, &f.momentum)
 	whole = src // DP-Hype's table deals its own --vote-subset among clients
 	if f.trainSubset != 0 {
 		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {

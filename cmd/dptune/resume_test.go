@@ -31,27 +31,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 		t.Fatalf("uninterrupted run: exit %d: %s", code, out)
 	}
 	killed := filepath.Join(t.TempDir(), "killed")
-	cmd := exec.Command(os.Args[0], append(args, "--out", killed)...)
-	cmd.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ckpt := filepath.Join(killed, "checkpoint", "state.ckpt")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(ckpt); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no checkpoint after 60 s: %s", log.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	stopAfterCheckpoint(t, killed, syscall.SIGKILL, append(args, "--out", killed)...)
 	if _, err := os.Stat(filepath.Join(killed, "report.json")); err == nil {
 		t.Skip("the run finished before it was killed")
 	}
@@ -108,30 +88,7 @@ func TestResumeChargesTheBudgetOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains")
 	}
-	data := writeMNISTDir(t, 600, 100, -1)
-	file := filepath.Join(t.TempDir(), "mnist.budget")
-	if code, out := run(t, "budget", "init", file, "--epsilon", "50", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
-		t.Fatalf("budget init: exit %d: %s", code, out)
-	}
-	out := filepath.Join(t.TempDir(), "killed")
-	cmd := exec.Command(os.Args[0], "train", "--data-dir", data, "--nominal-size", "600", "--batch-size", "50", "--epochs", "40",
-		"--epsilon", "8", "--budget", file, "--out", out)
-	cmd.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ckpt := filepath.Join(out, "checkpoint", "state.ckpt")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(ckpt); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("no checkpoint after 60 s")
-		}
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	out, file := stoppedBudgetRun(t, syscall.SIGKILL)
 	if _, err := os.Stat(filepath.Join(out, "report.json")); err == nil {
 		t.Skip("the run finished before it was killed")
 	}
@@ -171,30 +128,7 @@ func TestResumeAfterInterruptCharges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains")
 	}
-	data := writeMNISTDir(t, 600, 100, -1)
-	file := filepath.Join(t.TempDir(), "mnist.budget")
-	if code, out := run(t, "budget", "init", file, "--epsilon", "50", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
-		t.Fatalf("budget init: exit %d: %s", code, out)
-	}
-	out := filepath.Join(t.TempDir(), "stopped")
-	cmd := exec.Command(os.Args[0], "train", "--data-dir", data, "--nominal-size", "600", "--batch-size", "50", "--epochs", "40",
-		"--epsilon", "8", "--budget", file, "--out", out)
-	cmd.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ckpt := filepath.Join(out, "checkpoint", "state.ckpt")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(ckpt); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("no checkpoint after 60 s")
-		}
-	}
-	cmd.Process.Signal(os.Interrupt)
-	cmd.Wait()
+	out, file := stoppedBudgetRun(t, os.Interrupt)
 	steps := func() int {
 		var r struct {
 			Steps int `json:"steps"`
@@ -230,4 +164,46 @@ func TestResumeAfterInterruptCharges(t *testing.T) {
 	if !strings.Contains(b.Releases[1].Label, "(resumed)") || !(b.Releases[1].Epsilon > 0) {
 		t.Errorf("the resume's charge: %+v", b.Releases[1])
 	}
+}
+
+// stopAfterCheckpoint starts dptune with args in a child process, waits for
+// its first checkpoint in out, sends sig and waits for it to end.
+func stopAfterCheckpoint(t *testing.T, out string, sig os.Signal, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "DPTUNE_TEST_MAIN=1")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(out, "checkpoint", "state.ckpt")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(ckpt); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no checkpoint after 60 s: %s", log.String())
+		}
+	}
+	cmd.Process.Signal(sig)
+	cmd.Wait()
+	return log.String()
+}
+
+// stoppedBudgetRun starts an unseeded run charged to a new budget file,
+// stops it with sig after its first checkpoint and returns its --out and
+// the budget file.
+func stoppedBudgetRun(t *testing.T, sig os.Signal) (out, file string) {
+	t.Helper()
+	data := writeMNISTDir(t, 600, 100, -1)
+	file = filepath.Join(t.TempDir(), "mnist.budget")
+	if code, text := run(t, "budget", "init", file, "--epsilon", "50", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
+		t.Fatalf("budget init: exit %d: %s", code, text)
+	}
+	out = filepath.Join(t.TempDir(), "stopped")
+	stopAfterCheckpoint(t, out, sig, "train", "--data-dir", data, "--nominal-size", "600", "--batch-size", "50", "--epochs", "40",
+		"--epsilon", "8", "--budget", file, "--out", out)
+	return out, file
 }

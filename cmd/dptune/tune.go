@@ -248,19 +248,25 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 // of --epochs, --batch-size and --momentum not given, as train does; the
 // job takes its learning rate and clipping norm where the space has none.
 func networkDefaults(cmd *cobra.Command, spec *job.TuneSpec) {
-	d, ok := job.NetworkDefaults(spec.Data.Arch.Spec)
+	runDefaults(cmd, spec.Data, &spec.Epochs, &spec.BatchSize, &spec.Momentum)
+}
+
+// runDefaults sets epochs, batch and momentum to src's built-in network's
+// own settings for each of --epochs, --batch-size and --momentum not given.
+func runDefaults(cmd *cobra.Command, src job.Source, epochs, batch *int, momentum *float64) {
+	d, ok := job.NetworkDefaults(src.Arch.Spec)
 	if !ok {
 		return
 	}
 	ch := cmd.Flags().Changed
 	if !ch("epochs") {
-		spec.Epochs = d.Epochs
+		*epochs = d.Epochs
 	}
 	if !ch("batch-size") {
-		spec.BatchSize = d.BatchSize
+		*batch = d.BatchSize
 	}
 	if !ch("momentum") {
-		spec.Momentum = d.Momentum
+		*momentum = d.Momentum
 	}
 }
 
