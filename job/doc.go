@@ -73,6 +73,18 @@
 // out the learning rate or the clipping norm takes the built-in network's
 // own (NetworkDefaults).
 //
+// Train on your own images: FolderDataset reads an ImageFolder
+// (DIR/train/<class>/*, DIR/test/<class>/*) as a Source with a declared
+// nominal size and public pixel constants. A TrainSpec with Checkpoint
+// keeps a checkpoint after every epoch (checkpoint.go), and ResumeTrain
+// continues a killed or stopped run from it, bit for bit when seeded, with
+// every step counted once and the budget file charged for every step that
+// runs.
+//
+// Use a model elsewhere: Predict labels image files with a saved model
+// (read as its training data was: model.Input), and Export writes it as
+// ONNX or safetensors with the release's public facts (export.go).
+//
 // Measure what per-sample gradients cost: bench.PerSample.
 //
 // # Releases

@@ -54,11 +54,18 @@
 //
 // To add a layer kind: write model/layer_<type>.go (a struct implementing
 // LayerKind, registered in init; paramKind if it has a weight and bias,
-// randomKind for RandomArch to draw it) and dpsgd/layer_<type>.go (its
+// randomKind for RandomArch to draw it, and an onnx method for its ONNX
+// nodes, which WriteONNX (onnx.go) calls) and dpsgd/layer_<type>.go (its
 // forward pass, backward pass and per-example gradient or norm rule,
 // registered under the same name), with tests: the float64 reference in
 // reference_test.go and dpsgd's comparison with gorgonia's batch-of-one
-// autodiff.
+// autodiff; job's ONNX Runtime test covers the new kind's nodes.
+//
+// A Net is written for other tools by WriteONNX (onnx.go: raw pixels in,
+// logits out, types in package onnxpb generated from ONNX's onnx.proto) and
+// WriteSafetensors (safetensors.go: torch.nn.Sequential's state_dict keys).
+// A checkpoint's metadata records the Input its training data was read
+// with: class names and pixel constants.
 //
 // # Parameters and graphs
 //
