@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps build run test onnxruntime fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
+.PHONY: all deps build run test onnxruntime compare-mnist compare-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
 
 all: build
 
@@ -59,6 +59,18 @@ fuzz:
 
 bench:
 	$(GO) test ./dpsgd/... ./privacy/... -run '^$$' -bench . -benchmem
+
+# The tuners compared at full scale (issue-sized: hours on 2 cores), each
+# resumable: rerun the same target and the finished tunings come from the
+# cache kept with the report's data. SEEDS=n reports the first n seeds.
+SEEDS ?= 5
+COMPARE_FLAGS = --momentum 0.9 --lr-stride 1 --clip-stride 1 --seeds $(SEEDS) --epsilon 1,2,4,8 --vote=false --partitions 500 --part-epochs 30
+compare-mnist: build
+	./$(BIN) bench compare --dataset mnist --model examples/scatter-gn-linear-mnist.json \
+		--space examples/spaces/compare-scatter-mnist.json $(COMPARE_FLAGS) --out docs/report/data/compare-mnist
+compare-cifar10: build
+	./$(BIN) bench compare --dataset cifar10 --data-dir $(CIFAR_DIR) --model examples/scatter-gn-linear-cifar10.json \
+		--space examples/spaces/compare-scatter-cifar10.json $(COMPARE_FLAGS) --out docs/report/data/compare-cifar10
 
 # The checked-in report, regenerated from the benchmark outputs kept in
 # docs/report/data (each benchmark's JSON and figures, written there by its
