@@ -61,7 +61,7 @@ selected candidate, as the paper's Table 1, with a plot.`,
 	fl.Float64Var(&f.epsilon, "epsilon", 15, "total ε in nats of each tuning (the paper's MNIST simulation: 15)")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ")
 	fl.Float64Var(&f.refGamma, "ref-gamma", 0.01, "geometric γ at which each method's noise multiplier is calibrated")
-	fl.Float64SliceVar(&f.gammas, "gammas", []float64{0.001, 0.002, 0.003, 0.005, 0.01, 0.02, 0.025, 0.03}, "geometric γ of the number of runs")
+	fl.Float64SliceVar(&f.gammas, "gammas", []float64{0.002, 0.003, 0.005, 0.01, 0.02, 0.025, 0.03}, "geometric γ of the number of runs (DP-HyPO's Table 1 but γ = 0.001, whose E[K] = 1000 is above the 700 runs dptune draws)")
 	fl.IntVar(&f.repeats, "repeats", 200, "tunings per cell")
 	fl.Float64Var(&f.scoreNoise, "score-noise", 0.1, "standard deviation of each visit's score around the landscape mean")
 	fl.StringVar(&f.cache, "cache", "", "landscape CSV cache (default: DIR/landscape-DATASET.csv)")
@@ -90,6 +90,11 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	for _, g := range append([]float64{f.refGamma}, f.gammas...) {
 		if !(g > 0 && g < 1) {
 			return usagef("γ = %v is outside (0, 1)", g)
+		}
+		// Checked here, before the landscapes are built: each tuning
+		// draws K from TNB(1, γ).
+		if err := job.TNBRepetitions(1, g).CheckSampled(); err != nil {
+			return usagef("γ = %v: %v", g, err)
 		}
 	}
 	if err := job.CheckEpsilon(f.epsilon); err != nil {

@@ -87,6 +87,7 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"tune", "--tuner", "randomstop", "--partitions", "10"},
 		{"bench", "doubling", "--reps", "0"},
 		{"bench", "tuners", "--gammas", "0"},
+		{"bench", "tuners", "--gammas", "0.001"},
 		{"bench", "tuners", "--repeats", "0"},
 		{"bench", "tuners", "--epsilon", "0"},
 		{"bench", "persample", "--steps", "0"},
