@@ -281,7 +281,11 @@ func voteSection(w *strings.Builder, f found) ([]Verdict, error) {
 	if n == 0 {
 		return nil, nil
 	}
-	v := Verdict{Paper: "DP-Hype", Result: "Figure 2a (simulation, beside the " + ds + " run): a good hyperparameter is chosen with high probability once ε ≥ 1 (ℓ ≤ 5, moderate non-IID)",
+	where := "simulation alone"
+	if ds != "" {
+		where = "simulation, beside the " + ds + " run"
+	}
+	v := Verdict{Paper: "DP-Hype", Result: "Figure 2a (" + where + "): a good hyperparameter is chosen with high probability once ε ≥ 1 (ℓ ≤ 5, moderate non-IID)",
 		Published: "accuracy ≈ 1 except at very small ε", Ours: fmt.Sprintf("P(good) ≥ 0.9 at %d of %d such points", good, n)}
 	if good == n {
 		v.Outcome, v.Why = "reproduced", "every point with ε ≥ 1, ℓ ≤ 5 and loss sd ≤ 0.5 selects a good candidate with probability ≥ 0.9"
