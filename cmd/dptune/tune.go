@@ -60,7 +60,7 @@ per dataset and kept in --feature-cache.`,
 	fl.StringVar(&f.tuner, "tuner", job.DefaultTuner, job.TunerNames())
 	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
-	fl.StringVar(&f.space, "space", "", "search space: "+job.SpaceNames()+" (default: the dataset's DP-HyPO grid)")
+	fl.StringVar(&f.space, "space", "", "search space: "+job.SpaceNames()+" (default: scatter-<dataset> for a ScatterNet network, else the dataset's DP-HyPO grid; dimensions: learning_rate, clip_norm, momentum, batch_size, epochs, lr_schedule, network)")
 	fl.StringVar(&f.runsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: "+defaultRunsHelp()+")")
 	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
 	fl.Float64Var(&f.meanRuns, "mean-runs", 20, "expected number of runs E[K]")
