@@ -38,13 +38,7 @@ func kept(f []float64, fn func(lo, hi int)) {
 }
 
 // transpose writes the rows×cols matrix a as dst (cols×rows).
-func transpose(rows, cols int, a, dst []float32) {
-	for i := 0; i < rows; i++ {
-		for j := 0; j < cols; j++ {
-			dst[j*rows+i] = a[i*cols+j]
-		}
-	}
-}
+func transpose(rows, cols int, a, dst []float32) { vec.Transpose(rows, cols, a, dst) }
 
 // sumRows adds (or, with overwrite, writes) the column sums of m ([rows,
 // len(out)]) to out.
@@ -86,13 +80,23 @@ func b2i(b bool) int32 {
 	return 0
 }
 
-// sq is Σ v², accumulated in float64.
+// sq is Σ v², accumulated in float64 (four running sums, so that the
+// additions do not wait on each other).
 func sq(v []float32) float64 {
-	var s float64
-	for _, x := range v {
-		s += float64(x) * float64(x)
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(v); i += 4 {
+		w := v[i : i+4 : i+4]
+		a, b, c, d := float64(w[0]), float64(w[1]), float64(w[2]), float64(w[3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
 	}
-	return s
+	for _, x := range v[i:] {
+		s0 += float64(x) * float64(x)
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // softmaxCrossEntropy writes each example's gradient softmax − onehot(label)

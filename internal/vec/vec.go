@@ -1,6 +1,6 @@
 // Package vec holds the elementwise float32 loops of dptune's per-sample
-// gradient engine — tanh and its derivative, sums and scaled sums of
-// vectors — with AVX2 versions on amd64 that process eight floats per
+// gradient engine — tanh and its derivative, sums, scaled sums and
+// elementwise products of vectors, and the transpose of a matrix — with AVX2 versions on amd64 that process eight floats per
 // instruction (vec_amd64.s) and Go loops elsewhere, under the purego build
 // tag, and for the last len%8 elements.
 //
@@ -59,5 +59,88 @@ func Axpy(y []float32, a float32, x []float32) {
 	}
 	for i := n; i < len(y); i++ {
 		y[i] += a * x[i]
+	}
+}
+
+// MulAdd adds the elementwise product a⊙b to y (each product rounded to
+// float32 before the sum). It panics if a or b is shorter than y.
+func MulAdd(y, a, b []float32) {
+	a, b = a[:len(y)], b[:len(y)]
+	n := 0
+	if haveAVX2 && len(y) >= 8 {
+		n = len(y) &^ 7
+		mulAddAVX2(&y[0], &a[0], &b[0], n)
+	}
+	for i := n; i < len(y); i++ {
+		y[i] += a[i] * b[i]
+	}
+}
+
+// SubSqAdd adds the squared differences (x − m)² to acc elementwise. It
+// panics if x or m is shorter than acc.
+func SubSqAdd(acc, x, m []float32) {
+	x, m = x[:len(acc)], m[:len(acc)]
+	n := 0
+	if haveAVX2 && len(acc) >= 8 {
+		n = len(acc) &^ 7
+		subSqAddAVX2(&acc[0], &x[0], &m[0], n)
+	}
+	for i := n; i < len(acc); i++ {
+		d := x[i] - m[i]
+		acc[i] += d * d
+	}
+}
+
+// SubMul writes (x − m)·r to dst elementwise. It panics if x, m or r is
+// shorter than dst.
+func SubMul(dst, x, m, r []float32) {
+	x, m, r = x[:len(dst)], m[:len(dst)], r[:len(dst)]
+	n := 0
+	if haveAVX2 && len(dst) >= 8 {
+		n = len(dst) &^ 7
+		subMulAVX2(&dst[0], &x[0], &m[0], &r[0], n)
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i] = (x[i] - m[i]) * r[i]
+	}
+}
+
+// MulAddTo writes a·b + c to dst elementwise (the product rounded to
+// float32 before the sum). It panics if a, b or c is shorter than dst.
+func MulAddTo(dst, a, b, c []float32) {
+	a, b, c = a[:len(dst)], b[:len(dst)], c[:len(dst)]
+	n := 0
+	if haveAVX2 && len(dst) >= 8 {
+		n = len(dst) &^ 7
+		mulAddToAVX2(&dst[0], &a[0], &b[0], &c[0], n)
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i] = a[i]*b[i] + c[i]
+	}
+}
+
+// Transpose writes the rows×cols row-major matrix a to dst as its
+// cols×rows transpose, in 8×8 blocks with AVX2 and element by element at
+// the edges. It panics if a or dst is shorter than rows·cols.
+func Transpose(rows, cols int, a, dst []float32) {
+	a, dst = a[:rows*cols], dst[:rows*cols]
+	r8, c8 := 0, 0
+	if haveAVX2 {
+		r8, c8 = rows&^7, cols&^7
+		for i := 0; i < r8; i += 8 {
+			for j := 0; j < c8; j += 8 {
+				transpose8x8AVX2(&a[i*cols+j], cols, &dst[j*rows+i], rows)
+			}
+		}
+	}
+	for i := 0; i < rows; i++ {
+		d := dst[i:]
+		j0 := 0
+		if i < r8 {
+			j0 = c8 // the blocks wrote columns [0, c8) of these rows
+		}
+		for j, v := range a[i*cols+j0 : (i+1)*cols] {
+			d[(j0+j)*rows] = v
+		}
 	}
 }

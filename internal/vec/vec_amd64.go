@@ -20,3 +20,18 @@ func addAVX2(y, x *float32, n int)
 
 //go:noescape
 func axpyAVX2(y *float32, a float32, x *float32, n int)
+
+//go:noescape
+func mulAddAVX2(y, a, b *float32, n int)
+
+//go:noescape
+func subSqAddAVX2(acc, x, m *float32, n int)
+
+//go:noescape
+func subMulAVX2(dst, x, m, r *float32, n int)
+
+//go:noescape
+func mulAddToAVX2(dst, a, b, c *float32, n int)
+
+//go:noescape
+func transpose8x8AVX2(a *float32, lda int, dst *float32, ldd int)

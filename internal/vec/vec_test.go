@@ -89,6 +89,43 @@ func TestMatchesLoops(t *testing.T) {
 		got = append(got[:0], y...)
 		Axpy(got, a, x)
 		check("Axpy", got, func(i int) float32 { return y[i] + a*x[i] })
+		z := inputs(rng, n)
+		got = append(got[:0], y...)
+		MulAdd(got, x, z)
+		check("MulAdd", got, func(i int) float32 { return y[i] + x[i]*z[i] })
+		got = append(got[:0], y...)
+		SubSqAdd(got, x, z)
+		check("SubSqAdd", got, func(i int) float32 { d := x[i] - z[i]; return y[i] + d*d })
+		w := inputs(rng, n)
+		SubMul(got, x, z, w)
+		check("SubMul", got, func(i int) float32 { return (x[i] - z[i]) * w[i] })
+		MulAddTo(got, x, z, w)
+		check("MulAddTo", got, func(i int) float32 { return x[i]*z[i] + w[i] })
+	}
+}
+
+func TestTranspose(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, rc := range [][2]int{{1, 1}, {8, 8}, {7, 9}, {8, 16}, {16, 8}, {81, 49}, {49, 81}, {10, 3969}, {17, 23}} {
+		rows, cols := rc[0], rc[1]
+		a := inputs(rng, rows*cols)
+		dst := make([]float32, rows*cols)
+		Transpose(rows, cols, a, dst)
+		for i := 0; i < rows; i++ {
+			for j := 0; j < cols; j++ {
+				if g, w := dst[j*rows+i], a[i*cols+j]; !same(g, w) {
+					t.Fatalf("%d×%d: element (%d, %d) of the transpose is %v, want %v", rows, cols, j, i, g, w)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkTranspose(b *testing.B) {
+	a, dst := make([]float32, 81*49), make([]float32, 81*49)
+	b.SetBytes(int64(4 * len(a)))
+	for range b.N {
+		Transpose(81, 49, a, dst)
 	}
 }
 
