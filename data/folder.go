@@ -15,12 +15,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/image/draw"
 
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/internal/textsafe"
 )
 
 // An image folder is torchvision's ImageFolder layout: DIR/train/<class>/*
@@ -157,7 +156,7 @@ type folderFile struct {
 func folderFiles(dir, split string, classes []string) ([]folderFile, error) {
 	var out []folderFile
 	for i, c := range classes {
-		if !printableName(c) {
+		if !textsafe.Printable(c) {
 			return nil, fmt.Errorf("%q: a class name must be printable text (no control characters, valid UTF-8)", filepath.Join(dir, split, c))
 		}
 		cdir := filepath.Join(dir, split, c)
@@ -323,20 +322,6 @@ func (o FolderOptions) scale(c int, v uint8) float32 {
 		x = (x - o.Mean[c]) / o.Std[c]
 	}
 	return float32(x)
-}
-
-// printableName reports whether a class name is valid UTF-8 without
-// control characters: names reach the terminal and the labels.
-func printableName(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
 }
 
 // FolderShape returns the channels (1 for a grey image, 3 for any other

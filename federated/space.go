@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/dptune/dptune/internal/textsafe"
 )
 
 // The dimensions of a vote's space: the hyperparameters of the clients'
@@ -92,11 +91,11 @@ func (s Space) At(i int) map[string]float64 {
 // value, positive on a log scale; at most MaxCandidates candidates. A
 // client runs it on the job the server sends.
 func CheckSpace(s Space) error {
-	if !printable(s.Name) {
+	if !textsafe.Printable(s.Name) {
 		return fmt.Errorf("search space name %q holds control characters or invalid UTF-8", s.Name)
 	}
 	for _, d := range s.Dims {
-		if !printable(d.Name) {
+		if !textsafe.Printable(d.Name) {
 			return fmt.Errorf("search space %s: dimension name %q holds control characters or invalid UTF-8", s.Name, d.Name)
 		}
 	}
@@ -152,9 +151,4 @@ func (s Space) checkGrid() error {
 		return fmt.Errorf("search space %s: more than MaxCandidates = %d candidates (at dimension %q, %d values)", s.Name, MaxCandidates, s.Dims[k].Name, len(s.Dims[k].Values))
 	}
 	return nil
-}
-
-// printable reports whether name is valid UTF-8 without control characters.
-func printable(name string) bool {
-	return utf8.ValidString(name) && !strings.ContainsFunc(name, unicode.IsControl)
 }

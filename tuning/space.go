@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/internal/textsafe"
 )
 
 // Dim is one named dimension of a search space: a grid of values. Log
@@ -229,7 +228,7 @@ func ParseSpace(name string, b []byte) (Space, error) {
 	if s.Name == "" {
 		s.Name = name
 	}
-	if !printable(s.Name) {
+	if !textsafe.Printable(s.Name) {
 		return Space{}, fmt.Errorf("search space %s: name %q holds control characters or invalid UTF-8", name, s.Name)
 	}
 	if len(raw.Dims) == 0 {
@@ -295,19 +294,6 @@ func ParseSpace(name string, b []byte) (Space, error) {
 	return s, s.Check()
 }
 
-// printable reports whether name is valid UTF-8 without control characters.
-func printable(name string) bool {
-	if !utf8.ValidString(name) {
-		return false
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
-}
-
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // Check returns an error if the space is empty, its name or a dimension's
@@ -316,11 +302,11 @@ func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 // value is not finite (or not positive on a log scale), or the space has
 // more than MaxCandidates candidates.
 func (s Space) Check() error {
-	if !printable(s.Name) {
+	if !textsafe.Printable(s.Name) {
 		return fmt.Errorf("search space name %q holds control characters or invalid UTF-8", s.Name)
 	}
 	for _, d := range s.Dims {
-		if !printable(d.Name) {
+		if !textsafe.Printable(d.Name) {
 			return fmt.Errorf("search space %s: dimension name %q holds control characters or invalid UTF-8", s.Name, d.Name)
 		}
 	}
@@ -360,7 +346,7 @@ func (d Dim) checkChoices() error {
 	}
 	seen := map[string]bool{}
 	for i, c := range d.Choices {
-		if c == "" || seen[c] || !printable(c) {
+		if c == "" || seen[c] || !textsafe.Printable(c) {
 			return fmt.Errorf("categorical dimension %q: choice %q is empty, repeated or holds control characters", d.Name, c)
 		}
 		seen[c] = true

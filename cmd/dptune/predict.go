@@ -3,24 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/internal/textsafe"
 	"github.com/dptune/dptune/job"
 )
-
-// terminalSafe is s, or s quoted when it holds control characters or
-// invalid UTF-8 (a file name must not drive the terminal).
-func terminalSafe(s string) string {
-	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
-		return strconv.Quote(s)
-	}
-	return s
-}
 
 func newPredictCmd() *cobra.Command {
 	var modelDir string
@@ -68,7 +56,7 @@ class name from the dataset or the image folder) and its probability, or with
 				return err
 			}
 			for _, p := range preds {
-				fmt.Fprintf(out, "%s\t%s\t%.4f\n", terminalSafe(p.Path), terminalSafe(p.Label), p.Probabilities[p.Index])
+				fmt.Fprintf(out, "%s\t%s\t%.4f\n", textsafe.Quoted(p.Path), textsafe.Quoted(p.Label), p.Probabilities[p.Index])
 			}
 			return nil
 		},
