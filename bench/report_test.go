@@ -225,3 +225,26 @@ func TestLeadTableNamesEveryPaper(t *testing.T) {
 		t.Error("report.md lacks the DP-HyPO headline")
 	}
 }
+
+// Figures 5–6's verdict follows the share of the RandGuess–Opt gap that
+// DP-Hype recovers at the non-private points with ε ≥ 1, and only those.
+func TestVoteRealVerdict(t *testing.T) {
+	pt := func(eps, hype float64, final string) VoteRealPoint {
+		return VoteRealPoint{Setting: "iid", Clients: 10, FinalTraining: final, Epsilon: eps, Opt: 0.9, RandGuess: 0.4, DPHype: hype}
+	}
+	for _, c := range []struct {
+		pts  []VoteRealPoint
+		want string
+	}{
+		// 0.8 of the gap is 0.4 + 0.8·0.5 = 0.8: three of four points above it.
+		{[]VoteRealPoint{pt(1, 0.81, "non-private"), pt(2, 0.85, "non-private"), pt(5, 0.9, "non-private"), pt(5, 0.5, "non-private")}, "reproduced"},
+		{[]VoteRealPoint{pt(1, 0.79, "non-private"), pt(2, 0.85, "non-private"), pt(5, 0.9, "non-private"), pt(5, 0.5, "non-private")}, "not reproduced"},
+		// ε < 1 and the dp-sgd figure do not count.
+		{[]VoteRealPoint{pt(0.5, 0.4, "non-private"), pt(8, 0.4, "dp-sgd"), pt(1, 0.9, "non-private")}, "reproduced"},
+		{[]VoteRealPoint{pt(0.5, 0.9, "non-private")}, "not comparable"},
+	} {
+		if v := voteRealVerdict("mnist", c.pts); v.Outcome != c.want {
+			t.Errorf("%+v: %s (%s), want %s", c.pts, v.Outcome, v.Ours, c.want)
+		}
+	}
+}

@@ -47,7 +47,7 @@ func Vote(ctx context.Context, dir string, sim VoteSimConfig, real *VoteRealConf
 		}
 		name := real.Source.Name
 		rep.RealConfig = map[string]any{"dataset": name, "model": real.Source.Arch.Name, "subset": real.Subset,
-			"iid_clients": real.IIDClients, "alphas": real.Alphas, "alpha_clients": real.AlphaClients, "epsilons": real.Epsilons,
+			"iid_clients": real.IIDClients, "alphas": real.Alphas, "alpha_clients": real.AlphaClients, "dirichlet_clients": real.DirichletClients, "epsilons": real.Epsilons,
 			"delta": real.Delta, "votes_per_client": real.VotesPerClient, "local_epochs": real.LocalEpochs, "batch_size": real.BatchSize,
 			"fedavg_rounds": real.Rounds, "clip_norm": real.ClipNorm, "dpsgd_epsilons": real.DPSGDEpsilons, "reps": real.Reps,
 			"space": real.Space.Name}

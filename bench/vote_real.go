@@ -28,10 +28,12 @@ type VoteRealConfig struct {
 	// subset, drawn with Seed), to fit the machine; 0 keeps them all.
 	Subset int
 	// IIDClients are the n of the IID settings; Alphas the Dirichlet
-	// concentrations of the non-IID settings, each with AlphaClients clients.
-	IIDClients   []int
-	Alphas       []float64
-	AlphaClients int
+	// concentrations of the non-IID settings, each with each n of
+	// DirichletClients (default: AlphaClients alone).
+	IIDClients       []int
+	Alphas           []float64
+	AlphaClients     int
+	DirichletClients []int
 	// Epsilons are the vote's client-level ε (δ = Delta) of the paper's
 	// figures (final training non-private).
 	Epsilons       []float64
@@ -115,8 +117,14 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 	for _, n := range cfg.IIDClients {
 		settings = append(settings, setting{"iid", n, 0})
 	}
-	for _, a := range cfg.Alphas {
-		settings = append(settings, setting{"dirichlet", cfg.AlphaClients, a})
+	dirichletN := cfg.DirichletClients
+	if len(dirichletN) == 0 {
+		dirichletN = []int{cfg.AlphaClients}
+	}
+	for _, n := range dirichletN {
+		for _, a := range cfg.Alphas {
+			settings = append(settings, setting{"dirichlet", n, a})
+		}
 	}
 	var pts []VoteRealPoint
 	var splits []VoteSplit

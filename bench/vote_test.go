@@ -86,15 +86,18 @@ func toySource(t *testing.T, n int) job.Source {
 func TestVoteReal(t *testing.T) {
 	space := federated.Space{Name: "toy", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-4, 0.01, 0.3}}, {Name: federated.Momentum, Values: []float64{0, 0.9}}}}
 	trained := 0
-	cfg := VoteRealConfig{Source: toySource(t, 600), Space: space, IIDClients: []int{4}, Alphas: []float64{0.5}, AlphaClients: 4,
+	cfg := VoteRealConfig{Source: toySource(t, 600), Space: space, IIDClients: []int{4}, Alphas: []float64{0.5}, AlphaClients: 4, DirichletClients: []int{4, 3},
 		Epsilons: []float64{0.5, 8}, Delta: 1e-5, VotesPerClient: 1, LocalEpochs: 1, BatchSize: 16, Rounds: 2, ClipNorm: 1,
 		DPSGDEpsilons: []float64{8}, Reps: 200, Seed: 1, CacheDir: t.TempDir(), Progress: func(string, int, int) { trained++ }}
 	pts, splits, err := VoteReal(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pts) != 2+1+2 || len(splits) != 2 {
+	if len(pts) != 2+1+2+2 || len(splits) != 3 {
 		t.Fatalf("%d points, %d splits", len(pts), len(splits))
+	}
+	if s := splits[2]; s.Clients != 3 || s.Alpha != 0.5 || len(s.Counts) != 3 {
+		t.Errorf("the second Dirichlet setting's split is %d clients at α = %g", s.Clients, s.Alpha)
 	}
 	for _, p := range pts {
 		if p.DPHype > p.Opt+1e-12 || p.Opt < p.RandGuess || p.DPHype < 0.4 {

@@ -15,7 +15,8 @@ type benchVoteFlags struct {
 	data                              dataFlags
 	out, space                        string
 	simOnly                           bool
-	simReps, reps, subset, alphaN     int
+	simReps, reps, subset             int
+	alphaN                            []int
 	votes, localEpochs, batch, rounds int
 	clients                           []int
 	alphas, epsilons, dpsgdEps        []float64
@@ -33,15 +34,15 @@ func newBenchVoteCmd() *cobra.Command {
 overlaid; Figures 5 and 6 on real data) into --out.
 
 The real-data part splits a public subset of the training set (--subset)
-among n clients (IID for each --clients, Dirichlet(α) with --alpha-clients
-clients for each --alphas), has every client train every candidate of the
+among n clients (IID for each --clients, Dirichlet(α) for each α of
+--alphas with each n of --alpha-clients), has every client train every candidate of the
 space locally and score it on its held-out fifth, and trains every candidate
 by FedAvg for its test accuracy (Opt: the best; RandGuess: the mean). Both
 are cached in --out, so a rerun costs only the votes: --reps votes per ε,
 each with the mechanism's own calibrated discrete Gaussian shares, scored by
 the winner's federated accuracy. The paper's figures use non-private
-federated training; the dp-sgd figure repeats the IID setting with
---alpha-clients clients at the total example-level ε of --dpsgd-epsilons
+federated training; the dp-sgd figure repeats the IID setting with the
+first --alpha-clients n at the total example-level ε of --dpsgd-epsilons
 (half of each for the vote).`,
 		Example: `  dptune bench vote --out out/bench-vote
   dptune bench vote --sim-only --out out/vote-sim`,
@@ -58,7 +59,7 @@ federated training; the dp-sgd figure repeats the IID setting with
 	fl.IntVar(&f.subset, "subset", 12000, "training examples used (a fixed public subset; 0: all)")
 	fl.IntSliceVar(&f.clients, "clients", []int{5, 10, 20}, "n of the IID settings")
 	fl.Float64SliceVar(&f.alphas, "alphas", []float64{0.1, 0.5, 1}, "Dirichlet α of the non-IID settings")
-	fl.IntVar(&f.alphaN, "alpha-clients", 10, "n of the non-IID settings and of the dp-sgd figure")
+	fl.IntSliceVar(&f.alphaN, "alpha-clients", []int{10}, "n of the non-IID settings (each with every α); the first is the dp-sgd figure's")
 	fl.Float64SliceVar(&f.epsilons, "epsilons", []float64{0.5, 1, 2, 5}, "the vote's client-level ε")
 	fl.Float64SliceVar(&f.dpsgdEps, "dpsgd-epsilons", []float64{2, 4, 8}, "total example-level ε of the dp-sgd figure")
 	fl.BoolVar(&f.noDPSGD, "no-dpsgd", false, "skip the dp-sgd figure")
@@ -82,12 +83,17 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 		return usagef("--epsilons needs at least one ε")
 	case f.votes < 1 || f.localEpochs < 1 || f.batch < 1 || f.rounds < 1 || !(f.clip > 0):
 		return usagef("--votes-per-client, --local-epochs, --batch-size, --fedavg-rounds and --clip-norm must be positive")
-	case f.alphaN < 2 || f.alphaN > 255:
-		return usagef("--alpha-clients %d: need 2 … 255", f.alphaN)
+	case len(f.alphaN) == 0:
+		return usagef("--alpha-clients needs at least one n")
 	}
 	for _, n := range f.clients {
 		if n < 2 || n > 255 {
 			return usagef("--clients %d: need 2 … 255", n)
+		}
+	}
+	for _, n := range f.alphaN {
+		if n < 2 || n > 255 {
+			return usagef("--alpha-clients %d: need 2 … 255", n)
 		}
 	}
 	for _, a := range f.alphas {
@@ -126,7 +132,7 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 			return usagef("--votes-per-client %d exceeds the %d candidates", f.votes, space.Size())
 		}
 		last := ""
-		real = &bench.VoteRealConfig{Source: src, Space: space, Subset: f.subset, IIDClients: f.clients, Alphas: f.alphas, AlphaClients: f.alphaN,
+		real = &bench.VoteRealConfig{Source: src, Space: space, Subset: f.subset, IIDClients: f.clients, Alphas: f.alphas, AlphaClients: f.alphaN[0], DirichletClients: f.alphaN,
 			Epsilons: f.epsilons, Delta: f.delta, VotesPerClient: f.votes, LocalEpochs: f.localEpochs, BatchSize: f.batch,
 			Rounds: f.rounds, ClipNorm: f.clip, DPSGDEpsilons: f.dpsgdEps, Reps: f.reps, Seed: f.seed, CacheDir: f.out,
 			Progress: func(stage string, done, total int) {
