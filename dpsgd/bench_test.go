@@ -72,3 +72,15 @@ func BenchmarkDPStepTBCIFAR10(b *testing.B) { benchStep(b, tbCIFAR10, 10000, fal
 
 // BenchmarkNonPrivateStepTBCIFAR10: plain SGD steps of tb-cifar10.
 func BenchmarkNonPrivateStepTBCIFAR10(b *testing.B) { benchStep(b, tbCIFAR10, 10000, true, NewEngine) }
+
+// scatterGNLinear is examples/scatter-gn-linear-mnist.json past its
+// scatter front end: group norm and a linear layer on the 81×7×7
+// ScatterNet features of an MNIST image.
+var scatterGNLinear = model.Arch{Spec: model.Spec{Name: "scatter-gn-linear", Layers: []model.LayerSpec{
+	model.GroupNorm(27), model.Flatten(), model.Linear(10)}}, C: 81, H: 7, W: 7, Classes: 10}
+
+// BenchmarkDPStepScatterGNLinear: DP-SGD steps of the linear classifier on
+// ScatterNet features (10,000 random examples, expected batch 256).
+func BenchmarkDPStepScatterGNLinear(b *testing.B) {
+	benchStep(b, scatterGNLinear, 10000, false, NewEngine)
+}
