@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps build run test onnxruntime compare-mnist compare-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
+.PHONY: all deps build run test onnxruntime compare-mnist compare-cifar10 vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
 
 all: build
 
@@ -71,6 +71,16 @@ compare-mnist: build
 compare-cifar10: build
 	./$(BIN) bench compare --dataset cifar10 --data-dir $(CIFAR_DIR) --model examples/scatter-gn-linear-cifar10.json \
 		--space examples/spaces/compare-scatter-cifar10.json $(COMPARE_FLAGS) --out docs/report/data/compare-cifar10
+
+# DP-Hype's Figures 5 and 6 on the full training sets with the ScatterNet
+# networks (IID and Dirichlet splits, 10 and 50 clients), resumable from
+# the cache kept with the report's data.
+VOTE_FLAGS = --subset 0 --clients 10,50 --alpha-clients 10,50 --alphas 0.1,0.5,1
+vote-mnist: build
+	./$(BIN) bench vote --dataset mnist --model examples/scatter-gn-linear-mnist.json $(VOTE_FLAGS) --out docs/report/data/bench-vote-mnist
+vote-cifar10: build
+	./$(BIN) bench vote --dataset cifar10 --data-dir $(CIFAR_DIR) --model examples/scatter-gn-linear-cifar10.json \
+		$(VOTE_FLAGS) --out docs/report/data/bench-vote-cifar10
 
 # The checked-in report, regenerated from the benchmark outputs kept in
 # docs/report/data (each benchmark's JSON and figures, written there by its

@@ -1,8 +1,9 @@
 // Package vec holds the elementwise float32 loops of dptune's per-sample
 // gradient engine — tanh and its derivative, sums, scaled sums and
-// elementwise products of vectors, and the transpose of a matrix — with AVX2 versions on amd64 that process eight floats per
-// instruction (vec_amd64.s) and Go loops elsewhere, under the purego build
-// tag, and for the last len%8 elements.
+// elementwise products of vectors, and the transpose of a matrix — with
+// AVX2 versions on amd64 that process eight floats per instruction
+// (vec_amd64.s) and Go loops elsewhere, under the purego build tag, and
+// for the last len%8 elements.
 //
 // The AVX2 versions perform the same float32 operations in the same order
 // as the Go loops (no fused multiply-adds), so both give the same bits.
