@@ -35,7 +35,7 @@ run: build
 test: deps temporal onnxruntime
 	$(GO) vet ./...
 	DPTUNE_ONNXRUNTIME=$(CURDIR)/$(ORT_DIR)/node_modules/onnxruntime-node $(GO) test ./...
-	$(GO) test -tags purego ./internal/gemm ./dpsgd
+	$(GO) test -tags purego ./internal/gemm ./internal/vec ./dpsgd
 	$(GO) test -tags dptune_plant_quarter_noise -run '^TestPlantedBugCaught$$' ./audit
 	$(GO) test -tags dptune_plant_no_clip -run '^TestPlantedBugCaught$$' ./audit
 	$(MAKE) --no-print-directory fuzz
