@@ -10,7 +10,7 @@ func addAVX2(_, _ *float32, _ int)            { panic("vec: no AVX2 here") }
 func axpyAVX2(*float32, float32, *float32, int) {
 	panic("vec: no AVX2 here")
 }
-func mulAddAVX2(_, _, _ *float32, _ int) { panic("vec: no AVX2 here") }
+func mulAddAVX2(_, _, _ *float32, _ int)    { panic("vec: no AVX2 here") }
 func subSqAddAVX2(_, _, _ *float32, _ int)  { panic("vec: no AVX2 here") }
 func subMulAVX2(_, _, _, _ *float32, _ int) { panic("vec: no AVX2 here") }
 func mulAddToAVX2(_, _, _, _ *float32, _ int) {
