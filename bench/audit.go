@@ -167,14 +167,14 @@ func AuditFigures(ctx context.Context, c AuditFigureConfig) ([]AuditPanel, *Audi
 			}
 		}
 	}
-	load := []string{loadAvg()}
+	load := []string{LoadAvg()}
 	tables, err := RunAuditTables(ctx, c, c.OneRun)
 	if err != nil {
 		return panels, tables, err
 	}
 	js, err := json.MarshalIndent(map[string]any{"figure6": panels, "tables": tables, "steps": steps, "delta": delta,
 		"reduced_trials": c.Trials, "dpsgd_trials": c.DPSGDTrials, "dpsgd_steps": c.DPSGDSteps, "cpus": runtime.NumCPU(),
-		"load_avg": append(load, loadAvg()), "wall_seconds": time.Since(start).Seconds(), "finished": time.Now().UTC().Format(time.RFC3339)}, "", "  ")
+		"load_avg": append(load, LoadAvg()), "wall_seconds": time.Since(start).Seconds(), "finished": time.Now().UTC().Format(time.RFC3339)}, "", "  ")
 	if err != nil {
 		return panels, tables, err
 	}

@@ -279,7 +279,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &CompareReport{Settings: cfg.settings(), Infeasible: infeasible, CPUs: runtime.NumCPU(), LoadAvg: []string{loadAvg()}}
+	rep := &CompareReport{Settings: cfg.settings(), Infeasible: infeasible, CPUs: runtime.NumCPU(), LoadAvg: []string{LoadAvg()}}
 	for _, seed := range cfg.Seeds {
 		for _, eps := range cfg.Budgets {
 			for _, e := range cfg.Entries {
@@ -308,7 +308,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 		}
 	}
 	rep.Cells = compareCells(cfg.Entries, cfg.Budgets, rep.Rows)
-	rep.LoadAvg = append(rep.LoadAvg, loadAvg())
+	rep.LoadAvg = append(rep.LoadAvg, LoadAvg())
 	rep.Wall = time.Since(start).Seconds()
 	rep.Finished = time.Now().UTC().Format(time.RFC3339)
 	return rep, nil

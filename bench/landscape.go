@@ -2,13 +2,17 @@ package bench
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -23,20 +27,28 @@ import (
 // semi-real simulation (Section 4.2.1, Appendix E.1).
 type Landscape struct {
 	Space           tuning.Space
+	Network         string // NetworkKey of the network trained
 	NoiseMultiplier float64
 	Mean, SD        []float64 // per candidate, over the seeds
 	N               []int     // runs per candidate
+	// Seconds is the wall time the landscape's runs took, summed over every
+	// build that added to its cache (runs cached without a time, by an
+	// older dptune, count none).
+	Seconds float64
 }
 
 // LandscapeConfig says how to build a landscape.
 type LandscapeConfig struct {
-	Arch            model.Arch
+	Arch            model.Arch // the network trained; the cache keeps its NetworkKey
 	Train, Test     *data.Dataset
 	Space           tuning.Space // usually a subgrid of a builtin space (Subgrid)
 	NoiseMultiplier float64
 	SamplingRate    float64
 	Epochs, Seeds   int
-	Cache           string // CSV file: read if it exists, appended to as runs finish
+	// Cache is a CSV file: read if it exists, appended to as runs finish.
+	// Its rows name their network, σ, epochs, seed and candidate; a build
+	// reuses only the rows that match its own.
+	Cache string
 	// Progress, if not nil, is called after each run with the runs done and
 	// the runs needed.
 	Progress func(done, total int)
@@ -70,12 +82,23 @@ func Subgrid(s tuning.Space, strides map[string]int) tuning.Space {
 	return out
 }
 
+// NetworkKey names spec in a landscape cache: its name and the first 12
+// hex digits of its JSON's SHA-256, so two specs that share a name but not
+// their layers never share runs.
+func NetworkKey(spec model.Spec) string {
+	b, _ := json.Marshal(spec) // a Spec is plain data: Marshal cannot fail
+	h := sha256.Sum256(b)
+	return spec.Name + "@" + hex.EncodeToString(h[:6])
+}
+
 // BuildLandscape trains cfg.Seeds DP-SGD runs of cfg.Epochs epochs per
 // candidate and records their test accuracies. Runs already in the cache
 // (same σ, candidate and seed) are reused, and each finished run is appended
 // to it at once, so an interrupted build loses nothing.
 func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error) {
 	n := cfg.Space.Size()
+	network := NetworkKey(cfg.Arch.Spec)
+	var seconds float64
 	done := map[[2]int]bool{}
 	key := func(c tuning.Candidate) (int, bool) {
 		for i := 0; i < n; i++ {
@@ -98,12 +121,15 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 		got[i], have[i] = make([]float64, cfg.Seeds), make([]bool, cfg.Seeds)
 	}
 	for _, r := range rows {
-		if !approx(r.sigma, cfg.NoiseMultiplier) || r.epochs != cfg.Epochs || r.seed >= cfg.Seeds {
+		if r.network != network || !approx(r.sigma, cfg.NoiseMultiplier) || r.epochs != cfg.Epochs || r.seed >= cfg.Seeds {
 			continue
 		}
 		if i, ok := key(tuning.Candidate{Values: map[string]float64{tuning.LearningRate: r.lr, tuning.ClipNorm: r.clip}}); ok && !have[i][r.seed] {
 			got[i][r.seed], have[i][r.seed] = r.accuracy, true
 			done[[2]int{i, r.seed}] = true
+			if !math.IsNaN(r.seconds) {
+				seconds += r.seconds
+			}
 		}
 	}
 	total, finished := n*cfg.Seeds, len(done)
@@ -120,14 +146,21 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 			}
 		}
 	}
+	// Each run's time is the wall time since the previous one finished
+	// (or the build began): with parallel runs they still sum to the
+	// build's wall time.
+	last := time.Now()
 	record := func(p [2]int, r tuning.Run) error {
 		score := r.Score
 		if r.Failed {
 			score = 0 // a diverged run: the landscape records it as accuracy 0
 		}
 		got[p[0]][p[1]], have[p[0]][p[1]] = score, true
+		now := time.Now()
+		dt := now.Sub(last).Seconds()
+		last, seconds = now, seconds+dt
 		c := cfg.Space.At(p[0])
-		if err := appendCache(cfg.Cache, cacheRow{cfg.NoiseMultiplier, cfg.Epochs, p[1], c.Values[tuning.LearningRate], c.Values[tuning.ClipNorm], score}); err != nil {
+		if err := appendCache(cfg.Cache, cacheRow{network, cfg.NoiseMultiplier, cfg.Epochs, p[1], c.Values[tuning.LearningRate], c.Values[tuning.ClipNorm], score, dt}); err != nil {
 			return err
 		}
 		finished++
@@ -178,7 +211,8 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 			}
 		}
 	}
-	l := Landscape{Space: cfg.Space, NoiseMultiplier: cfg.NoiseMultiplier, Mean: make([]float64, n), SD: make([]float64, n), N: make([]int, n)}
+	l := Landscape{Space: cfg.Space, Network: network, NoiseMultiplier: cfg.NoiseMultiplier, Seconds: seconds,
+		Mean: make([]float64, n), SD: make([]float64, n), N: make([]int, n)}
 	for i, a := range acc {
 		var m, v float64
 		for _, x := range a {
@@ -198,13 +232,15 @@ func BuildLandscape(ctx context.Context, cfg LandscapeConfig) (Landscape, error)
 func approx(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
 
 type cacheRow struct {
+	network      string
 	sigma        float64
 	epochs, seed int
 	lr, clip     float64
 	accuracy     float64
+	seconds      float64 // NaN: not recorded
 }
 
-var cacheHeader = []string{"noise_multiplier", "epochs", "seed", "learning_rate", "clip_norm", "test_accuracy"}
+var cacheHeader = []string{"network", "noise_multiplier", "epochs", "seed", "learning_rate", "clip_norm", "test_accuracy", "wall_seconds"}
 
 func readCache(path string) ([]cacheRow, error) {
 	if path == "" {
@@ -230,14 +266,17 @@ func readCache(path string) ([]cacheRow, error) {
 		if len(r) != len(cacheHeader) {
 			return nil, fmt.Errorf("landscape cache %s, line %d: %d fields, want %d", path, k+1, len(r), len(cacheHeader))
 		}
-		var row cacheRow
-		var errs [6]error
-		row.sigma, errs[0] = strconv.ParseFloat(r[0], 64)
-		row.epochs, errs[1] = strconv.Atoi(r[1])
-		row.seed, errs[2] = strconv.Atoi(r[2])
-		row.lr, errs[3] = strconv.ParseFloat(r[3], 64)
-		row.clip, errs[4] = strconv.ParseFloat(r[4], 64)
-		row.accuracy, errs[5] = strconv.ParseFloat(r[5], 64)
+		row := cacheRow{network: r[0], seconds: math.NaN()}
+		var errs [7]error
+		row.sigma, errs[0] = strconv.ParseFloat(r[1], 64)
+		row.epochs, errs[1] = strconv.Atoi(r[2])
+		row.seed, errs[2] = strconv.Atoi(r[3])
+		row.lr, errs[3] = strconv.ParseFloat(r[4], 64)
+		row.clip, errs[4] = strconv.ParseFloat(r[5], 64)
+		row.accuracy, errs[5] = strconv.ParseFloat(r[6], 64)
+		if r[7] != "" {
+			row.seconds, errs[6] = strconv.ParseFloat(r[7], 64)
+		}
 		if err := errors.Join(errs[:]...); err != nil {
 			return nil, fmt.Errorf("landscape cache %s, line %d: %w", path, k+1, err)
 		}
@@ -259,8 +298,12 @@ func appendCache(path string, r cacheRow) error {
 	if errors.Is(statErr, fs.ErrNotExist) {
 		w.Write(cacheHeader)
 	}
-	w.Write([]string{strconv.FormatFloat(r.sigma, 'g', -1, 64), strconv.Itoa(r.epochs), strconv.Itoa(r.seed),
-		strconv.FormatFloat(r.lr, 'g', -1, 64), strconv.FormatFloat(r.clip, 'g', -1, 64), strconv.FormatFloat(r.accuracy, 'g', -1, 64)})
+	sec := ""
+	if !math.IsNaN(r.seconds) {
+		sec = strconv.FormatFloat(r.seconds, 'f', 3, 64)
+	}
+	w.Write([]string{r.network, strconv.FormatFloat(r.sigma, 'g', -1, 64), strconv.Itoa(r.epochs), strconv.Itoa(r.seed),
+		strconv.FormatFloat(r.lr, 'g', -1, 64), strconv.FormatFloat(r.clip, 'g', -1, 64), strconv.FormatFloat(r.accuracy, 'g', -1, 64), sec})
 	w.Flush()
 	if err := w.Error(); err != nil {
 		f.Close()

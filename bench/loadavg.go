@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// loadAvg is the first three fields of /proc/loadavg ("" where absent), so a
+// LoadAvg is the first three fields of /proc/loadavg ("" where absent), so a
 // reader of a benchmark knows how busy the machine was.
-func loadAvg() string {
+func LoadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return ""

@@ -78,7 +78,7 @@ type PerSampleReport struct {
 // error when ctx is cancelled, returning the batch sizes finished.
 func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error) {
 	rep := PerSampleReport{Dataset: cfg.Train.Name, Arch: cfg.Arch.Name, Steps: cfg.Steps, GOMAXPROCS: runtime.GOMAXPROCS(0)}
-	rep.LoadAvg[0] = loadAvg()
+	rep.LoadAvg[0] = LoadAvg()
 	if cfg.Steps < 1 || cfg.Warmup < 0 {
 		return rep, fmt.Errorf("bench: %d steps and %d warm-up steps", cfg.Steps, cfg.Warmup)
 	}
@@ -126,7 +126,7 @@ func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error
 		rep.Results = append(rep.Results, res)
 	}
 	rep.PeakRSSMB = peakRSSMB()
-	rep.LoadAvg[1] = loadAvg()
+	rep.LoadAvg[1] = LoadAvg()
 	return rep, nil
 }
 

@@ -222,7 +222,7 @@ func writeMachine(w io.Writer) {
 		mem = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"))
 	}
 	fmt.Fprintf(w, "## Machine\n\nThis report was generated on: %s, %d logical CPUs, %s memory, %s %s/%s; load average now %s. Each benchmark's own section gives the CPUs and load it recorded while it ran (machines differ from session to session; compare speeds only within one section).\n\n",
-		model, runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, loadAvg())
+		model, runtime.NumCPU(), mem, runtime.Version(), runtime.GOOS, runtime.GOARCH, LoadAvg())
 }
 
 // writeVerdicts writes the table of published results beside ours.

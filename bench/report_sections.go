@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -158,12 +159,29 @@ func tunersSection(w *strings.Builder, f found) ([]Verdict, error) {
 		Repeats    int            `json:"repeats"`
 		ScoreNoise float64        `json:"score_noise"`
 		Cells      []TunerSimCell `json:"cells"`
+		// Written since the landscapes name their network.
+		Network   string   `json:"network"`
+		BatchSize int      `json:"batch_size"`
+		Landscape float64  `json:"landscape_seconds"`
+		CPUs      int      `json:"cpus"`
+		Load      []string `json:"load_avg"`
+		Wall      float64  `json:"wall_seconds"`
+		Done      string   `json:"finished"`
 	}
 	if err := json.Unmarshal(f.raw, &r); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "## DP-HyPO's semi-real simulation (`dptune bench tuners`) — SIMULATION MODE\n\nA separate, labelled mode: each tuner visits a cached landscape of real DP-SGD test accuracies (%d candidates of %s, %d seed(s) × %d epoch(s) per point) plus N(0, %g²) score noise; it is never mixed with the real runs above. Command: `dptune bench tuners --epsilon %g --repeats %d --seeds %d --epochs %d`.\n\n",
-		r.Candidates, r.Dataset, r.Seeds, r.Epochs, r.ScoreNoise, r.Epsilon, r.Repeats, r.Seeds, r.Epochs)
+	network, model := "the dataset's default network", ""
+	if r.Network != "" {
+		network, model = "`"+r.Network+"`", " --model "+r.Network
+	}
+	fmt.Fprintf(w, "## DP-HyPO's semi-real simulation (`dptune bench tuners`) — SIMULATION MODE\n\nA separate, labelled mode: each tuner visits a cached landscape of real DP-SGD test accuracies (%d candidates of %s on %s, %d seed(s) × %d epoch(s) per point) plus N(0, %g²) score noise; it is never mixed with the real runs above. Command: `dptune bench tuners%s --epsilon %g --repeats %d --seeds %d --epochs %d`.",
+		r.Candidates, r.Dataset, network, r.Seeds, r.Epochs, r.ScoreNoise, model, r.Epsilon, r.Repeats, r.Seeds, r.Epochs)
+	if r.CPUs > 0 {
+		fmt.Fprintf(w, " Batch size %d. The landscapes' runs took %.1f h of wall time in all (summed over the sessions that built them); the last invocation %.0f s on %d CPUs, load average %s; finished %s.",
+			r.BatchSize, r.Landscape/3600, r.Wall, r.CPUs, strings.Join(r.Load, " → "), r.Done)
+	}
+	fmt.Fprint(w, "\n\n")
 	fmt.Fprint(w, "| γ | paper GP | paper Uniform | our GP | our Uniform | our GP − Uniform ± 2 s.e. |\n|---|---|---|---|---|---|\n")
 	ahead, n := 0, 0
 	var diffs []string
@@ -189,6 +207,10 @@ func tunersSection(w *strings.Builder, f found) ([]Verdict, error) {
 	switch {
 	case n > 0 && ahead > n/2:
 		v.Outcome, v.Why = "reproduced", fmt.Sprintf("GP ahead beyond 2 s.e. at %d of %d γ", ahead, n)
+	case r.Candidates >= 320 && r.Seeds >= 5 && r.Epochs >= 10:
+		v.Outcome = "not reproduced"
+		v.Why = fmt.Sprintf("GP ahead beyond 2 s.e. at %d of %d γ at the paper's scale (%d candidates, %d landscape runs of %d epochs per point, on %s rather than the paper's CNN)",
+			ahead, n, r.Candidates, r.Seeds, r.Epochs, network)
 	default:
 		v.Outcome = "not reproduced"
 		v.Why = fmt.Sprintf("GP ahead beyond 2 s.e. at %d of %d γ; at reduced scale (%d candidates, %d landscape seed(s) of %d epoch(s)) the paper's 0.3-point gap is below our error bars. "+
@@ -340,7 +362,46 @@ func voteRealVerdict(ds string, pts []VoteRealPoint) Verdict {
 	if 4*good >= 3*n {
 		v.Outcome, v.Why = "reproduced", fmt.Sprintf("at three points in four or more with ε ≥ 1, DP-Hype's winner recovers ≥ %.0f%% of the gap from RandGuess to Opt", 100*voteFollowsOpt)
 	} else {
-		v.Outcome, v.Why = "not reproduced", fmt.Sprintf("only %d of %d points with ε ≥ 1 recover ≥ %.0f%% of the gap from RandGuess to Opt", good, n, 100*voteFollowsOpt)
+		v.Outcome, v.Why = "not reproduced", fmt.Sprintf("only %d of %d points with ε ≥ 1 recover ≥ %.0f%% of the gap from RandGuess to Opt; by client count: %s",
+			good, n, 100*voteFollowsOpt, voteByClients(pts))
 	}
 	return v
+}
+
+// voteByClients tallies, for each client count of pts, the points with
+// ε ≥ 1 that recover the share voteFollowsOpt of the RandGuess–Opt gap,
+// beside the vote noise's σ at the smallest such ε against the n votes
+// each candidate can get: the measurement that explains a miss.
+func voteByClients(pts []VoteRealPoint) string {
+	type tally struct {
+		good, n    int
+		eps, sigma float64
+	}
+	by := map[int]*tally{}
+	var counts []int
+	for _, p := range pts {
+		if p.FinalTraining != "non-private" || p.Epsilon < 1 || p.Opt <= p.RandGuess {
+			continue
+		}
+		t := by[p.Clients]
+		if t == nil {
+			t = &tally{eps: math.Inf(1)}
+			by[p.Clients] = t
+			counts = append(counts, p.Clients)
+		}
+		t.n++
+		if (p.DPHype-p.RandGuess)/(p.Opt-p.RandGuess) >= voteFollowsOpt {
+			t.good++
+		}
+		if p.Epsilon < t.eps {
+			t.eps, t.sigma = p.Epsilon, p.NoiseStddev
+		}
+	}
+	slices.Sort(counts)
+	var parts []string
+	for _, c := range counts {
+		t := by[c]
+		parts = append(parts, fmt.Sprintf("n = %d clients, %d of %d (vote noise σ = %.1f votes at ε = %g, against at most %d votes for a candidate)", c, t.good, t.n, t.sigma, t.eps, c))
+	}
+	return strings.Join(parts, "; ")
 }

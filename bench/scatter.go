@@ -183,7 +183,7 @@ type ScatterReport struct {
 // returning what it measured.
 func Scatter(ctx context.Context, cfg ScatterConfig) (ScatterReport, error) {
 	rep := ScatterReport{J: scatterJ, L: scatterL, Pixels: "random pixels, uniform in [0, 1)", Duration: cfg.Duration.Seconds(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
-	rep.LoadAvg[0] = loadAvg()
+	rep.LoadAvg[0] = LoadAvg()
 	sizes, workers := cfg.Sizes, cfg.Workers
 	if sizes == nil {
 		sizes = ScatterSizes()
@@ -231,7 +231,7 @@ func Scatter(ctx context.Context, cfg ScatterConfig) (ScatterReport, error) {
 		}
 		rep.Epochs = append(rep.Epochs, e)
 	}
-	rep.LoadAvg[1] = loadAvg()
+	rep.LoadAvg[1] = LoadAvg()
 	return rep, nil
 }
 

@@ -6,9 +6,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -51,27 +53,39 @@ func TestSimulateTuners(t *testing.T) {
 }
 
 // A landscape's runs go to the cache as they finish, and a second build
-// reuses them instead of training again.
+// reuses those of its own network (and only those) instead of training
+// again, with their wall time.
 func TestLandscapeCache(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "l.csv")
-	rows := []cacheRow{{0.7, 1, 0, 0.1, 0.5, 0.9}, {0.7, 1, 1, 0.1, 0.5, 0.8}}
+	own := NetworkKey(model.Spec{}) // the zero Arch's, as the build below has
+	other := NetworkKey(model.OpacusMNIST)
+	rows := []cacheRow{{own, 0.7, 1, 0, 0.1, 0.5, 0.9, 1.5}, {own, 0.7, 1, 1, 0.1, 0.5, 0.8, 2.5}, {other, 0.7, 1, 1, 0.1, 0.5, 0.1, 9}}
 	for _, r := range rows {
 		if err := appendCache(path, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got, err := readCache(path)
-	if err != nil || len(got) != 2 || got[1] != rows[1] {
+	if err != nil || len(got) != 3 || got[1] != rows[1] {
 		t.Fatalf("%v %v", got, err)
 	}
+	if own == other || !strings.HasPrefix(other, "opacus-mnist@") {
+		t.Errorf("network keys %q and %q", own, other)
+	}
 	space := tuning.Space{Name: "one", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1}}, {Name: tuning.ClipNorm, Values: []float64{0.5}}}}
-	// Train and Test are nil: a build that tried to train would fail.
-	l, err := BuildLandscape(context.Background(), LandscapeConfig{Space: space, NoiseMultiplier: 0.7, Epochs: 1, Seeds: 2, Cache: path})
+	// A cancelled build returns at once if it has a run to train.
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	l, err := BuildLandscape(stopped, LandscapeConfig{Space: space, NoiseMultiplier: 0.7, Epochs: 1, Seeds: 2, Cache: path})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.N[0] != 2 || math.Abs(l.Mean[0]-0.85) > 1e-12 {
+	if l.N[0] != 2 || math.Abs(l.Mean[0]-0.85) > 1e-12 || l.Seconds != 4 || l.Network != own {
 		t.Errorf("%+v", l)
+	}
+	// The same runs of another network are not this one's.
+	if _, err := BuildLandscape(stopped, LandscapeConfig{Arch: model.MNIST, Space: space, NoiseMultiplier: 0.7, Epochs: 1, Seeds: 2, Cache: path}); !errors.Is(err, context.Canceled) {
+		t.Errorf("another network's runs reused: %v", err)
 	}
 	os.WriteFile(path, []byte("noise_multiplier,epochs\n1,x\n"), 0o644)
 	if _, err := readCache(path); err == nil {

@@ -63,7 +63,7 @@ func Vote(ctx context.Context, dir string, sim VoteSimConfig, real *VoteRealConf
 			return rep, err
 		}
 	}
-	rep.LoadAvg, rep.Seconds = loadAvg(), time.Since(start).Seconds()
+	rep.LoadAvg, rep.Seconds = LoadAvg(), time.Since(start).Seconds()
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return rep, err

@@ -10,9 +10,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +25,7 @@ import (
 
 type benchTunersFlags struct {
 	dataset, dataDir, space, cache, out  string
+	model, featureCache                  string
 	run                                  runnerFlags
 	epsilon, delta, refGamma, scoreNoise float64
 	gammas                               []float64
@@ -52,6 +55,8 @@ selected candidate, as the paper's Table 1, with a plot.`,
 	fl.StringVar(&f.dataset, "dataset", "mnist", "mnist or cifar10")
 	addRunnerFlags(fl, &f.run)
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory of the dataset's files (default for mnist: the GoMNIST module)")
+	addModelFlag(fl, &f.model)
+	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "curator directory keeping the features of a network with a scatter front end, computed once per dataset (created 0700, files 0600); empty: compute them on every run")
 	fl.StringVar(&f.space, "space", "", "search space (default: the dataset's DP-HyPO grid)")
 	fl.IntVar(&f.lrStride, "lr-stride", 2, "keep every n-th learning rate of the space")
 	fl.IntVar(&f.clipStride, "clip-stride", 4, "keep every n-th clipping norm of the space")
@@ -72,6 +77,9 @@ selected candidate, as the paper's Table 1, with a plot.`,
 
 func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	src, err := job.Dataset(f.dataset, f.dataDir)
+	if err == nil {
+		src, err = withModel(src, f.model)
+	}
 	if err != nil {
 		return err
 	}
@@ -134,13 +142,15 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if run == nil {
 		run = runner.Local{Workers: 1} // a run already uses every core
 	}
+	w := cmd.ErrOrStderr()
+	start, load := time.Now(), bench.LoadAvg()
+	src.Features = job.FeatureCache{Dir: f.featureCache, Progress: featureProgress(w)}
 	train, test, err := src.LoadInputs(cmd.Context(), nil) // the sets the network reads, as LandscapeJobs expects
 	if err != nil {
 		return err
 	}
-	w := cmd.ErrOrStderr()
-	fmt.Fprintf(w, "landscapes: %d candidates × %d seeds × %d epoch(s), σ = %.4f (GP) and %.4f (uniform), cache %s\n",
-		space.Size(), f.seeds, f.epochs, sigmaGP, sigmaU, f.cache)
+	fmt.Fprintf(w, "landscapes of %s: %d candidates × %d seeds × %d epoch(s) at batch %d, σ = %.4f (GP) and %.4f (uniform), cache %s\n",
+		src.Arch.Name, space.Size(), f.seeds, f.epochs, f.batchSize, sigmaGP, sigmaU, f.cache)
 	ctx := cmd.Context()
 	var ls [2]bench.Landscape
 	for k, sigma := range []float64{sigmaGP, sigmaU} {
@@ -169,7 +179,9 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		return err
 	}
 	printTunerTable(cmd.OutOrStdout(), cells, ls, f)
-	if err := writeTunerTable(f.out, cells, ls, f, sigmaGP, sigmaU); err != nil {
+	m := tunerMachine{Network: src.Arch.Name, CPUs: runtime.NumCPU(), Load: []string{load, bench.LoadAvg()},
+		Wall: time.Since(start).Seconds(), Finished: time.Now().UTC().Format(time.RFC3339)}
+	if err := writeTunerTable(f.out, cells, ls, f, sigmaGP, sigmaU, m); err != nil {
 		return err
 	}
 	return bench.PlotTuners(cells, filepath.Join(f.out, "tuners.png"))
@@ -184,8 +196,8 @@ func best(l bench.Landscape) float64 {
 }
 
 func printTunerTable(out io.Writer, cells []bench.TunerSimCell, ls [2]bench.Landscape, f benchTunersFlags) {
-	fmt.Fprintf(out, "DP-HyPO Table 1 on real landscapes (%s, %d candidates, ε = %g, %d tunings per cell; best landscape mean: GP %.3f, uniform %.3f)\n\n",
-		f.dataset, ls[0].Space.Size(), f.epsilon, f.repeats, best(ls[0]), best(ls[1]))
+	fmt.Fprintf(out, "DP-HyPO Table 1 on real landscapes (%s, %s, %d candidates, ε = %g, %d tunings per cell; best landscape mean: GP %.3f, uniform %.3f; landscape runs: %.1f h of wall time)\n\n",
+		f.dataset, ls[0].Network, ls[0].Space.Size(), f.epsilon, f.repeats, best(ls[0]), best(ls[1]), (ls[0].Seconds+ls[1].Seconds)/3600)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, v func(bench.TunerSimCell) string) {
 		fmt.Fprint(tw, name)
@@ -204,7 +216,17 @@ func printTunerTable(out io.Writer, cells []bench.TunerSimCell, ls [2]bench.Land
 	tw.Flush()
 }
 
-func writeTunerTable(dir string, cells []bench.TunerSimCell, ls [2]bench.Landscape, f benchTunersFlags, sigmaGP, sigmaU float64) error {
+// tunerMachine is what tuners.json says about the network and the machine
+// the benchmark ran on.
+type tunerMachine struct {
+	Network  string
+	CPUs     int
+	Load     []string // load average before and after
+	Wall     float64  // seconds of this invocation
+	Finished string
+}
+
+func writeTunerTable(dir string, cells []bench.TunerSimCell, ls [2]bench.Landscape, f benchTunersFlags, sigmaGP, sigmaU float64, m tunerMachine) error {
 	var b strings.Builder
 	cw := csv.NewWriter(&b)
 	cw.Write([]string{"gamma", "mean_runs", "gp_accuracy", "gp_stderr", "uniform_accuracy", "uniform_stderr"})
@@ -220,6 +242,8 @@ func writeTunerTable(dir string, cells []bench.TunerSimCell, ls [2]bench.Landsca
 	js, err := json.MarshalIndent(map[string]any{"dataset": f.dataset, "epsilon": f.epsilon, "delta": f.delta,
 		"gp_noise_multiplier": sigmaGP, "uniform_noise_multiplier": sigmaU, "candidates": ls[0].Space.Size(),
 		"landscape_epochs": f.epochs, "landscape_seeds": f.seeds, "repeats": f.repeats, "score_noise": f.scoreNoise,
+		"network": m.Network, "batch_size": f.batchSize, "landscape_seconds": ls[0].Seconds + ls[1].Seconds,
+		"cpus": m.CPUs, "load_avg": m.Load, "wall_seconds": m.Wall, "finished": m.Finished,
 		"cells": cells}, "", "  ")
 	if err != nil {
 		return err

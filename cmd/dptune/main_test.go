@@ -90,6 +90,7 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"bench", "tuners", "--gammas", "0.001"},
 		{"bench", "tuners", "--repeats", "0"},
 		{"bench", "tuners", "--epsilon", "0"},
+		{"bench", "tuners", "--model", "no-such-network"},
 		{"bench", "persample", "--steps", "0"},
 		{"bench", "persample", "--batch-size", "0"},
 		{"bench", "persample", "--batch-size", "70000"},
