@@ -275,6 +275,7 @@ func voteSection(w *strings.Builder, f found) ([]Verdict, error) {
 		Sim    []VoteSimPoint  `json:"simulation"`
 		Real   []VoteRealPoint `json:"real"`
 		Config map[string]any  `json:"real_config"`
+		Splits []VoteSplit     `json:"splits"`
 		CPUs   int             `json:"cpus"`
 		Load   string          `json:"load_avg"`
 		Wall   float64         `json:"wall_seconds"`
@@ -292,13 +293,14 @@ func voteSection(w *strings.Builder, f found) ([]Verdict, error) {
 		if subset > 0 {
 			size = fmt.Sprintf("a public subset of %.0f training examples", subset)
 		}
-		fmt.Fprintf(w, "## DP-Hype (`dptune bench vote`, %s, %s)\n\nCommand: `dptune bench vote --dataset %s --model %s`, %s; %d CPUs, load average %s, wall time %.0f s. Client-level guarantees on a split among clients: never comparable row by row with the central tuners.\n\n",
-			ds, model, ds, model, size, r.CPUs, r.Load, r.Wall)
+		fmt.Fprintf(w, "## DP-Hype (`dptune bench vote`, %s, %s)\n\nCommand: `dptune bench vote --dataset %s --model %s`, %s; %d CPUs, load average %s, wall time %.0f s%s. Client-level guarantees on a split among clients: never comparable row by row with the central tuners.\n\n",
+			ds, model, ds, model, size, r.CPUs, r.Load, r.Wall, voteTrainingTime(r.Splits))
 	}
 	if len(r.Real) > 0 {
-		fmt.Fprint(w, "| setting | clients | α | final training | ε | Opt | RandGuess | DP-Hype ± 95% |\n|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprint(w, "The noiseless winner is the candidate the clients' votes choose summed without noise: what DP-Hype tends to as ε grows.\n\n")
+		fmt.Fprint(w, "| setting | clients | α | final training | ε | Opt | RandGuess | noiseless winner | DP-Hype ± 95% |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, p := range r.Real {
-			fmt.Fprintf(w, "| %s | %d | %g | %s | %g | %.3f | %.3f | %.3f ± %.3f |\n", p.Setting, p.Clients, p.Alpha, p.FinalTraining, p.Epsilon, p.Opt, p.RandGuess, p.DPHype, p.CI95)
+			fmt.Fprintf(w, "| %s | %d | %g | %s | %g | %.3f | %.3f | %.3f | %.3f ± %.3f |\n", p.Setting, p.Clients, p.Alpha, p.FinalTraining, p.Epsilon, p.Opt, p.RandGuess, p.Noiseless, p.DPHype, p.CI95)
 		}
 		fmt.Fprintln(w)
 		return []Verdict{voteRealVerdict(ds, r.Real)}, nil
@@ -323,6 +325,26 @@ func voteSection(w *strings.Builder, f found) ([]Verdict, error) {
 		v.Outcome, v.Why = "not reproduced", fmt.Sprintf("%d points fall below 0.9", n-good)
 	}
 	return []Verdict{v}, nil
+}
+
+// voteTrainingTime says how long the settings' training took in all, as
+// their caches recorded it ("" when none did).
+func voteTrainingTime(splits []VoteSplit) string {
+	var sec float64
+	timed := 0
+	for _, sp := range splits {
+		if sp.TrainingSeconds != nil {
+			sec += *sp.TrainingSeconds
+			timed++
+		}
+	}
+	switch {
+	case timed == 0:
+		return ""
+	case timed < len(splits):
+		return fmt.Sprintf(" (the training of %d of %d settings took %.0f s, summed over the runs that filled their caches; the others' was not timed)", timed, len(splits), sec)
+	}
+	return fmt.Sprintf(" (the training of its %d settings took %.0f s, summed over the runs that filled their caches)", len(splits), sec)
 }
 
 // voteFollowsOpt is the share of the gap between RandGuess and Opt that
@@ -376,6 +398,7 @@ func voteByClients(pts []VoteRealPoint) string {
 	type tally struct {
 		good, n    int
 		eps, sigma float64
+		noiseless  float64 // the smallest share of the gap the noiseless winner recovers
 	}
 	by := map[int]*tally{}
 	var counts []int
@@ -385,7 +408,7 @@ func voteByClients(pts []VoteRealPoint) string {
 		}
 		t := by[p.Clients]
 		if t == nil {
-			t = &tally{eps: math.Inf(1)}
+			t = &tally{eps: math.Inf(1), noiseless: math.Inf(1)}
 			by[p.Clients] = t
 			counts = append(counts, p.Clients)
 		}
@@ -396,12 +419,14 @@ func voteByClients(pts []VoteRealPoint) string {
 		if p.Epsilon < t.eps {
 			t.eps, t.sigma = p.Epsilon, p.NoiseStddev
 		}
+		t.noiseless = math.Min(t.noiseless, (p.Noiseless-p.RandGuess)/(p.Opt-p.RandGuess))
 	}
 	slices.Sort(counts)
 	var parts []string
 	for _, c := range counts {
 		t := by[c]
-		parts = append(parts, fmt.Sprintf("n = %d clients, %d of %d (vote noise σ = %.1f votes at ε = %g, against at most %d votes for a candidate)", c, t.good, t.n, t.sigma, t.eps, c))
+		parts = append(parts, fmt.Sprintf("n = %d clients, %d of %d (vote noise σ = %.1f votes at ε = %g, against at most %d votes for a candidate; without noise the votes' winner recovers ≥ %.0f%% of the gap)",
+			c, t.good, t.n, t.sigma, t.eps, c, 100*t.noiseless))
 	}
 	return strings.Join(parts, "; ")
 }

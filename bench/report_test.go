@@ -252,8 +252,10 @@ func TestVoteRealVerdict(t *testing.T) {
 	many := func(p VoteRealPoint) VoteRealPoint { p.Clients = 50; return p }
 	pts := []VoteRealPoint{pt(2, 0.5, "non-private"), pt(1, 0.5, "non-private"), many(pt(1, 0.9, "non-private")), many(pt(0.5, 0.4, "non-private"))}
 	pts[0].NoiseStddev, pts[1].NoiseStddev, pts[2].NoiseStddev = 6.8, 12.8, 12.7
+	pts[0].Noiseless, pts[1].Noiseless, pts[2].Noiseless = 0.9, 0.8, 0.9 // 100%, 80% and 100% of the gap
 	v := voteRealVerdict("mnist", pts)
-	want := "n = 10 clients, 0 of 2 (vote noise σ = 12.8 votes at ε = 1, against at most 10 votes for a candidate); n = 50 clients, 1 of 1 (vote noise σ = 12.7 votes at ε = 1"
+	want := "n = 10 clients, 0 of 2 (vote noise σ = 12.8 votes at ε = 1, against at most 10 votes for a candidate; without noise the votes' winner recovers ≥ 80% of the gap); " +
+		"n = 50 clients, 1 of 1 (vote noise σ = 12.7 votes at ε = 1"
 	if v.Outcome != "not reproduced" || !strings.Contains(v.Why, want) {
 		t.Errorf("%s: %s", v.Outcome, v.Why)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -71,6 +72,9 @@ type VoteRealPoint struct {
 	DPHype        float64 `json:"dp_hype"`
 	CI95          float64 `json:"ci95"`
 	Reps          int     `json:"reps"`
+	// Noiseless is the federated accuracy of the candidate that wins the
+	// clients' votes summed without noise (ties to the lower index).
+	Noiseless float64 `json:"noiseless_winner"`
 }
 
 // VoteSplit is a setting's split: label counts per client (Appendix B).
@@ -78,6 +82,10 @@ type VoteSplit struct {
 	Clients int     `json:"clients"`
 	Alpha   float64 `json:"alpha"`
 	Counts  [][]int `json:"counts"` // [client][label]
+	// TrainingSeconds is the wall time of the setting's training (local
+	// scores and federated accuracies) summed over the runs that filled its
+	// cache; nil when its cache came from a dptune that did not time it.
+	TrainingSeconds *float64 `json:"training_seconds,omitempty"`
 }
 
 // voteCache is one setting's cached work.
@@ -85,7 +93,12 @@ type voteCache struct {
 	Key    string               `json:"key"`
 	Scores [][]float64          `json:"local_scores"`         // [client][candidate], held-out accuracy
 	FedAcc map[string][]float64 `json:"federated_accuracies"` // by final-training label, per candidate
-	path   string
+	// Seconds is the wall time of the training that filled the cache,
+	// summed over the runs that added to it; nil for a cache written by a
+	// dptune that did not record it.
+	Seconds *float64 `json:"seconds,omitempty"`
+	path    string
+	last    time.Time // when the training now timed began
 }
 
 // VoteReal runs the real-data figures and returns their points and the
@@ -136,7 +149,7 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 		if err != nil {
 			return nil, nil, err
 		}
-		splits = append(splits, VoteSplit{Clients: st.n, Alpha: st.alpha, Counts: data.LabelCounts(shares)})
+		split := VoteSplit{Clients: st.n, Alpha: st.alpha, Counts: data.LabelCounts(shares), TrainingSeconds: c.Seconds}
 		for _, e := range cfg.Epsilons {
 			spec.VoteEpsilon, spec.Epsilon = e, 2*e
 			p, err := voteRepeat(ctx, cfg, spec, c.Scores, c.FedAcc[federated.FinalNonPrivate])
@@ -146,10 +159,10 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 			p.Setting, p.Alpha, p.Epsilon = st.name, st.alpha, e
 			pts = append(pts, p)
 		}
-		if st.name != "iid" || st.n != cfg.AlphaClients {
-			continue
-		}
 		for _, e := range cfg.DPSGDEpsilons {
+			if st.name != "iid" || st.n != cfg.AlphaClients {
+				break // the dp-sgd figure is IID at AlphaClients only
+			}
 			spec.FinalTraining, spec.Epsilon, spec.VoteEpsilon = federated.FinalDPSGD, e, e/2
 			label := "dp-sgd eps=" + strconv.FormatFloat(e, 'g', -1, 64)
 			acc, err := federatedAccuracies(ctx, cfg, spec, test, shares, c, label)
@@ -163,6 +176,7 @@ func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteS
 			p.Setting, p.Epsilon = st.name, e
 			pts = append(pts, p)
 		}
+		splits = append(splits, split) // after the dp-sgd trainings, which its time counts
 	}
 	return pts, splits, nil
 }
@@ -200,6 +214,10 @@ func voteSetting(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, tes
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, err
 	}
+	if c.Seconds == nil && len(c.Scores) == 0 {
+		c.Seconds = new(float64) // a new cache: every second of its training is timed
+	}
+	c.last = time.Now()
 	for i := len(c.Scores); i < len(shares); i++ {
 		s := make([]float64, plan.Space.Size()) // a client too small to hold data out votes by the tie rule alone
 		tr, held, err := plan.HoldOut(shares[i], randsrc.Seeded(cfg.Seed+uint64(i), "held-out"))
@@ -230,6 +248,7 @@ func federatedAccuracies(ctx context.Context, cfg VoteRealConfig, spec job.VoteS
 		return nil, err
 	}
 	acc := c.FedAcc[label]
+	c.last = time.Now()
 	for i := len(acc); i < plan.Space.Size(); i++ {
 		seed := cfg.Seed + uint64(i)
 		net, err := plan.FedAvg(ctx, shares, i, &seed)
@@ -288,16 +307,33 @@ func voteRepeat(ctx context.Context, cfg VoteRealConfig, spec job.VoteSpec, scor
 		won[r] = acc[federated.Winner(sum)]
 	}
 	mean, sd := meanSD(won)
+	// The winner without noise: what the clients' votes point at, so a
+	// reader can tell the noise's share of a miss from the local scores'.
+	clear(sum)
+	for _, v := range votes {
+		for j, w := range v {
+			sum[j] += uint64(w)
+		}
+	}
+	noiseless := acc[federated.Winner(sum)]
 	best, avg := math.Inf(-1), 0.0
 	for _, a := range acc {
 		best = math.Max(best, a)
 		avg += a / float64(len(acc))
 	}
 	return VoteRealPoint{Clients: plan.Clients, FinalTraining: spec.FinalTraining, VoteEpsilon: spec.VoteEpsilon,
-		NoiseStddev: m.NoiseStddev, Opt: best, RandGuess: avg, DPHype: mean, CI95: 1.96 * sd / math.Sqrt(float64(cfg.Reps)), Reps: cfg.Reps}, nil
+		NoiseStddev: m.NoiseStddev, Opt: best, RandGuess: avg, DPHype: mean, CI95: 1.96 * sd / math.Sqrt(float64(cfg.Reps)), Reps: cfg.Reps,
+		Noiseless: noiseless}, nil
 }
 
+// save writes c whole, adding the time since the last save (or since the
+// timed training began) to its Seconds.
 func (c *voteCache) save() error {
+	now := time.Now()
+	if c.Seconds != nil {
+		*c.Seconds += now.Sub(c.last).Seconds()
+	}
+	c.last = now
 	b, err := json.MarshalIndent(c, "", " ")
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -100,9 +101,21 @@ func TestVoteReal(t *testing.T) {
 		t.Errorf("the second Dirichlet setting's split is %d clients at α = %g", s.Clients, s.Alpha)
 	}
 	for _, p := range pts {
-		if p.DPHype > p.Opt+1e-12 || p.Opt < p.RandGuess || p.DPHype < 0.4 {
+		if p.DPHype > p.Opt+1e-12 || p.Opt < p.RandGuess || p.DPHype < 0.4 || p.Noiseless > p.Opt || p.Noiseless <= 0 {
 			t.Errorf("%+v", p)
 		}
+	}
+	// At ε = 8 with one vote each the noise rarely overturns the noiseless
+	// count, so DP-Hype's mean is near the noiseless winner's accuracy.
+	if p := pts[1]; math.Abs(p.DPHype-p.Noiseless) > 0.1 {
+		t.Errorf("ε = 8: DP-Hype %.3f, noiseless winner %.3f", p.DPHype, p.Noiseless)
+	}
+	var timed []float64
+	for _, s := range splits {
+		if s.TrainingSeconds == nil || !(*s.TrainingSeconds > 0) {
+			t.Fatalf("split %d×%g: training time %v", s.Clients, s.Alpha, s.TrainingSeconds)
+		}
+		timed = append(timed, *s.TrainingSeconds)
 	}
 	if pts[0].NoiseStddev <= pts[1].NoiseStddev || pts[0].Opt < 0.9 {
 		t.Errorf("ε = 0.5: %+v; ε = 8: %+v", pts[0], pts[1])
@@ -122,12 +135,17 @@ func TestVoteReal(t *testing.T) {
 		t.Fatal("nothing trained")
 	}
 	trained = 0
-	again, _, err := VoteReal(context.Background(), cfg)
+	again, againSplits, err := VoteReal(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if trained != 0 {
 		t.Errorf("the rerun trained %d times; the cache should cover it", trained)
+	}
+	for i, s := range againSplits {
+		if *s.TrainingSeconds != timed[i] {
+			t.Errorf("split %d: the rerun from the cache changed the training time from %g to %g s", i, timed[i], *s.TrainingSeconds)
+		}
 	}
 	for i := range pts {
 		if pts[i] != again[i] {
