@@ -59,7 +59,11 @@
 // with registerActivation, and the convolution or linear layer before it
 // then applies it in place). native.go knows no kind: it builds one stage
 // per layer from the registry, and NewEngine returns an error naming the
-// first layer whose type has no rules.
+// first layer whose type has no rules. A kind may also register a rule for
+// the network's first stage, whose input gradient nobody needs: a group
+// norm followed by flatten and a linear layer (ScatterNet + GN + linear)
+// then becomes one fused stage, layer_groupnorm_linear.go, that never
+// forms the affine output or the linear layer's input gradient.
 //
 // A network whose first layer is a fixed front end (model.ScatterSpec)
 // reads that layer's output as its input (model.Arch.Input): the x given

@@ -90,10 +90,12 @@ func TestEngineMatchesReference(t *testing.T) {
 		a.Spec = s
 		archs = append(archs, a)
 	}
-	// Group norm first (as on ScatterNet features, no input gradient) and
-	// after a convolution, with several channels per group.
+	// Group norm first (as on ScatterNet features, no input gradient: the
+	// fused group norm + linear stage, also with an activation and a layer
+	// after it) and after a convolution, with several channels per group.
 	for _, layers := range [][]model.LayerSpec{
 		{model.GroupNorm(2), model.Flatten(), model.Linear(3)},
+		{model.GroupNorm(3), model.Flatten(), model.Linear(4), model.ReLU(), model.Linear(3)},
 		{model.Conv2d(6, 3, 1, 1), model.GroupNorm(2), model.Tanh(), model.Flatten(), model.Linear(3)},
 	} {
 		a, err := model.NewArch(model.Spec{Name: "gn", Layers: layers}, 6, 5, 5, 3)
@@ -102,6 +104,12 @@ func TestEngineMatchesReference(t *testing.T) {
 		}
 		archs = append(archs, a)
 	}
+	// And after a scatter front end (the engine's input is its features).
+	a, err := model.NewArch(model.Spec{Name: "scatter-gn", Layers: []model.LayerSpec{model.Scatter(1, 2), model.GroupNorm(3), model.Flatten(), model.Linear(3)}}, 1, 8, 8, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archs = append(archs, a)
 	seed := uint64(time.Now().UnixNano())
 	for i := range 8 {
 		a := model.RandomArch(randsrc.Seeded(seed+uint64(i), "spec"))

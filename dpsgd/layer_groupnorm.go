@@ -31,16 +31,15 @@ type groupNormBuffers struct {
 	xhat []float32 // [n, P, C]
 	rstd []float64 // [n, Groups]
 	g    []float32 // per-example [∂γ, ∂β], [n, 2C]
-	// Per-channel scratch of one example ([C] each): running sums over
-	// the positions, then their group's statistic broadcast to the
-	// group's channels, so that every loop runs along a contiguous row
-	// (the forward pass's in float32, eight channels an instruction).
+	// Per-channel scratch of one example ([C] each): the backward pass's
+	// running sums over the positions and their group's statistic, in
+	// float64, and the forward pass's (gnScratch).
 	acc, acc2, stat, stat2 []float64
-	acc32, mean32, rstd32  []float32
+	scratch                gnScratch
 }
 
 func init() {
-	register("groupnorm", rule{build: func(ls []model.Layer, _ bool) (stage, int) {
+	register("groupnorm", rule{first: gnLinearFirst, build: func(ls []model.Layer, _ bool) (stage, int) {
 		return &groupNormStage{l: ls[0], groups: ls[0].Kind.(model.GroupNormSpec).Groups}, 1
 	}})
 }
@@ -52,8 +51,7 @@ func (s *groupNormStage) newBuffers(chunk int) any {
 	l := s.l
 	C := l.In
 	return &groupNormBuffers{xhat: make([]float32, chunk*l.InSize()), rstd: make([]float64, chunk*s.groups), g: make([]float32, chunk*2*l.Out),
-		acc: make([]float64, C), acc2: make([]float64, C), stat: make([]float64, C), stat2: make([]float64, C),
-		acc32: make([]float32, C), mean32: make([]float32, C), rstd32: make([]float32, C)}
+		acc: make([]float64, C), acc2: make([]float64, C), stat: make([]float64, C), stat2: make([]float64, C), scratch: newGNScratch(C)}
 }
 
 func (s *groupNormStage) prepare(p []float32) {
@@ -80,33 +78,57 @@ func groupMeans(acc []float64, cg int, M float64, dst []float64) {
 
 func (s *groupNormStage) forward(buf any, n int, in, out []float32) {
 	b, l := buf.(*groupNormBuffers), s.l
+	C, G, P := l.In, s.groups, l.InH*l.InW
+	for e := 0; e < n; e++ {
+		x, xh, y := in[e*P*C:(e+1)*P*C], b.xhat[e*P*C:(e+1)*P*C], out[e*P*C:(e+1)*P*C]
+		s.normalize(x, xh, &b.scratch, b.rstd[e*G:(e+1)*G])
+		for p := 0; p < P; p++ {
+			vec.MulAddTo(y[p*C:(p+1)*C], xh[p*C:(p+1)*C], s.gamma, s.beta)
+		}
+	}
+}
+
+// gnScratch is the per-channel scratch ([C] each) of normalising one
+// example: its channels' sums over the positions (Σ_p x, then
+// Σ_p (x − μ)²), and each channel's group mean and 1/√(σ² + ε) broadcast
+// to the group's channels, so that every loop runs along a contiguous row,
+// eight channels an instruction.
+type gnScratch struct {
+	sum, dev, mean, rstd []float32
+}
+
+func newGNScratch(C int) gnScratch {
+	return gnScratch{sum: make([]float32, C), dev: make([]float32, C), mean: make([]float32, C), rstd: make([]float32, C)}
+}
+
+// normalize writes x̂ of one example's x ([P, C]) to xh and its groups'
+// 1/√(σ² + ε) to rstd ([Groups]), in two passes: the per-channel sums over
+// the positions in float32, their sums over a group in float64. It leaves
+// the per-channel sums and group statistics in sc.
+func (s *groupNormStage) normalize(x, xh []float32, sc *gnScratch, rstd []float64) {
+	l := s.l
 	C, G := l.In, s.groups
 	P, cg := l.InH*l.InW, l.In/s.groups
 	M := float64(P * cg)
-	acc, mean, rstd := b.acc32[:C], b.mean32[:C], b.rstd32[:C]
-	for e := 0; e < n; e++ {
-		x, xh, y := in[e*P*C:(e+1)*P*C], b.xhat[e*P*C:(e+1)*P*C], out[e*P*C:(e+1)*P*C]
-		clear(acc)
-		for p := 0; p < P; p++ {
-			vec.Add(acc, x[p*C:(p+1)*C])
-		}
-		for g := 0; g < G; g++ {
-			m := float32(groupSum(acc[g*cg:(g+1)*cg]) / M)
-			fill(mean[g*cg:(g+1)*cg], m)
-		}
-		clear(acc)
-		for p := 0; p < P; p++ {
-			vec.SubSqAdd(acc, x[p*C:(p+1)*C], mean)
-		}
-		for g := 0; g < G; g++ {
-			r := float32(1 / math.Sqrt(groupSum(acc[g*cg:(g+1)*cg])/M+model.GroupNormEpsilon))
-			b.rstd[e*G+g] = float64(r)
-			fill(rstd[g*cg:(g+1)*cg], r)
-		}
-		for p := 0; p < P; p++ {
-			vec.SubMul(xh[p*C:(p+1)*C], x[p*C:(p+1)*C], mean, rstd)
-			vec.MulAddTo(y[p*C:(p+1)*C], xh[p*C:(p+1)*C], s.gamma, s.beta)
-		}
+	sum, dev, mean, r32 := sc.sum[:C], sc.dev[:C], sc.mean[:C], sc.rstd[:C]
+	clear(sum)
+	for p := 0; p < P; p++ {
+		vec.Add(sum, x[p*C:(p+1)*C])
+	}
+	for g := 0; g < G; g++ {
+		fill(mean[g*cg:(g+1)*cg], float32(groupSum(sum[g*cg:(g+1)*cg])/M))
+	}
+	clear(dev)
+	for p := 0; p < P; p++ {
+		vec.SubSqAdd(dev, x[p*C:(p+1)*C], mean)
+	}
+	for g := 0; g < G; g++ {
+		r := float32(1 / math.Sqrt(groupSum(dev[g*cg:(g+1)*cg])/M+model.GroupNormEpsilon))
+		rstd[g] = float64(r)
+		fill(r32[g*cg:(g+1)*cg], r)
+	}
+	for p := 0; p < P; p++ {
+		vec.SubMul(xh[p*C:(p+1)*C], x[p*C:(p+1)*C], mean, r32)
 	}
 }
 

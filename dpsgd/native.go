@@ -169,6 +169,11 @@ type rule struct {
 	// layout; for any other kind the engine first transposes the input
 	// positions-major.
 	raw bool
+	// first, if not nil, builds the network's first stage (the first
+	// layer with one, after a front end's), whose input gradient nobody
+	// needs, in place of build, and returns a nil stage where it does not
+	// apply.
+	first func(ls []model.Layer) (stage, int)
 }
 
 var rules = map[string]rule{}
@@ -201,14 +206,24 @@ func newNative(net *model.Net) (*nativeEngine, error) {
 	}
 	slot := -1
 	for i := 0; i < len(ls); {
-		l := ls[i]
-		st, used := rules[l.Kind.Type()].build(ls[i:], i == 0 && e.input == inputRaw)
+		r := rules[ls[i].Kind.Type()]
+		var st stage
+		var used int
+		if len(e.stages) == 0 && r.first != nil {
+			st, used = r.first(ls[i:])
+		}
+		if st == nil {
+			st, used = r.build(ls[i:], i == 0 && e.input == inputRaw)
+		}
+		// A stage's time goes to the last of its layers with parameters.
+		for _, l := range ls[i : i+used] {
+			if l.HasParams() {
+				slot++
+			}
+		}
 		i += used
 		if st == nil {
 			continue
-		}
-		if l.HasParams() {
-			slot++
 		}
 		e.stages = append(e.stages, st)
 		e.slot = append(e.slot, min(max(slot, 0), MaxLayers-1))

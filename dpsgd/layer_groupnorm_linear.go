@@ -1,0 +1,240 @@
+package dpsgd
+
+import (
+	"github.com/dptune/dptune/internal/gemm"
+	"github.com/dptune/dptune/model"
+)
+
+// gnLinearStage is a group norm that is the network's first stage,
+// followed by flatten and a linear layer (with the activation after it
+// fused in): the ScatterNet + group norm + linear networks of Tramèr &
+// Boneh (ICLR 2021) on their fixed features. Being first, it needs no input
+// gradient, and the group norm's normalised input x̂ ([P, C] per example)
+// does not depend on the parameters; so the affine output
+// a = γ⊙x̂ + β and the input gradient of the linear layer are never formed.
+//
+// With W the linear weight in PyTorch's (o, c, p) order, the per-channel
+// partial products A[c, o] = Σ_p W[o, c, p]·x̂[p, c] (one small GEMM per
+// channel) give both the forward pass and the affine parameters'
+// per-example gradients:
+//
+//	z_o = Σ_c γ_c·A[c, o] + Σ_c β_c·S[c, o] + b_o,  S[c, o] = Σ_p W[o, c, p]
+//	∂γ_c = Σ_o g_o·A[c, o],  ∂β_c = Σ_o g_o·S[c, o],  ∂b = g,
+//	∂W[o, c, p] = g_o·(γ_c·x̂[p, c] + β_c)
+//
+// for an example whose logit gradient is g. The weight gradient's squared
+// norm is ‖g‖²·‖a‖² (the ghost norm, as linearStage), where
+// ‖a‖² = Σ_c γ_c²·Σ_p x̂² + 2γ_cβ_c·Σ_p x̂ + P·β_c² comes from the group
+// norm's per-channel statistics; the clipped sum of the weight gradients is
+// γ_c·(Σ_k f_k·g_k ⊗ x̂_k) + β_c·Σ_k f_k·g_k, one GEMM of the scaled logit
+// gradients with x̂ (the γ and β terms added when exported). x̂ is kept
+// channels-major, transposed from the group norm's positions-major rows,
+// so that each channel's GEMM reads contiguous rows.
+type gnLinearStage struct {
+	gn  groupNormStage
+	fc  model.Layer
+	act activation // fused after the linear layer, or nil
+
+	wT   []float32 // [C, P, Out]: Wᵀ, wT[(c·P+p)·Out+o] = W[o, c·P+p]
+	s    []float32 // [C, Out]: S
+	k    []float32 // [Out]: b + Σ_c β_c·S[c, ·], the logits' constant term
+	bias []float32 // in Net.Params
+}
+
+type gnLinearBuffers struct {
+	xhat    []float32 // [n, C, P]: channels-major, PyTorch's flatten order
+	row     []float32 // [P, C]: one example's x̂ positions-major, as normalize writes it
+	a       []float32 // [n, C, Out]
+	rstd    []float64 // [n, Groups]
+	sq, sum []float64 // [n, C]: Σ_p x̂², Σ_p x̂
+	g       []float32 // per-example [∂γ, ∂β], [n, 2C]
+	scratch gnScratch
+}
+
+// gnLinearFirst builds the fused stage when ls is group norm, flatten and
+// linear (then maybe an activation), else nil.
+func gnLinearFirst(ls []model.Layer) (stage, int) {
+	if len(ls) < 3 || ls[1].Kind.Type() != "flatten" || ls[2].Kind.Type() != "linear" {
+		return nil, 0
+	}
+	gn, fc := ls[0], ls[2]
+	act, used := fused(ls[2:])
+	return &gnLinearStage{gn: groupNormStage{l: gn, groups: gn.Kind.(model.GroupNormSpec).Groups}, fc: fc, act: act,
+		wT: make([]float32, fc.WeightSize()), s: make([]float32, gn.In*fc.Out), k: make([]float32, fc.Out)}, 2 + used
+}
+
+func (s *gnLinearStage) layer() model.Layer { return s.fc }
+func (s *gnLinearStage) ghost() bool        { return false }
+func (s *gnLinearStage) exampleFloats() int {
+	C, O := s.gn.l.In, s.fc.Out
+	return s.gn.l.InSize() + C*O + 2*C + 2*(2*C+s.gn.groups)
+}
+
+func (s *gnLinearStage) newBuffers(n int) any {
+	l := s.gn.l
+	C := l.In
+	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*s.fc.Out), rstd: make([]float64, n*s.gn.groups),
+		sq: make([]float64, n*C), sum: make([]float64, n*C), g: make([]float32, n*2*C), scratch: newGNScratch(C)}
+}
+
+func (s *gnLinearStage) prepare(p []float32) {
+	s.gn.prepare(p)
+	fc := s.fc
+	C, O := s.gn.l.In, fc.Out
+	P := fc.In / C
+	w := p[fc.WeightOffset : fc.WeightOffset+fc.WeightSize()]
+	transpose(O, fc.In, w, s.wT)
+	s.bias = p[fc.BiasOffset : fc.BiasOffset+O]
+	for o := 0; o < O; o++ {
+		k := float64(s.bias[o])
+		for c := 0; c < C; c++ {
+			var t float64
+			for _, v := range w[o*fc.In+c*P : o*fc.In+(c+1)*P] {
+				t += float64(v)
+			}
+			s.s[c*O+o] = float32(t)
+			k += float64(s.gn.beta[c]) * t
+		}
+		s.k[o] = float32(k)
+	}
+}
+
+func (s *gnLinearStage) forward(buf any, n int, in, out []float32) {
+	b, l := buf.(*gnLinearBuffers), s.gn.l
+	C, G, P, O := l.In, s.gn.groups, l.InH*l.InW, s.fc.Out
+	sc := &b.scratch
+	for e := 0; e < n; e++ {
+		x := in[e*P*C : (e+1)*P*C]
+		rstd := b.rstd[e*G : (e+1)*G]
+		s.gn.normalize(x, b.row, sc, rstd)
+		transpose(P, C, b.row, b.xhat[e*P*C:(e+1)*P*C])
+		sq, sum := b.sq[e*C:(e+1)*C], b.sum[e*C:(e+1)*C]
+		cg := C / G
+		for c := range C {
+			r, m := rstd[c/cg], float64(sc.mean[c])
+			sq[c] = r * r * float64(sc.dev[c])
+			sum[c] = r * (float64(sc.sum[c]) - float64(P)*m)
+		}
+	}
+	// A, one channel at a time: x̂'s row c of every example times W's
+	// [P, Out] block of the channel.
+	a := b.a[:n*C*O]
+	clear(a)
+	for c := 0; c < C; c++ {
+		gemm.Mul(n, O, P, b.xhat[c*P:], P*C, 1, s.wT[c*P*O:], O, a[c*O:], C*O)
+	}
+	z := out[:n*O]
+	clear(z)
+	for e := 0; e < n; e++ {
+		gemm.Mul(1, O, C, s.gn.gamma, 0, 1, a[e*C*O:], O, z[e*O:], O)
+	}
+	biasAct(z, s.k, s.act)
+}
+
+// backward leaves gOut the gradient before the fused activation; as the
+// network's first stage the fused layers have no input gradient to give.
+func (s *gnLinearStage) backward(_ any, _ int, _, out, gOut, gIn []float32) {
+	if gIn != nil {
+		panic("dpsgd: the fused group norm and linear stage is only built first")
+	}
+	maskAct(s.act, gOut, out)
+}
+
+// affineGrads writes example e's [∂γ, ∂β] to dst (2C): A·g and S·g,
+// C dot products of length Out each (plain loops: a GEMM call per example
+// costs more than the products).
+func (s *gnLinearStage) affineGrads(b *gnLinearBuffers, e int, gOut, dst []float32) {
+	C, O := s.gn.l.In, s.fc.Out
+	g := gOut[e*O : (e+1)*O]
+	a := b.a[e*C*O : (e+1)*C*O]
+	dg, db := dst[:C], dst[C:2*C]
+	for c := range C {
+		ar, sr := a[c*O:(c+1)*O:(c+1)*O], s.s[c*O:(c+1)*O:(c+1)*O]
+		var t, u float32
+		for o, v := range g {
+			t += ar[o] * v
+			u += sr[o] * v
+		}
+		dg[c], db[c] = t, u
+	}
+}
+
+func (s *gnLinearStage) norms(buf any, n int, _, gOut []float32, norm2 []float64) {
+	b := buf.(*gnLinearBuffers)
+	C, O, P := s.gn.l.In, s.fc.Out, float64(s.gn.l.InH*s.gn.l.InW)
+	gamma, beta := s.gn.gamma, s.gn.beta
+	for e := 0; e < n; e++ {
+		g := b.g[e*2*C : (e+1)*2*C]
+		s.affineGrads(b, e, gOut, g)
+		xsq, xsum := b.sq[e*C:(e+1)*C], b.sum[e*C:(e+1)*C]
+		var a2 float64 // ‖γ⊙x̂ + β‖²
+		for c := range C {
+			gm, bt := float64(gamma[c]), float64(beta[c])
+			a2 += gm*gm*xsq[c] + 2*gm*bt*xsum[c] + P*bt*bt
+		}
+		norm2[e] += sq(gOut[e*O:(e+1)*O])*(a2+1) + sq(g)
+	}
+}
+
+func (s *gnLinearStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, acc []float32) {
+	b := buf.(*gnLinearBuffers)
+	C, O := s.gn.l.In, s.fc.Out
+	gn := s.gn.l
+	for e := 0; e < n; e++ {
+		if f[e] == 0 {
+			continue
+		}
+		g := b.g[e*2*C : (e+1)*2*C]
+		axpy(acc[gn.WeightOffset:gn.WeightOffset+C], f[e], g[:C])
+		axpy(acc[gn.BiasOffset:gn.BiasOffset+C], f[e], g[C:])
+	}
+	for e := 0; e < n; e++ {
+		scale(gOut[e*O:(e+1)*O], f[e])
+	}
+	// An example left out (factor 0) may have non-finite inputs, and
+	// 0·∞ is NaN: the product runs over the others only.
+	kept(f[:n], func(lo, hi int) { s.weightSum(b, lo, hi, gOut, acc) })
+}
+
+// weightSum adds Σ_k g_k ⊗ x̂_k over examples [lo, hi) to the linear
+// weight's slot of acc (PyTorch's (o, c, p) order) and Σ_k g_k to its
+// bias's.
+func (s *gnLinearStage) weightSum(b *gnLinearBuffers, lo, hi int, gOut, acc []float32) {
+	fc, O, F := s.fc, s.fc.Out, s.fc.In
+	gemm.Mul(O, F, hi-lo, gOut[lo*O:], 1, O, b.xhat[lo*F:], F, acc[fc.WeightOffset:], F)
+	sumRows(gOut[lo*O:hi*O], acc[fc.BiasOffset:fc.BiasOffset+O], false)
+}
+
+func (s *gnLinearStage) sum(buf any, n int, _, gOut []float32, acc []float32) {
+	b := buf.(*gnLinearBuffers)
+	C := s.gn.l.In
+	gn := s.gn.l
+	g := b.g[:2*C]
+	for e := 0; e < n; e++ {
+		s.affineGrads(b, e, gOut, g)
+		axpy(acc[gn.WeightOffset:gn.WeightOffset+C], 1, g[:C])
+		axpy(acc[gn.BiasOffset:gn.BiasOffset+C], 1, g[C:])
+	}
+	s.weightSum(b, 0, n, gOut, acc)
+}
+
+// export writes the group norm's gradients as they are, and the linear
+// weight's as γ_c·(Σ g ⊗ x̂)[o, c, p] + β_c·(Σ g)[o] in PyTorch's order.
+func (s *gnLinearStage) export(acc, out []float32) {
+	s.gn.export(acc, out)
+	fc := s.fc
+	C, O, F := s.gn.l.In, fc.Out, fc.In
+	P := F / C
+	w, bo := fc.WeightOffset, fc.BiasOffset
+	for o := 0; o < O; o++ {
+		gb := acc[bo+o]
+		for c := 0; c < C; c++ {
+			gm, bt := s.gn.gamma[c], s.gn.beta[c]
+			src, dst := acc[w+o*F+c*P:w+o*F+(c+1)*P], out[w+o*F+c*P:w+o*F+(c+1)*P]
+			for p, v := range src {
+				dst[p] = gm*v + bt*gb
+			}
+		}
+	}
+	copy(out[bo:bo+O], acc[bo:bo+O])
+}
