@@ -53,6 +53,7 @@ func newRoot() *cobra.Command {
 }
 
 func main() {
+	setMemoryLimit()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	ctx := interruptible(context.Background(), sigs, os.Stderr, os.Exit)
