@@ -24,8 +24,9 @@ import (
 //
 // for an example whose logit gradient is g. The weight gradient's squared
 // norm is ‖g‖²·‖a‖² (the ghost norm, as linearStage), where
-// ‖a‖² = Σ_c γ_c²·Σ_p x̂² + 2γ_cβ_c·Σ_p x̂ + P·β_c² comes from the group
-// norm's per-channel statistics; the clipped sum of the weight gradients is
+// ‖a‖² = Σ_c P·(β_c + γ_c·m_c)² + γ_c²·Σ_p (x̂ − m_c)², m_c the mean of x̂
+// over channel c's positions, comes from the group norm's per-channel
+// statistics; the clipped sum of the weight gradients is
 // γ_c·(Σ_k f_k·g_k ⊗ x̂_k) + β_c·Σ_k f_k·g_k, one GEMM of the scaled logit
 // gradients with x̂ (the γ and β terms added when exported). x̂ is kept
 // channels-major, transposed from the group norm's positions-major rows,
@@ -46,7 +47,8 @@ type gnLinearBuffers struct {
 	row     []float32 // [P, C]: one example's x̂ positions-major, as normalize writes it
 	a       []float32 // [n, C, Out]
 	rstd    []float64 // [n, Groups]
-	sq, sum []float64 // [n, C]: Σ_p x̂², Σ_p x̂
+	mean    []float64 // [n, C]: m_c = Σ_p x̂/P
+	vars    []float64 // [n, C]: Σ_p (x̂ − m_c)²
 	g       []float32 // per-example [∂γ, ∂β], [n, 2C]
 	scratch gnScratch
 }
@@ -74,7 +76,7 @@ func (s *gnLinearStage) newBuffers(n int) any {
 	l := s.gn.l
 	C := l.In
 	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*s.fc.Out), rstd: make([]float64, n*s.gn.groups),
-		sq: make([]float64, n*C), sum: make([]float64, n*C), g: make([]float32, n*2*C), scratch: newGNScratch(C)}
+		mean: make([]float64, n*C), vars: make([]float64, n*C), g: make([]float32, n*2*C), scratch: newGNScratch(C)}
 }
 
 func (s *gnLinearStage) prepare(p []float32) {
@@ -108,12 +110,15 @@ func (s *gnLinearStage) forward(buf any, n int, in, out []float32) {
 		rstd := b.rstd[e*G : (e+1)*G]
 		s.gn.normalize(x, b.row, sc, rstd)
 		transpose(P, C, b.row, b.xhat[e*P*C:(e+1)*P*C])
-		sq, sum := b.sq[e*C:(e+1)*C], b.sum[e*C:(e+1)*C]
+		// Per channel, the mean m_c of x̂ over the positions and the sum of
+		// squares about it: Σ_p (x − μ)² = Σ_p (x − μ_c)² + P·(μ_c − μ)²,
+		// with μ the group's mean and μ_c the channel's.
+		mean, vars := b.mean[e*C:(e+1)*C], b.vars[e*C:(e+1)*C]
 		cg := C / G
 		for c := range C {
-			r, m := rstd[c/cg], float64(sc.mean[c])
-			sq[c] = r * r * float64(sc.dev[c])
-			sum[c] = r * (float64(sc.sum[c]) - float64(P)*m)
+			r, d := rstd[c/cg], float64(sc.sum[c])/float64(P)-float64(sc.mean[c])
+			mean[c] = r * d
+			vars[c] = max(0, r*r*(float64(sc.dev[c])-float64(P)*d*d))
 		}
 	}
 	// A, one channel at a time: x̂'s row c of every example times W's
@@ -166,11 +171,15 @@ func (s *gnLinearStage) norms(buf any, n int, _, gOut []float32, norm2 []float64
 	for e := 0; e < n; e++ {
 		g := b.g[e*2*C : (e+1)*2*C]
 		s.affineGrads(b, e, gOut, g)
-		xsq, xsum := b.sq[e*C:(e+1)*C], b.sum[e*C:(e+1)*C]
-		var a2 float64 // ‖γ⊙x̂ + β‖²
+		// ‖γ⊙x̂ + β‖² as a sum of non-negative terms, channel by channel
+		// P·(β_c + γ_c·m_c)² + γ_c²·Σ_p (x̂ − m_c)², so that rounding cannot
+		// cancel it below the true norm by more than its own size.
+		mean, vars := b.mean[e*C:(e+1)*C], b.vars[e*C:(e+1)*C]
+		var a2 float64
 		for c := range C {
 			gm, bt := float64(gamma[c]), float64(beta[c])
-			a2 += gm*gm*xsq[c] + 2*gm*bt*xsum[c] + P*bt*bt
+			u := bt + gm*mean[c]
+			a2 += P*u*u + gm*gm*vars[c]
 		}
 		norm2[e] += sq(gOut[e*O:(e+1)*O])*(a2+1) + sq(g)
 	}
