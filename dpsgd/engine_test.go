@@ -365,40 +365,70 @@ func TestEngineWorkersStopWhenGarbage(t *testing.T) {
 }
 
 // The fused group norm + linear stage's ghost norm holds where the affine
-// shift dominates (β ≫ γ·x̂, so that ‖γ⊙x̂ + β‖² is a sum of large terms):
-// each example clipped to half its own gradient norm comes out with norm
-// at most the clipping norm.
+// shift dominates (β ≫ γ·x̂, so that ‖γ⊙x̂ + β‖² is a sum of large terms),
+// and on inputs at a large offset, whose float32 sums round by more than
+// their spread (a constant 1000001 normalises to x̂ = ±1, which a norm
+// built from the raw sums took for mean 0 and under-estimated by √2):
+// each example clipped to a fraction of its own gradient norm comes out
+// with norm at most the clipping norm.
 func TestFusedGroupNormLinearClipsUnderLargeShift(t *testing.T) {
-	a, err := model.NewArch(model.Spec{Name: "gn", Layers: []model.LayerSpec{model.GroupNorm(2), model.Flatten(), model.Linear(3)}}, 6, 5, 5, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	net, x, y := randomData(t, a, 8, 1)
-	gn := net.Layers[0]
-	for c := 0; c < gn.Out; c++ {
-		net.Params[gn.WeightOffset+c] = 0.01
-		net.Params[gn.BiasOffset+c] = 300
-	}
-	fc := net.Layers[2] // small weights, so that the logits do not saturate
-	for k := fc.WeightOffset; k < fc.WeightOffset+fc.WeightSize(); k++ {
-		net.Params[k] *= 0.003
-	}
-	e, err := NewEngine(net, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 8 {
-		g := make([]float32, net.NumParams())
-		if _, err := e.ClippedSum(x, y, []int{i}, math.Inf(1), g); err != nil {
+	clipsAtNorm := func(t *testing.T, net *model.Net, x []float32, y []uint8, n int) {
+		t.Helper()
+		e, err := NewEngine(net, 1)
+		if err != nil {
 			t.Fatal(err)
 		}
-		clip := math.Sqrt(sq(g)) / 2
-		c := make([]float32, net.NumParams())
-		if _, err := e.ClippedSum(x, y, []int{i}, clip, c); err != nil {
-			t.Fatal(err)
-		}
-		if n := math.Sqrt(sq(c)); n > clip*(1+1e-6) || n < clip*(1-1e-4) {
-			t.Errorf("example %d clipped to %v has norm %v", i, clip, n)
+		for i := range n {
+			g := make([]float32, net.NumParams())
+			if _, err := e.ClippedSum(x, y, []int{i}, math.Inf(1), g); err != nil {
+				t.Fatal(err)
+			}
+			clip := math.Sqrt(sq(g)) / 100
+			c := make([]float32, net.NumParams())
+			if _, err := e.ClippedSum(x, y, []int{i}, clip, c); err != nil {
+				t.Fatal(err)
+			}
+			if got := math.Sqrt(sq(c)); got > clip*(1+1e-6) || got < clip*(1-1e-4) {
+				t.Errorf("example %d clipped to %v has norm %v (%.4f×)", i, clip, got, got/clip)
+			}
 		}
 	}
+	t.Run("large offset", func(t *testing.T) {
+		a, err := model.NewArch(model.Spec{Name: "gn", Layers: []model.LayerSpec{model.GroupNorm(4), model.Flatten(), model.Linear(3)}}, 4, 8, 8, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		net, x, y := randomData(t, a, 6, 1)
+		gn := net.Layers[0]
+		for c := 0; c < gn.Out; c++ {
+			net.Params[gn.WeightOffset+c], net.Params[gn.BiasOffset+c] = 1, 1
+		}
+		rng := randsrc.Seeded(3, "offset")
+		for i := range x {
+			switch i / (4 * 64) {
+			case 0, 1:
+				x[i] = 1000001 // constant
+			default:
+				x[i] = 1e6 + float32(0.06*rng.NormFloat64())
+			}
+		}
+		clipsAtNorm(t, net, x, y, 6)
+	})
+	t.Run("large shift", func(t *testing.T) {
+		a, err := model.NewArch(model.Spec{Name: "gn", Layers: []model.LayerSpec{model.GroupNorm(2), model.Flatten(), model.Linear(3)}}, 6, 5, 5, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		net, x, y := randomData(t, a, 8, 1)
+		gn := net.Layers[0]
+		for c := 0; c < gn.Out; c++ {
+			net.Params[gn.WeightOffset+c] = 0.01
+			net.Params[gn.BiasOffset+c] = 300
+		}
+		fc := net.Layers[2] // small weights, so that the logits do not saturate
+		for k := fc.WeightOffset; k < fc.WeightOffset+fc.WeightSize(); k++ {
+			net.Params[k] *= 0.003
+		}
+		clipsAtNorm(t, net, x, y, 8)
+	})
 }

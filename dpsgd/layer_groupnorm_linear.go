@@ -25,8 +25,11 @@ import (
 // for an example whose logit gradient is g. The weight gradient's squared
 // norm is ‖g‖²·‖a‖² (the ghost norm, as linearStage), where
 // ‖a‖² = Σ_c P·(β_c + γ_c·m_c)² + γ_c²·Σ_p (x̂ − m_c)², m_c the mean of x̂
-// over channel c's positions, comes from the group norm's per-channel
-// statistics; the clipped sum of the weight gradients is
+// over channel c's positions, is a sum of non-negative terms from the x̂
+// actually stored (its channel sums come out of the GEMM for A, its sums
+// of squares from the group norm's own differences) — never from the raw
+// inputs' float32 sums, whose rounding at a large offset is larger than
+// the spread the norm depends on; the clipped sum of the weight gradients is
 // γ_c·(Σ_k f_k·g_k ⊗ x̂_k) + β_c·Σ_k f_k·g_k, one GEMM of the scaled logit
 // gradients with x̂ (the γ and β terms added when exported). x̂ is kept
 // channels-major, transposed from the group norm's positions-major rows,
@@ -36,7 +39,11 @@ type gnLinearStage struct {
 	fc  model.Layer
 	act activation // fused after the linear layer, or nil
 
-	wT   []float32 // [C, P, Out]: Wᵀ, wT[(c·P+p)·Out+o] = W[o, c·P+p]
+	// wT is [C, P, Out+1]: Wᵀ, wT[(c·P+p)·(Out+1)+o] = W[o, c·P+p], and a
+	// last column of ones, so that A's last column is Σ_p x̂[p, c], the
+	// channel's sum of the x̂ actually stored (free: Out+1 ≤ 16 columns
+	// cost the GEMM kernel the same as Out).
+	wT   []float32
 	s    []float32 // [C, Out]: S
 	k    []float32 // [Out]: b + Σ_c β_c·S[c, ·], the logits' constant term
 	bias []float32 // in Net.Params
@@ -45,9 +52,9 @@ type gnLinearStage struct {
 type gnLinearBuffers struct {
 	xhat    []float32 // [n, C, P]: channels-major, PyTorch's flatten order
 	row     []float32 // [P, C]: one example's x̂ positions-major, as normalize writes it
-	a       []float32 // [n, C, Out]
+	a       []float32 // [n, C, Out+1]: A, and Σ_p x̂ in the last column
 	rstd    []float64 // [n, Groups]
-	mean    []float64 // [n, C]: m_c = Σ_p x̂/P
+	mean    []float64 // [n, C]: m_c = Σ_p x̂/P, of the x̂ stored
 	vars    []float64 // [n, C]: Σ_p (x̂ − m_c)²
 	g       []float32 // per-example [∂γ, ∂β], [n, 2C]
 	scratch gnScratch
@@ -62,20 +69,20 @@ func gnLinearFirst(ls []model.Layer) (stage, int) {
 	gn, fc := ls[0], ls[2]
 	act, used := fused(ls[2:])
 	return &gnLinearStage{gn: groupNormStage{l: gn, groups: gn.Kind.(model.GroupNormSpec).Groups}, fc: fc, act: act,
-		wT: make([]float32, fc.WeightSize()), s: make([]float32, gn.In*fc.Out), k: make([]float32, fc.Out)}, 2 + used
+		wT: make([]float32, gn.In*gn.InH*gn.InW*(fc.Out+1)), s: make([]float32, gn.In*fc.Out), k: make([]float32, fc.Out)}, 2 + used
 }
 
 func (s *gnLinearStage) layer() model.Layer { return s.fc }
 func (s *gnLinearStage) ghost() bool        { return false }
 func (s *gnLinearStage) exampleFloats() int {
 	C, O := s.gn.l.In, s.fc.Out
-	return s.gn.l.InSize() + C*O + 2*C + 2*(2*C+s.gn.groups)
+	return s.gn.l.InSize() + C*(O+1) + 2*C + 2*(2*C+s.gn.groups)
 }
 
 func (s *gnLinearStage) newBuffers(n int) any {
 	l := s.gn.l
 	C := l.In
-	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*s.fc.Out), rstd: make([]float64, n*s.gn.groups),
+	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*(s.fc.Out+1)), rstd: make([]float64, n*s.gn.groups),
 		mean: make([]float64, n*C), vars: make([]float64, n*C), g: make([]float32, n*2*C), scratch: newGNScratch(C)}
 }
 
@@ -85,7 +92,13 @@ func (s *gnLinearStage) prepare(p []float32) {
 	C, O := s.gn.l.In, fc.Out
 	P := fc.In / C
 	w := p[fc.WeightOffset : fc.WeightOffset+fc.WeightSize()]
-	transpose(O, fc.In, w, s.wT)
+	for f := 0; f < fc.In; f++ {
+		row := s.wT[f*(O+1) : (f+1)*(O+1)]
+		for o := 0; o < O; o++ {
+			row[o] = w[o*fc.In+f]
+		}
+		row[O] = 1
+	}
 	s.bias = p[fc.BiasOffset : fc.BiasOffset+O]
 	for o := 0; o < O; o++ {
 		k := float64(s.bias[o])
@@ -110,28 +123,35 @@ func (s *gnLinearStage) forward(buf any, n int, in, out []float32) {
 		rstd := b.rstd[e*G : (e+1)*G]
 		s.gn.normalize(x, b.row, sc, rstd)
 		transpose(P, C, b.row, b.xhat[e*P*C:(e+1)*P*C])
-		// Per channel, the mean m_c of x̂ over the positions and the sum of
-		// squares about it: Σ_p (x − μ)² = Σ_p (x − μ_c)² + P·(μ_c − μ)²,
-		// with μ the group's mean and μ_c the channel's.
-		mean, vars := b.mean[e*C:(e+1)*C], b.vars[e*C:(e+1)*C]
+		// Σ_p x̂² per channel, for now in vars: the group norm's Σ_p (x − μ)²
+		// times r², the same differences the stored x̂ scales.
+		vars := b.vars[e*C : (e+1)*C]
 		cg := C / G
 		for c := range C {
-			r, d := rstd[c/cg], float64(sc.sum[c])/float64(P)-float64(sc.mean[c])
-			mean[c] = r * d
-			vars[c] = max(0, r*r*(float64(sc.dev[c])-float64(P)*d*d))
+			r := rstd[c/cg]
+			vars[c] = r * r * float64(sc.dev[c])
 		}
 	}
 	// A, one channel at a time: x̂'s row c of every example times W's
-	// [P, Out] block of the channel.
-	a := b.a[:n*C*O]
+	// [P, Out+1] block of the channel.
+	Q := O + 1
+	a := b.a[:n*C*Q]
 	clear(a)
 	for c := 0; c < C; c++ {
-		gemm.Mul(n, O, P, b.xhat[c*P:], P*C, 1, s.wT[c*P*O:], O, a[c*O:], C*O)
+		gemm.Mul(n, Q, P, b.xhat[c*P:], P*C, 1, s.wT[c*P*Q:], Q, a[c*Q:], C*Q)
 	}
 	z := out[:n*O]
 	clear(z)
 	for e := 0; e < n; e++ {
-		gemm.Mul(1, O, C, s.gn.gamma, 0, 1, a[e*C*O:], O, z[e*O:], O)
+		gemm.Mul(1, O, C, s.gn.gamma, 0, 1, a[e*C*Q:], Q, z[e*O:], O)
+		// Per channel, the mean m_c of the stored x̂ over the positions
+		// and the sum of squares about it, Σ_p x̂² − P·m_c² (never
+		// negative).
+		mean, vars := b.mean[e*C:(e+1)*C], b.vars[e*C:(e+1)*C]
+		for c := range C {
+			m := float64(a[(e*C+c)*Q+O]) / float64(P)
+			mean[c], vars[c] = m, max(0, vars[c]-float64(P)*m*m)
+		}
 	}
 	biasAct(z, s.k, s.act)
 }
@@ -151,10 +171,10 @@ func (s *gnLinearStage) backward(_ any, _ int, _, out, gOut, gIn []float32) {
 func (s *gnLinearStage) affineGrads(b *gnLinearBuffers, e int, gOut, dst []float32) {
 	C, O := s.gn.l.In, s.fc.Out
 	g := gOut[e*O : (e+1)*O]
-	a := b.a[e*C*O : (e+1)*C*O]
+	a := b.a[e*C*(O+1) : (e+1)*C*(O+1)]
 	dg, db := dst[:C], dst[C:2*C]
 	for c := range C {
-		ar, sr := a[c*O:(c+1)*O:(c+1)*O], s.s[c*O:(c+1)*O:(c+1)*O]
+		ar, sr := a[c*(O+1):c*(O+1)+O:c*(O+1)+O], s.s[c*O:(c+1)*O:(c+1)*O]
 		var t, u float32
 		for o, v := range g {
 			t += ar[o] * v
