@@ -205,15 +205,21 @@ func (s *groupNormStage) norms(buf any, n int, _, gOut []float32, norm2 []float6
 }
 
 func (s *groupNormStage) clippedSum(buf any, n int, _, _ []float32, f []float64, acc []float32) {
-	b, l := buf.(*groupNormBuffers), s.l
+	addAffineGrads(s.l, buf.(*groupNormBuffers).g, f[:n], acc)
+}
+
+// addAffineGrads adds Σ_k f[k]·g_k to the group norm l's [γ, β] slots of
+// acc, where g holds each example's [∂γ, ∂β] ([len(f), 2C]); an example
+// with factor 0 is skipped (its gradients may not be finite).
+func addAffineGrads(l model.Layer, g []float32, f []float64, acc []float32) {
 	C := l.Out
-	for k := 0; k < n; k++ {
-		if f[k] == 0 {
+	for k, fk := range f {
+		if fk == 0 {
 			continue
 		}
-		g := b.g[k*2*C : (k+1)*2*C]
-		axpy(acc[l.WeightOffset:l.WeightOffset+C], f[k], g[:C])
-		axpy(acc[l.BiasOffset:l.BiasOffset+C], f[k], g[C:])
+		gk := g[k*2*C : (k+1)*2*C]
+		axpy(acc[l.WeightOffset:l.WeightOffset+C], fk, gk[:C])
+		axpy(acc[l.BiasOffset:l.BiasOffset+C], fk, gk[C:])
 	}
 }
 

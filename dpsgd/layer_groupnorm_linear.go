@@ -207,16 +207,8 @@ func (s *gnLinearStage) norms(buf any, n int, _, gOut []float32, norm2 []float64
 
 func (s *gnLinearStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, acc []float32) {
 	b := buf.(*gnLinearBuffers)
-	C, O := s.gn.l.In, s.fc.Out
-	gn := s.gn.l
-	for e := 0; e < n; e++ {
-		if f[e] == 0 {
-			continue
-		}
-		g := b.g[e*2*C : (e+1)*2*C]
-		axpy(acc[gn.WeightOffset:gn.WeightOffset+C], f[e], g[:C])
-		axpy(acc[gn.BiasOffset:gn.BiasOffset+C], f[e], g[C:])
-	}
+	O := s.fc.Out
+	addAffineGrads(s.gn.l, b.g, f[:n], acc)
 	for e := 0; e < n; e++ {
 		scale(gOut[e*O:(e+1)*O], f[e])
 	}
