@@ -53,7 +53,7 @@ type gnLinearBuffers struct {
 	xhat    []float32 // [n, C, P]: channels-major, PyTorch's flatten order
 	row     []float32 // [P, C]: one example's x̂ positions-major, as normalize writes it
 	a       []float32 // [n, C, Out+1]: A, and Σ_p x̂ in the last column
-	rstd    []float64 // [n, Groups]
+	rstd    []float64 // [Groups]: one example's, as normalize writes them
 	mean    []float64 // [n, C]: m_c = Σ_p x̂/P, of the x̂ stored
 	vars    []float64 // [n, C]: Σ_p (x̂ − m_c)²
 	g       []float32 // per-example [∂γ, ∂β], [n, 2C]
@@ -76,13 +76,13 @@ func (s *gnLinearStage) layer() model.Layer { return s.fc }
 func (s *gnLinearStage) ghost() bool        { return false }
 func (s *gnLinearStage) exampleFloats() int {
 	C, O := s.gn.l.In, s.fc.Out
-	return s.gn.l.InSize() + C*(O+1) + 2*C + 2*(2*C+s.gn.groups)
+	return s.gn.l.InSize() + C*(O+1) + 2*C + 2*(2*C)
 }
 
 func (s *gnLinearStage) newBuffers(n int) any {
 	l := s.gn.l
 	C := l.In
-	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*(s.fc.Out+1)), rstd: make([]float64, n*s.gn.groups),
+	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*(s.fc.Out+1)), rstd: make([]float64, s.gn.groups),
 		mean: make([]float64, n*C), vars: make([]float64, n*C), g: make([]float32, n*2*C), scratch: newGNScratch(C)}
 }
 
@@ -117,10 +117,9 @@ func (s *gnLinearStage) prepare(p []float32) {
 func (s *gnLinearStage) forward(buf any, n int, in, out []float32) {
 	b, l := buf.(*gnLinearBuffers), s.gn.l
 	C, G, P, O := l.In, s.gn.groups, l.InH*l.InW, s.fc.Out
-	sc := &b.scratch
+	sc, rstd := &b.scratch, b.rstd
 	for e := 0; e < n; e++ {
 		x := in[e*P*C : (e+1)*P*C]
-		rstd := b.rstd[e*G : (e+1)*G]
 		s.gn.normalize(x, b.row, sc, rstd)
 		transpose(P, C, b.row, b.xhat[e*P*C:(e+1)*P*C])
 		// Σ_p x̂² per channel, for now in vars: the group norm's Σ_p (x − μ)²
