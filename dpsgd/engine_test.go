@@ -432,3 +432,44 @@ func TestFusedGroupNormLinearClipsUnderLargeShift(t *testing.T) {
 		clipsAtNorm(t, net, x, y, 8)
 	})
 }
+
+// The clipped sum and the loss are the same float values whatever the
+// number of workers (the fixed shards of engineShards), clipped or not, so
+// a seeded run gives the same model on one core as on eight.
+func TestEngineSumIndependentOfWorkers(t *testing.T) {
+	for _, arch := range []model.Arch{model.MNIST, scatterGNLinear} {
+		net, x, y := randomData(t, arch, 200, 5)
+		idx := make([]int, 150) // not a multiple of the shards or the chunk
+		for i := range idx {
+			idx[i] = (7 * i) % 200
+		}
+		for _, clip := range []float64{0.5, math.Inf(1)} {
+			var want []float32
+			var wantLoss float64
+			for _, nw := range []int{1, 2, 3, 8} {
+				e, err := newEngineWorkers(net, nw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum := make([]float32, net.NumParams())
+				loss, err := e.ClippedSum(x, y, idx, clip, sum)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want == nil {
+					want, wantLoss = sum, loss
+					continue
+				}
+				if loss != wantLoss {
+					t.Errorf("%s, clip %v: %d workers' loss %v, one worker's %v", arch.Name, clip, nw, loss, wantLoss)
+				}
+				for k := range sum {
+					if sum[k] != want[k] {
+						t.Errorf("%s, clip %v: %d workers' sum[%d] = %v, one worker's %v", arch.Name, clip, nw, k, sum[k], want[k])
+						break
+					}
+				}
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dptune/dptune/internal/vec"
 	"github.com/dptune/dptune/model"
 )
 
@@ -72,6 +73,10 @@ const (
 type nativeEngine struct {
 	*plan
 	reduced []float32 // the workers' summed gradient in PyTorch's layouts
+	// shards[s] and shardLoss[s] are shard s's clipped sum (internal
+	// layouts) and summed loss; see engineShards.
+	shards    [][]float32
+	shardLoss []float64
 
 	workers []*worker
 	jobs    []chan job
@@ -90,14 +95,27 @@ type plan struct {
 	chunk  int
 }
 
+// engineShards is the number of fixed shards a step's batch is cut into:
+// shard s is examples [n·s/8, n·(s+1)/8) of the batch's n, summed from zero
+// in chunks from its own start, and the shards' sums are added in shard
+// order. Workers take shards w, w+nw, …, so the float32 sum — and with it a
+// seeded run's model — is the same whatever the number of workers (at most
+// engineShards of them).
+const engineShards = 8
+
+// job is a worker's part of a step: shards first, first+step, … of the
+// batch idx, written to acc[s] and loss[s].
 type job struct {
-	x    []float32
-	y    []uint8
-	idx  []int
-	clip float64
+	x           []float32
+	y           []uint8
+	idx         []int
+	clip        float64
+	first, step int
+	acc         [][]float32
+	loss        []float64
 }
 
-type jobResult struct{ loss float64 }
+type jobResult struct{}
 
 // worker holds one worker's buffers for a chunk of examples, and its share of
 // the clipped sum in the engine's internal layouts.
@@ -108,7 +126,7 @@ type worker struct {
 	bufs          []any       // per stage
 	norm2, ghost2 []float64
 	factor        []float64
-	acc           []float32 // clipped sum, internal layouts, len = NumParams
+	acc           []float32 // the current shard's clipped sum, internal layouts, len = NumParams
 	t             Timings
 }
 
@@ -125,19 +143,34 @@ type worker struct {
 // layer whose type has no rules. With clipNorm = +Inf (non-private SGD) the per-example work is skipped and
 // every weight gradient is one GEMM.
 //
-// The batch is split between GOMAXPROCS workers (persistent goroutines), each
-// carrying chunks of up to 8 examples through the whole network, so a step's
-// only synchronisation is the final sum. Buffers are allocated once: a step
+// The batch is cut into 8 fixed shards, shared between GOMAXPROCS workers
+// (persistent goroutines, at most 8), each carrying chunks of up to 8
+// examples through the whole network, so a step's only synchronisation is
+// the final sum; that sum is the same float32 values whatever the number of
+// workers (engineShards). Buffers are allocated once: a step
 // allocates nothing. batchSize is a hint and may be 0.
 func NewEngine(net *model.Net, batchSize int) (Engine, error) {
 	return newEngineWorkers(net, max(1, runtime.GOMAXPROCS(0)))
 }
 
-// newEngineWorkers is NewEngine with nw workers.
+// NewEngineWorkers is NewEngine with workers workers (at least one)
+// instead of GOMAXPROCS: for runs side by side, each on its share of the
+// cores (Train uses the share its context gives, see runner.Local).
+func NewEngineWorkers(net *model.Net, batchSize, workers int) (Engine, error) {
+	return newEngineWorkers(net, workers)
+}
+
+// newEngineWorkers is NewEngine with nw workers (clamped to [1,
+// engineShards]).
 func newEngineWorkers(net *model.Net, nw int) (*nativeEngine, error) {
 	e, err := newNative(net)
 	if err != nil {
 		return nil, err
+	}
+	nw = min(max(1, nw), engineShards)
+	e.shards, e.shardLoss = make([][]float32, engineShards), make([]float64, engineShards)
+	for s := range e.shards {
+		e.shards[s] = make([]float32, net.NumParams())
 	}
 	e.done = make(chan jobResult, nw)
 	for w := 0; w < nw; w++ {
@@ -238,7 +271,8 @@ func newNative(net *model.Net) (*nativeEngine, error) {
 
 func runWorker(w *worker, jobs <-chan job, done chan<- jobResult) {
 	for j := range jobs {
-		done <- jobResult{w.run(j)}
+		w.run(j)
+		done <- jobResult{}
 	}
 }
 
@@ -256,7 +290,6 @@ func (e *nativeEngine) newWorker() *worker {
 		w.bufs = append(w.bufs, st.newBuffers(n))
 	}
 	w.norm2, w.ghost2, w.factor = make([]float64, n), make([]float64, n), make([]float64, n)
-	w.acc = make([]float32, e.net.NumParams())
 	return w
 }
 
@@ -295,20 +328,19 @@ func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm fl
 	e.prepare()
 	nw := len(e.workers)
 	for w := 1; w < nw; w++ {
-		lo, hi := len(idx)*w/nw, len(idx)*(w+1)/nw
-		e.jobs[w-1] <- job{x, y, idx[lo:hi], clipNorm}
+		e.jobs[w-1] <- job{x, y, idx, clipNorm, w, nw, e.shards, e.shardLoss}
 	}
-	loss := e.workers[0].run(job{x, y, idx[:len(idx)/nw], clipNorm})
+	e.workers[0].run(job{x, y, idx, clipNorm, 0, nw, e.shards, e.shardLoss})
 	for w := 1; w < nw; w++ {
-		loss += (<-e.done).loss
+		<-e.done
 	}
-	// Reduce the workers' sums, then write them in PyTorch's layouts.
+	// Add the shards' sums in shard order, then write them in PyTorch's
+	// layouts.
 	start := time.Now()
-	acc := e.workers[0].acc
-	for _, w := range e.workers[1:] {
-		for k, v := range w.acc {
-			acc[k] += v
-		}
+	acc, loss := e.shards[0], e.shardLoss[0]
+	for s := 1; s < engineShards; s++ {
+		vec.Add(acc, e.shards[s])
+		loss += e.shardLoss[s]
 	}
 	for _, st := range e.stages {
 		if ps, ok := st.(paramStage); ok {
@@ -339,16 +371,21 @@ func (e *nativeEngine) TakeTimings(t *Timings) {
 	e.timings = Timings{}
 }
 
-// run computes the worker's share: it resets acc and fills it with the
-// clipped sum of its examples, and returns their summed loss.
-func (w *worker) run(j job) float64 {
-	clear(w.acc)
-	var loss float64
-	for lo := 0; lo < len(j.idx); lo += w.e.chunk {
-		hi := min(lo+w.e.chunk, len(j.idx))
-		loss += w.chunk(j.x, j.y, j.idx[lo:hi], j.clip)
+// run computes the worker's shards: for each it resets j.acc[s], fills it
+// with the clipped sum of the shard's examples and sets j.loss[s] to their
+// summed loss.
+func (w *worker) run(j job) {
+	n := len(j.idx)
+	for s := j.first; s < engineShards; s += j.step {
+		lo, hi := n*s/engineShards, n*(s+1)/engineShards
+		w.acc = j.acc[s]
+		clear(w.acc)
+		var loss float64
+		for c := lo; c < hi; c += w.e.chunk {
+			loss += w.chunk(j.x, j.y, j.idx[c:min(c+w.e.chunk, hi)], j.clip)
+		}
+		j.loss[s] = loss
 	}
-	return loss
 }
 
 // input returns the input of stage i for n examples.
