@@ -8,6 +8,7 @@ import (
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/cpus"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
@@ -132,7 +133,7 @@ func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 	expected := p.SamplingRate * float64(base.N) // the nominal size is X's: the same divisor in both worlds
 	var inner dpsgd.Engine
 	if p.Base != nil {
-		if inner, err = dpsgd.NewEngine(net, max(1, int(math.Ceil(expected)))); err != nil {
+		if inner, err = dpsgd.NewEngineWorkers(net, max(1, int(math.Ceil(expected))), cpus.Of(ctx)); err != nil {
 			return 0, err
 		}
 	}

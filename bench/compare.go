@@ -132,8 +132,8 @@ type CompareConfig struct {
 	// options (tuning.Tuner.Options, e.g. the GP tuner's); a missing one
 	// takes its default.
 	Options tuning.Values
-	// Runner runs the training runs (nil: runner.Local, one run at a time;
-	// a run already uses every core).
+	// Runner runs the training runs (nil: runner.Local, one run per core,
+	// each engine on its share of the cores).
 	Runner runner.Runner
 	// Dir holds compare.json and the cache of finished tunings
 	// (Dir/runs/*.json), which a rerun with the same settings reuses.
@@ -269,7 +269,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 		return nil, fmt.Errorf("bench: a comparison needs budgets and seeds")
 	}
 	if cfg.Runner == nil {
-		cfg.Runner = runner.Local{Workers: 1}
+		cfg.Runner = runner.Local{}
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "runs"), 0o755); err != nil {
 		return nil, err

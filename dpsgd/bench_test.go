@@ -2,6 +2,8 @@ package dpsgd
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -97,3 +99,46 @@ var scatterGNLinearCIFAR10 = model.Arch{Spec: model.Spec{Name: "scatter-gn-linea
 func BenchmarkDPStepScatterGNLinearCIFAR10(b *testing.B) {
 	benchStep(b, scatterGNLinearCIFAR10, 4000, false, NewEngine)
 }
+
+// benchRuns times two 100-step runs of the linear classifier on MNIST's
+// ScatterNet features (20,000 random examples, expected batch 256), either
+// side by side with GOMAXPROCS/2 engine workers each (as runner.Local runs
+// them) or one after the other with GOMAXPROCS workers each.
+func benchRuns(b *testing.B, sideBySide bool) {
+	const n, steps = 20000, 100
+	_, x, y := randomData(b, scatterGNLinear, n, 3)
+	train := &data.Dataset{Name: "bench", X: x, Y: y, N: n, C: scatterGNLinear.C, H: scatterGNLinear.H, W: scatterGNLinear.W, Classes: 10}
+	one := func(workers int) {
+		net, _, _ := randomData(b, scatterGNLinear, 1, 4)
+		engine, err := newEngineWorkers(net, workers)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 256.0 / n, Steps: steps, LearningRate: 0.1}
+		if _, err := Train(context.Background(), net, train, cfg, engine, nil); err != nil {
+			b.Error(err)
+		}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	b.ResetTimer()
+	for range b.N {
+		if !sideBySide {
+			one(procs)
+			one(procs)
+			continue
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { one(max(1, procs/2)) })
+		wg.Go(func() { one(max(1, procs/2)) })
+		wg.Wait()
+	}
+	b.ReportMetric(2*steps*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkTwoRunsInTurn: two runs one after the other, every core each.
+func BenchmarkTwoRunsInTurn(b *testing.B) { benchRuns(b, false) }
+
+// BenchmarkTwoRunsSideBySide: the same two runs at once, half the cores
+// each.
+func BenchmarkTwoRunsSideBySide(b *testing.B) { benchRuns(b, true) }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/internal/cpus"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
@@ -74,8 +75,9 @@ func StepsEvent(cfg Config) accounting.Event {
 // Train runs cfg.Steps steps of DP-SGD (see the package doc) on net,
 // updating net.Params in place (leaving the moving average of the iterates
 // when cfg.EMADecay > 0, also after an interruption), with engine computing
-// the clipped per-example sums (nil: NewEngine sized for the expected batch
-// size; it is also the fastest non-private path, faster than gorgonia's own
+// the clipped per-example sums (nil: the engine of NewEngineWorkers sized
+// for the expected batch size, with as many workers as ctx gives cores —
+// GOMAXPROCS unless a runner.Local task shares them; it is also the fastest non-private path, faster than gorgonia's own
 // autodiff — see BenchmarkNonPrivateAutodiffStep). progress, if not nil, is
 // called after every step.
 //
@@ -125,7 +127,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		return res, err
 	}
 	if engine == nil {
-		if engine, err = NewEngine(net, max(1, int(math.Ceil(expected)))); err != nil {
+		if engine, err = NewEngineWorkers(net, max(1, int(math.Ceil(expected))), cpus.Of(ctx)); err != nil {
 			return res, err
 		}
 	}

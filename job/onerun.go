@@ -9,6 +9,7 @@ import (
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/cpus"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
 )
@@ -193,7 +194,7 @@ func AuditOneRun(ctx context.Context, s OneRunSpec) (*OneRunResult, error) {
 					hooked = append(hooked, c)
 				}
 			}
-			inner, err := dpsgd.NewEngine(net, max(1, int(math.Ceil(cfg.ExpectedBatchSize))))
+			inner, err := dpsgd.NewEngineWorkers(net, max(1, int(math.Ceil(cfg.ExpectedBatchSize))), cpus.Of(ctx))
 			if err != nil {
 				return nil, err
 			}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/dptune/dptune/internal/cpus"
 )
 
 func init() {
@@ -20,6 +22,33 @@ func init() {
 		Progress(ctx, 1, 1)
 		return json.Marshal(2 * n)
 	})
+	Register("test.cpus", func(ctx context.Context, _ []byte) ([]byte, error) {
+		return json.Marshal(cpus.Of(ctx))
+	})
+}
+
+// Each task gets cores/workers of the cores its caller allows, at least
+// one, with no more workers counted than there are tasks.
+func TestLocalSharesCores(t *testing.T) {
+	for _, c := range []struct{ cores, workers, tasks, want int }{
+		{4, 0, 10, 1}, {4, 1, 10, 4}, {4, 2, 10, 2}, {4, 3, 2, 2}, {4, 8, 10, 1}, {1, 2, 3, 1},
+	} {
+		ts := make([]Task, c.tasks)
+		for i := range ts {
+			ts[i] = Task{ID: fmt.Sprint("t", i), Kind: "test.cpus", Input: []byte("null")}
+		}
+		err := Local{Workers: c.workers}.Run(cpus.With(context.Background(), c.cores), ts, func(i int, out []byte) error {
+			var got int
+			json.Unmarshal(out, &got)
+			if got != c.want {
+				t.Errorf("%d cores, %d workers, %d tasks: task %d got %d cores, want %d", c.cores, c.workers, c.tasks, i, got, c.want)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func tasks(vals ...int) []Task {

@@ -114,7 +114,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		return err
 	}
 	if run == nil {
-		run = runner.Local{Workers: 1} // a run already uses every core
+		run = runner.Local{} // one run per core, each engine on its share
 	}
 	cfg.Runner = run
 	start := time.Now()

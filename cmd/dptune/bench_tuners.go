@@ -140,7 +140,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		return err
 	}
 	if run == nil {
-		run = runner.Local{Workers: 1} // a run already uses every core
+		run = runner.Local{} // one run per core, each engine on its share
 	}
 	w := cmd.ErrOrStderr()
 	start, load := time.Now(), bench.LoadAvg()

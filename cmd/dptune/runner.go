@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -204,7 +205,7 @@ with Ctrl-C.`,
 	}
 	fl := cmd.Flags()
 	addTemporalFlags(fl, &f.runnerFlags)
-	fl.IntVar(&f.concurrency, "concurrency", 1, "tasks run at once (a DP-SGD run already uses every core)")
+	fl.IntVar(&f.concurrency, "concurrency", min(64, runtime.GOMAXPROCS(0)), "tasks run at once, each with an equal share of the cores (each DP-SGD engine gets max(1, cores/concurrency) workers)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "the directory on this machine of the datasets that have no default one ("+strings.Join(job.DatasetsWithoutDefaultDir(), ", ")+"), instead of the curator's")
 	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "directory on this machine keeping the features of a network with a scatter front end, computed once per dataset (they are the private data, transformed: created 0700, files 0600); empty: compute them in memory once per worker process")
 	return cmd

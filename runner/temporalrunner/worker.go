@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -14,13 +15,15 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/dptune/dptune/internal/cpus"
 	"github.com/dptune/dptune/runner"
 )
 
 // NewWorker returns a worker of taskQueue that runs the Invocation
 // workflow and its tasks — any kind registered with runner.Register in this
-// binary — at most concurrency at once (0: one; a DP-SGD run already uses
-// every core). log, if not nil, gets one line as each task starts and ends
+// binary — at most concurrency at once (0: one), each with an equal share
+// of the cores (max(1, GOMAXPROCS/concurrency), as runner.Local gives its
+// tasks). log, if not nil, gets one line as each task starts and ends
 // (its ID, attempt and duration: nothing of its output). Start it with Run
 // or Start.
 func NewWorker(c client.Client, taskQueue string, concurrency int, log io.Writer) worker.Worker {
@@ -29,13 +32,15 @@ func NewWorker(c client.Client, taskQueue string, concurrency int, log io.Writer
 	}
 	w := worker.New(c, taskQueue, worker.Options{MaxConcurrentActivityExecutionSize: concurrency})
 	w.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivityWithOptions(Tasks{Log: log}.Task, activity.RegisterOptions{Name: ActivityName})
+	share := max(1, runtime.GOMAXPROCS(0)/concurrency)
+	w.RegisterActivityWithOptions(Tasks{Log: log, CPUs: share}.Task, activity.RegisterOptions{Name: ActivityName})
 	return w
 }
 
 // Tasks is the activity's receiver.
 type Tasks struct {
-	Log io.Writer // nil: silent
+	Log  io.Writer // nil: silent
+	CPUs int       // the cores each task may use (0: every core)
 }
 
 func (j Tasks) logf(format string, a ...any) {
@@ -59,7 +64,11 @@ func (j Tasks) Task(ctx context.Context, t runner.Task) ([]byte, error) {
 	start := time.Now()
 	j.logf("running %s (%s), attempt %d", t.ID, t.Kind, info.Attempt)
 	var done, total atomic.Int64
-	jctx := runner.WithProgress(ctx, func(d, n int) { done.Store(int64(d)); total.Store(int64(n)) })
+	jctx := ctx
+	if j.CPUs > 0 {
+		jctx = cpus.With(jctx, j.CPUs)
+	}
+	jctx = runner.WithProgress(jctx, func(d, n int) { done.Store(int64(d)); total.Store(int64(n)) })
 	every := heartbeatEvery
 	if hb := info.HeartbeatTimeout; hb > 0 && hb/4 < every {
 		every = hb / 4
