@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -50,8 +52,9 @@ func (t landscapeTrainer) Train(_ context.Context, c tuning.Candidate, seed *uin
 	return tuning.Run{Score: t.l.Mean[c.Index] + t.noise*randsrc.New(seed, "score").NormFloat64()}, nil
 }
 
-// SimulateTuners runs the simulation; it stops with ctx's error if
-// cancelled.
+// SimulateTuners runs the simulation, its repeats one per core; it stops
+// with ctx's error if cancelled. The result does not depend on the number
+// of cores.
 func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, error) {
 	if cfg.GP.Space.Size() != cfg.Uniform.Space.Size() || cfg.GP.Space.Size() == 0 {
 		return nil, fmt.Errorf("bench: the landscapes differ in size")
@@ -65,28 +68,37 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 		}
 		cell := TunerSimCell{Gamma: g, MeanRuns: rep.Mean()}
 		for m, l := range []Landscape{cfg.GP, cfg.Uniform} {
-			var sum, sum2 float64
-			for r := 0; r < cfg.Repeats; r++ {
-				if err := ctx.Err(); err != nil {
-					return out, err
-				}
+			// The repeats are independent and seeded: one per core, each
+			// selection stored under its repeat and summed in order.
+			acc := make([]float64, cfg.Repeats)
+			var mu sync.Mutex
+			err := runner.ForEach(ctx, 0, cfg.Repeats, func(ctx context.Context, r int) error {
 				seed := cfg.Seed + uint64(1_000_003*gi+r)
 				tu, err := simTuner(m)
 				if err != nil {
-					return out, err
+					return err
 				}
 				spec := tuning.Spec{Space: l.Space, Repetitions: rep, Seed: &seed, Options: cfg.GPOptions.Values()}
 				res, err := tu.Run(ctx, spec, landscapeTrainer{l, cfg.ScoreNoise}, nil)
 				if err != nil {
-					return out, err
+					return err
 				}
-				a := l.Mean[res.Selected.Index]
-				sum += a
-				sum2 += a * a
+				acc[r] = l.Mean[res.Selected.Index]
+				mu.Lock()
+				defer mu.Unlock()
 				done++
 				if cfg.Progress != nil {
 					cfg.Progress(done, total)
 				}
+				return nil
+			})
+			if err != nil {
+				return out, err
+			}
+			var sum, sum2 float64
+			for _, a := range acc {
+				sum += a
+				sum2 += a * a
 			}
 			n := float64(cfg.Repeats)
 			mean := sum / n
