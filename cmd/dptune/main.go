@@ -48,6 +48,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	addProfileFlag(root)
 	root.AddCommand(newTrainCmd(), newEvalCmd(), newPredictCmd(), newExportCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd(), newBudgetCmd(), newAuditCmd(), newVoteCmd(), newWorkerCmd())
 	return root
 }
@@ -58,6 +59,7 @@ func main() {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	ctx := interruptible(context.Background(), sigs, os.Stderr, os.Exit)
 	err := newRoot().ExecuteContext(ctx)
+	stopProfile()
 	if err == nil {
 		return
 	}
