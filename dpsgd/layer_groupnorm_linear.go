@@ -39,11 +39,13 @@ type gnLinearStage struct {
 	fc  model.Layer
 	act activation // fused after the linear layer, or nil
 
-	// wT is [C, P, Out+1]: Wᵀ, wT[(c·P+p)·(Out+1)+o] = W[o, c·P+p], and a
-	// last column of ones, so that A's last column is Σ_p x̂[p, c], the
-	// channel's sum of the x̂ actually stored (free: Out+1 ≤ 16 columns
-	// cost the GEMM kernel the same as Out).
+	// wT is [C, P, q]: Wᵀ, wT[(c·P+p)·q+o] = W[o, c·P+p], then a column
+	// of ones, so that A's column Out is Σ_p x̂[p, c], the channel's sum of
+	// the x̂ actually stored, then zeros: q = Out+1 rounded up to the GEMM
+	// kernel's 16 columns, which it computes unmasked (masked loads of B
+	// took 4 times the time of the unmasked kernel here, Out+1 = 11).
 	wT   []float32
+	q    int
 	s    []float32 // [C, Out]: S
 	k    []float32 // [Out]: b + Σ_c β_c·S[c, ·], the logits' constant term
 	bias []float32 // in Net.Params
@@ -52,7 +54,7 @@ type gnLinearStage struct {
 type gnLinearBuffers struct {
 	xhat    []float32 // [n, C, P]: channels-major, PyTorch's flatten order
 	row     []float32 // [P, C]: one example's x̂ positions-major, as normalize writes it
-	a       []float32 // [n, C, Out+1]: A, and Σ_p x̂ in the last column
+	a       []float32 // [n, C, q]: A, Σ_p x̂ in column Out, then zeros
 	rstd    []float64 // [Groups]: one example's, as normalize writes them
 	mean    []float64 // [n, C]: m_c = Σ_p x̂/P, of the x̂ stored
 	vars    []float64 // [n, C]: Σ_p (x̂ − m_c)²
@@ -68,21 +70,22 @@ func gnLinearFirst(ls []model.Layer) (stage, int) {
 	}
 	gn, fc := ls[0], ls[2]
 	act, used := fused(ls[2:])
+	q := (fc.Out + 1 + 15) &^ 15
 	return &gnLinearStage{gn: groupNormStage{l: gn, groups: gn.Kind.(model.GroupNormSpec).Groups}, fc: fc, act: act,
-		wT: make([]float32, gn.In*gn.InH*gn.InW*(fc.Out+1)), s: make([]float32, gn.In*fc.Out), k: make([]float32, fc.Out)}, 2 + used
+		wT: make([]float32, gn.In*gn.InH*gn.InW*q), q: q, s: make([]float32, gn.In*fc.Out), k: make([]float32, fc.Out)}, 2 + used
 }
 
 func (s *gnLinearStage) layer() model.Layer { return s.fc }
 func (s *gnLinearStage) ghost() bool        { return false }
 func (s *gnLinearStage) exampleFloats() int {
-	C, O := s.gn.l.In, s.fc.Out
-	return s.gn.l.InSize() + C*(O+1) + 2*C + 2*(2*C)
+	C := s.gn.l.In
+	return s.gn.l.InSize() + C*s.q + 2*C + 2*(2*C)
 }
 
 func (s *gnLinearStage) newBuffers(n int) any {
 	l := s.gn.l
 	C := l.In
-	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*(s.fc.Out+1)), rstd: make([]float64, s.gn.groups),
+	return &gnLinearBuffers{xhat: make([]float32, n*l.InSize()), row: make([]float32, l.InSize()), a: make([]float32, n*C*s.q), rstd: make([]float64, s.gn.groups),
 		mean: make([]float64, n*C), vars: make([]float64, n*C), g: make([]float32, n*2*C), scratch: newGNScratch(C)}
 }
 
@@ -93,7 +96,7 @@ func (s *gnLinearStage) prepare(p []float32) {
 	P := fc.In / C
 	w := p[fc.WeightOffset : fc.WeightOffset+fc.WeightSize()]
 	for f := 0; f < fc.In; f++ {
-		row := s.wT[f*(O+1) : (f+1)*(O+1)]
+		row := s.wT[f*s.q : f*s.q+O+1]
 		for o := 0; o < O; o++ {
 			row[o] = w[o*fc.In+f]
 		}
@@ -133,7 +136,7 @@ func (s *gnLinearStage) forward(buf any, n int, in, out []float32) {
 	}
 	// A, one channel at a time: x̂'s row c of every example times W's
 	// [P, Out+1] block of the channel.
-	Q := O + 1
+	Q := s.q
 	a := b.a[:n*C*Q]
 	clear(a)
 	for c := 0; c < C; c++ {
@@ -170,10 +173,11 @@ func (s *gnLinearStage) backward(_ any, _ int, _, out, gOut, gIn []float32) {
 func (s *gnLinearStage) affineGrads(b *gnLinearBuffers, e int, gOut, dst []float32) {
 	C, O := s.gn.l.In, s.fc.Out
 	g := gOut[e*O : (e+1)*O]
-	a := b.a[e*C*(O+1) : (e+1)*C*(O+1)]
+	Q := s.q
+	a := b.a[e*C*Q : (e+1)*C*Q]
 	dg, db := dst[:C], dst[C:2*C]
 	for c := range C {
-		ar, sr := a[c*(O+1):c*(O+1)+O:c*(O+1)+O], s.s[c*O:(c+1)*O:(c+1)*O]
+		ar, sr := a[c*Q:c*Q+O:c*Q+O], s.s[c*O:(c+1)*O:(c+1)*O]
 		var t, u float32
 		for o, v := range g {
 			t += ar[o] * v
