@@ -158,8 +158,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		ls[k], err = bench.BuildLandscape(ctx, bench.LandscapeConfig{Arch: src.Arch, Train: train, Test: test, Space: space,
 			NoiseMultiplier: sigma, SamplingRate: q, Epochs: f.epochs, Seeds: f.seeds, Cache: f.cache,
 			Runner: run, Jobs: job.LandscapeJobsFor(src, train, test),
-			Progress: func(done, total int) { fmt.Fprintf(w, "\r%s: %d/%d runs", label, done, total) }})
-		fmt.Fprintln(w)
+			Progress: progressTo(w, label+" runs")})
 		if err != nil {
 			return errors.Join(err, end(errors.Is(err, context.Canceled)))
 		}
@@ -169,12 +168,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	}
 	cells, err := bench.SimulateTuners(ctx, bench.TunerSimConfig{GP: ls[0], Uniform: ls[1], Gammas: f.gammas, Repeats: f.repeats,
 		ScoreNoise: f.scoreNoise, GPOptions: gpOpt, Seed: f.seed,
-		Progress: func(done, total int) {
-			if done%100 == 0 || done == total {
-				fmt.Fprintf(w, "\rsimulation: %d/%d tunings", done, total)
-			}
-		}})
-	fmt.Fprintln(w)
+		Progress: progressTo(w, "simulation tunings")})
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,18 @@ func newPhaseBar(w io.Writer, total int, desc string) *bar {
 	return b
 }
 
+// progressTo returns a progress callback (done of total) drawing a phase
+// bar on w: a live bar on a terminal, else one line per tenth.
+func progressTo(w io.Writer, desc string) func(done, total int) {
+	var b *bar
+	return func(done, total int) {
+		if b == nil {
+			b = newPhaseBar(w, total, desc)
+		}
+		b.Set(done)
+	}
+}
+
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

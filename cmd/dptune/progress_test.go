@@ -54,3 +54,21 @@ func TestPhaseBarLogsTenths(t *testing.T) {
 		}
 	}
 }
+
+// progressTo's callback, resumed part-way as a cached landscape is, writes
+// a line where it starts, one per tenth after it and one at the end, none
+// with a carriage return.
+func TestProgressToResumed(t *testing.T) {
+	var buf bytes.Buffer
+	p := progressTo(&buf, "GP landscape runs")
+	for n := 451; n <= 1000; n++ {
+		p(n, 1000)
+	}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != 7 || strings.Contains(buf.String(), "\r") {
+		t.Fatalf("%d lines: %q", len(lines), buf.String())
+	}
+	if !strings.HasPrefix(lines[0], "GP landscape runs  (451/1000) [") || !strings.HasPrefix(lines[6], "GP landscape runs  (1000/1000) [") {
+		t.Errorf("lines %q", lines)
+	}
+}
