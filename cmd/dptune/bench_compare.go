@@ -152,11 +152,10 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if f.vote {
 		vc := bench.VoteRealConfig{Source: whole, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
 			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, job.Vote),
-			Progress: func(s string, done, total int) { fmt.Fprintf(w, "\r%s: %d/%d", s, done, total) }}
+			Progress: stagedProgressTo(w)}
 		if rep.Vote, err = bench.CompareVote(cmd.Context(), vc, f.budgets, seeds, cfg.Progress); err != nil {
 			return errors.Join(err, closeErr)
 		}
-		fmt.Fprintln(w)
 	}
 	rep.Command = "dptune " + strings.Join(os.Args[1:], " ")
 	rep.Wall = time.Since(start).Seconds()

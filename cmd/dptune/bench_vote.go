@@ -131,24 +131,16 @@ func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 		if f.votes > space.Size() {
 			return usagef("--votes-per-client %d exceeds the %d candidates", f.votes, space.Size())
 		}
-		last := ""
 		real = &bench.VoteRealConfig{Source: src, Space: space, Subset: f.subset, IIDClients: f.clients, Alphas: f.alphas, AlphaClients: f.alphaN[0], DirichletClients: f.alphaN,
 			Epsilons: f.epsilons, Delta: f.delta, VotesPerClient: f.votes, LocalEpochs: f.localEpochs, BatchSize: f.batch,
 			Rounds: f.rounds, ClipNorm: f.clip, DPSGDEpsilons: f.dpsgdEps, Reps: f.reps, Seed: f.seed, CacheDir: f.out,
-			Progress: func(stage string, done, total int) {
-				if stage != last && last != "" {
-					fmt.Fprintln(w)
-				}
-				last = stage
-				fmt.Fprintf(w, "\r%s: %d/%d", stage, done, total)
-			}}
+			Progress: stagedProgressTo(w)}
 	}
 	if err := job.CheckOut(f.out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	fmt.Fprintf(w, "simulation: Figure 2, %d repetitions per point\n", sim.Reps)
 	rep, err := bench.Vote(cmd.Context(), f.out, sim, real)
-	fmt.Fprintln(w)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,22 @@ func progressTo(w io.Writer, desc string) func(done, total int) {
 	}
 }
 
+// stagedProgressTo is progressTo for work in named stages: each new stage
+// closes the previous stage's bar and starts its own.
+func stagedProgressTo(w io.Writer) func(stage string, done, total int) {
+	var b *bar
+	last := ""
+	return func(stage string, done, total int) {
+		if b == nil || stage != last {
+			if b != nil {
+				b.Close()
+			}
+			b, last = newPhaseBar(w, total, stage), stage
+		}
+		b.Set(done)
+	}
+}
+
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

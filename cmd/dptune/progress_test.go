@@ -72,3 +72,25 @@ func TestProgressToResumed(t *testing.T) {
 		t.Errorf("lines %q", lines)
 	}
 }
+
+// stagedProgressTo starts a bar per stage and closes the previous one:
+// stage a, below its first tenth, writes one line as b starts; b writes
+// its half and its end.
+func TestStagedProgress(t *testing.T) {
+	var buf bytes.Buffer
+	p := stagedProgressTo(&buf)
+	p("a", 1, 100)
+	p("a", 3, 100)
+	p("b", 1, 2)
+	p("b", 2, 2)
+	want := []string{"a  (3/100) [", "b  (1/2) [", "b  (2/2) ["}
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines: %q", len(lines), buf.String())
+	}
+	for i, l := range lines {
+		if !strings.HasPrefix(l, want[i]) {
+			t.Errorf("line %d %q, want prefix %q", i, l, want[i])
+		}
+	}
+}
