@@ -100,12 +100,12 @@ func BenchmarkDPStepScatterGNLinearCIFAR10(b *testing.B) {
 	benchStep(b, scatterGNLinearCIFAR10, 4000, false, NewEngine)
 }
 
-// benchRuns times two 100-step runs of the linear classifier on MNIST's
+// benchRuns times two 400-step (5-epoch) runs of the linear classifier on MNIST's
 // ScatterNet features (20,000 random examples, expected batch 256), either
 // side by side with GOMAXPROCS/2 engine workers each (as runner.Local runs
 // them) or one after the other with GOMAXPROCS workers each.
 func benchRuns(b *testing.B, sideBySide bool) {
-	const n, steps = 20000, 100
+	const n, steps = 20000, 400
 	_, x, y := randomData(b, scatterGNLinear, n, 3)
 	train := &data.Dataset{Name: "bench", X: x, Y: y, N: n, C: scatterGNLinear.C, H: scatterGNLinear.H, W: scatterGNLinear.W, Classes: 10}
 	one := func(workers int) {

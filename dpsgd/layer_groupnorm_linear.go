@@ -119,23 +119,50 @@ func (s *gnLinearStage) prepare(p []float32) {
 
 func (s *gnLinearStage) forward(buf any, n int, in, out []float32) {
 	b, l := buf.(*gnLinearBuffers), s.gn.l
-	C, G, P, O := l.In, s.gn.groups, l.InH*l.InW, s.fc.Out
-	sc, rstd := &b.scratch, b.rstd
+	F, C := l.InSize(), l.In
 	for e := 0; e < n; e++ {
-		x := in[e*P*C : (e+1)*P*C]
-		s.gn.normalize(x, b.row, sc, rstd)
-		transpose(P, C, b.row, b.xhat[e*P*C:(e+1)*P*C])
-		// Σ_p x̂² per channel, for now in vars: the group norm's Σ_p (x − μ)²
-		// times r², the same differences the stored x̂ scales.
-		vars := b.vars[e*C : (e+1)*C]
-		cg := C / G
-		for c := range C {
-			r := rstd[c/cg]
-			vars[c] = r * r * float64(sc.dev[c])
-		}
+		s.normalizeExample(in[e*F:(e+1)*F], b.xhat[e*F:(e+1)*F], b.vars[e*C:(e+1)*C], b.row, &b.scratch, b.rstd)
 	}
+	s.products(b, n, out)
+}
+
+// forwardCached is forward for the examples idx of a dataset whose x̂ and
+// Σ_p x̂² the cache holds (firstStageCache): the same outputs and buffers,
+// without normalising again.
+func (s *gnLinearStage) forwardCached(buf any, idx []int, cache *firstStageCache, out []float32) {
+	b, l := buf.(*gnLinearBuffers), s.gn.l
+	F, C := l.InSize(), l.In
+	for k, i := range idx {
+		copy(b.xhat[k*F:(k+1)*F], cache.xhat[i*F:(i+1)*F])
+		copy(b.vars[k*C:(k+1)*C], cache.vars[i*C:(i+1)*C])
+	}
+	s.products(b, len(idx), out)
+}
+
+// normalizeExample writes one example's x̂ (channels-major, [C, P]) from
+// its input x ([P, C]) to xhat, and to vars its Σ_p x̂² per channel: the
+// group norm's Σ_p (x − μ)² times r², the same differences the stored x̂
+// scales. row, sc and rstd are scratch.
+func (s *gnLinearStage) normalizeExample(x, xhat []float32, vars []float64, row []float32, sc *gnScratch, rstd []float64) {
+	l := s.gn.l
+	C, P := l.In, l.InH*l.InW
+	s.gn.normalize(x, row, sc, rstd)
+	transpose(P, C, row, xhat)
+	cg := C / s.gn.groups
+	for c := range C {
+		r := rstd[c/cg]
+		vars[c] = r * r * float64(sc.dev[c])
+	}
+}
+
+// products computes the logits of n examples whose x̂ and Σ_p x̂² are in b,
+// and leaves A, the channel means m_c and the sums of squares about them
+// in b.
+func (s *gnLinearStage) products(b *gnLinearBuffers, n int, out []float32) {
+	l := s.gn.l
+	C, P, O := l.In, l.InH*l.InW, s.fc.Out
 	// A, one channel at a time: x̂'s row c of every example times W's
-	// [P, Out+1] block of the channel.
+	// [P, q] block of the channel.
 	Q := s.q
 	a := b.a[:n*C*Q]
 	clear(a)

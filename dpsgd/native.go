@@ -77,6 +77,7 @@ type nativeEngine struct {
 	// layouts) and summed loss; see engineShards.
 	shards    [][]float32
 	shardLoss []float64
+	cache     *firstStageCache // nil: the first stage computes everything
 
 	workers []*worker
 	jobs    []chan job
@@ -113,6 +114,7 @@ type job struct {
 	first, step int
 	acc         [][]float32
 	loss        []float64
+	cache       *firstStageCache // x's, or nil
 }
 
 type jobResult struct{}
@@ -126,7 +128,8 @@ type worker struct {
 	bufs          []any       // per stage
 	norm2, ghost2 []float64
 	factor        []float64
-	acc           []float32 // the current shard's clipped sum, internal layouts, len = NumParams
+	acc           []float32        // the current shard's clipped sum, internal layouts, len = NumParams
+	cache         *firstStageCache // the current job's
 	t             Timings
 }
 
@@ -327,10 +330,14 @@ func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm fl
 	}
 	e.prepare()
 	nw := len(e.workers)
-	for w := 1; w < nw; w++ {
-		e.jobs[w-1] <- job{x, y, idx, clipNorm, w, nw, e.shards, e.shardLoss}
+	var cache *firstStageCache
+	if e.cache.holds(x) {
+		cache = e.cache
 	}
-	e.workers[0].run(job{x, y, idx, clipNorm, 0, nw, e.shards, e.shardLoss})
+	for w := 1; w < nw; w++ {
+		e.jobs[w-1] <- job{x, y, idx, clipNorm, w, nw, e.shards, e.shardLoss, cache}
+	}
+	e.workers[0].run(job{x, y, idx, clipNorm, 0, nw, e.shards, e.shardLoss, cache})
 	for w := 1; w < nw; w++ {
 		<-e.done
 	}
@@ -375,6 +382,8 @@ func (e *nativeEngine) TakeTimings(t *Timings) {
 // with the clipped sum of the shard's examples and sets j.loss[s] to their
 // summed loss.
 func (w *worker) run(j job) {
+	w.cache = j.cache
+	defer func() { w.cache = nil }()
 	n := len(j.idx)
 	for s := j.first; s < engineShards; s += j.step {
 		lo, hi := n*s/engineShards, n*(s+1)/engineShards
@@ -410,17 +419,23 @@ func (w *worker) forward(x []float32, y []uint8, idx []int, fw *[MaxLayers]time.
 	n, size := len(idx), c*h*wd
 	var sw stopwatch
 	sw.start()
-	for k, i := range idx {
-		copy(w.raw[k*size:(k+1)*size], x[i*size:(i+1)*size])
-	}
-	if e.input == inputNHWC {
-		P := h * wd
-		for k := 0; k < n; k++ {
-			transpose(c, P, w.raw[k*size:(k+1)*size], w.nhwc[k*size:(k+1)*size])
+	if w.cache == nil {
+		for k, i := range idx {
+			copy(w.raw[k*size:(k+1)*size], x[i*size:(i+1)*size])
+		}
+		if e.input == inputNHWC {
+			P := h * wd
+			for k := 0; k < n; k++ {
+				transpose(c, P, w.raw[k*size:(k+1)*size], w.nhwc[k*size:(k+1)*size])
+			}
 		}
 	}
 	for i, st := range e.stages {
-		st.forward(w.bufs[i], n, w.input(i, n), w.acts[i])
+		if i == 0 && w.cache != nil {
+			st.(*gnLinearStage).forwardCached(w.bufs[0], idx, w.cache, w.acts[0])
+		} else {
+			st.forward(w.bufs[i], n, w.input(i, n), w.acts[i])
+		}
 		fw[e.slot[i]] += sw.lap()
 	}
 	last := len(e.stages) - 1

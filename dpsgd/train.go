@@ -151,6 +151,17 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			copy(ema, st.EMA)
 		}
 	}
+	// A run of at least two epochs to go normalises a first group norm's
+	// fixed input once per example (firstStageCache).
+	if ne, ok := engine.(*nativeEngine); ok && float64(cfg.Steps-first)*cfg.SamplingRate >= 2 {
+		cached, err := ne.cacheFirstStage(ctx, train.X, train.N)
+		if err != nil {
+			return res, err
+		}
+		if cached {
+			defer ne.dropFirstStage()
+		}
+	}
 	timed, _ := engine.(Timed)
 	var sw stopwatch
 	var idx []int

@@ -1,0 +1,106 @@
+package dpsgd
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/model"
+)
+
+// plainEngine hides the native engine's type from Train, which then
+// caches nothing: the path without firstStageCache.
+type plainEngine struct{ Engine }
+
+// With the first stage's cache, a clipped sum is the same float values as
+// without it, for the cached slice only: an equal copy of the inputs, then
+// changed, is normalised afresh.
+func TestFirstStageCacheSameSums(t *testing.T) {
+	const n = 60
+	net, x, y := randomData(t, scatterGNLinear, n, 9)
+	perturbNorms(net, 3)
+	idx := []int{3, 17, 17, 42, 0, 59, 8, 21, 33, 34, 35}
+	sum := func(e *nativeEngine, x []float32) ([]float32, float64) {
+		s := make([]float32, net.NumParams())
+		loss, err := e.ClippedSum(x, y, idx, 0.7, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, loss
+	}
+	e, err := newEngineWorkers(net, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, wantLoss := sum(e, x)
+	if ok, err := e.cacheFirstStage(context.Background(), x, n); !ok || err != nil {
+		t.Fatalf("cacheFirstStage = %v, %v", ok, err)
+	}
+	got, loss := sum(e, x)
+	if !slices.Equal(got, want) || loss != wantLoss {
+		t.Fatalf("cached: loss %v, want %v; sums equal: %v", loss, wantLoss, slices.Equal(got, want))
+	}
+	other := slices.Clone(x)
+	size := len(x) / n
+	for k := range size {
+		other[17*size+k] += 0.5
+	}
+	fresh, _ := newEngineWorkers(net, 1)
+	want, _ = sum(fresh, other)
+	if got, _ := sum(e, other); !slices.Equal(got, want) {
+		t.Fatal("another slice's sum came from the cache")
+	}
+}
+
+// Train caches the first stage for a run of two epochs or more, and trains
+// the same parameters as without the cache.
+func TestTrainWithFirstStageCache(t *testing.T) {
+	const n = 200
+	net0, x, y := randomData(t, scatterGNLinear, n, 4)
+	train := &data.Dataset{Name: "cache", X: x, Y: y, N: n, C: scatterGNLinear.C, H: scatterGNLinear.H, W: scatterGNLinear.W, Classes: 10}
+	seed := uint64(5)
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.1, Steps: 25, LearningRate: 0.5, Seed: &seed}
+	var params [2][]float32
+	for k := range params {
+		net := &model.Net{Arch: net0.Arch, Layers: net0.Layers, Params: slices.Clone(net0.Params), Buffers: slices.Clone(net0.Buffers)}
+		e, err := newEngineWorkers(net, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var engine Engine = e
+		if k == 1 {
+			engine = plainEngine{e}
+		}
+		if _, err := Train(context.Background(), net, train, cfg, engine, func(Progress) {
+			if (e.cache != nil) != (k == 0) {
+				t.Fatalf("run %d: cache %v during training", k, e.cache != nil)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if e.cache != nil {
+			t.Error("the cache outlived Train")
+		}
+		params[k] = net.Params
+	}
+	if !slices.Equal(params[0], params[1]) {
+		t.Error("the cached run trained other parameters")
+	}
+}
+
+// Only the fused first stage has a cache; a cancelled build caches nothing.
+func TestFirstStageCacheRefusals(t *testing.T) {
+	net, x, _ := randomData(t, model.MNIST, 4, 1)
+	e, _ := newEngineWorkers(net, 1)
+	if ok, err := e.cacheFirstStage(context.Background(), x, 4); ok || err != nil {
+		t.Errorf("a convolutional first stage: %v, %v", ok, err)
+	}
+	net, x, _ = randomData(t, scatterGNLinear, 4, 1)
+	e, _ = newEngineWorkers(net, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if ok, err := e.cacheFirstStage(ctx, x, 4); ok || err == nil || e.cache != nil {
+		t.Errorf("cancelled: %v, %v", ok, err)
+	}
+}
