@@ -2,6 +2,7 @@ package dpsgd
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -19,8 +20,9 @@ type firstStageCache struct {
 	vars []float64 // [N, C]
 }
 
-// firstStageCacheBytes bounds a cache's size: above it the stage
-// normalises on every visit, as without a cache.
+// firstStageCacheBytes bounds a cache's size, as does a quarter of the Go
+// runtime's soft memory limit (runs side by side each hold one): above
+// either the stage normalises on every visit, as without a cache.
 const firstStageCacheBytes = 4 << 30
 
 // holds reports whether c was computed from the very slice x (the same
@@ -42,7 +44,8 @@ func (e *nativeEngine) cacheFirstStage(ctx context.Context, x []float32, n int) 
 	}
 	l := st.gn.l
 	F, C := l.InSize(), l.In
-	if n < 1 || len(x) != n*F || int64(n)*int64(4*F+8*C) > firstStageCacheBytes {
+	size := int64(n) * int64(4*F+8*C)
+	if n < 1 || len(x) != n*F || size > firstStageCacheBytes || size > debug.SetMemoryLimit(-1)/4 {
 		return false, nil
 	}
 	start := time.Now()
