@@ -2,6 +2,7 @@ package dpsgd
 
 import (
 	"context"
+	"runtime/debug"
 	"slices"
 	"testing"
 
@@ -89,7 +90,8 @@ func TestTrainWithFirstStageCache(t *testing.T) {
 	}
 }
 
-// Only the fused first stage has a cache; a cancelled build caches nothing.
+// Only the fused first stage has a cache, within a quarter of the soft
+// memory limit; a cancelled build caches nothing.
 func TestFirstStageCacheRefusals(t *testing.T) {
 	net, x, _ := randomData(t, model.MNIST, 4, 1)
 	e, _ := newEngineWorkers(net, 1)
@@ -98,6 +100,17 @@ func TestFirstStageCacheRefusals(t *testing.T) {
 	}
 	net, x, _ = randomData(t, scatterGNLinear, 4, 1)
 	e, _ = newEngineWorkers(net, 1)
+	// 4 examples of 81×7×7 take 4·(4·3969 + 8·81) = 66,096 bytes.
+	limit := debug.SetMemoryLimit(4*66096 - 4) // a quarter: one byte short
+	ok, err := e.cacheFirstStage(context.Background(), x, 4)
+	debug.SetMemoryLimit(limit)
+	if ok || err != nil {
+		t.Errorf("a cache above a quarter of the memory limit: %v, %v", ok, err)
+	}
+	if ok, err := e.cacheFirstStage(context.Background(), x, 4); !ok || err != nil {
+		t.Errorf("within the limit: %v, %v", ok, err)
+	}
+	e.dropFirstStage()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if ok, err := e.cacheFirstStage(ctx, x, 4); ok || err == nil || e.cache != nil {
