@@ -63,7 +63,18 @@
 // the network's first stage, whose input gradient nobody needs: a group
 // norm followed by flatten and a linear layer (ScatterNet + GN + linear)
 // then becomes one fused stage, layer_groupnorm_linear.go, that never
-// forms the affine output or the linear layer's input gradient.
+// forms the affine output or the linear layer's input gradient. Its
+// normalised input does not depend on the parameters, so a run of two
+// epochs or more computes it once per training example
+// (first_stage_cache.go).
+//
+// # Workers and reproducibility
+//
+// A step's batch is cut into 8 fixed shards, each summed from zero and
+// added in shard order, and the engine's workers (NewEngineWorkers; Train
+// takes as many as its context gives cores, see runner.Local) share the
+// shards: a seeded run trains the same float32 parameters with any number
+// of workers on the same GEMM kernel.
 //
 // A network whose first layer is a fixed front end (model.ScatterSpec)
 // reads that layer's output as its input (model.Arch.Input): the x given
