@@ -37,7 +37,8 @@ type Config struct {
 	Trials int
 	// Seed fixes every trial's coin and random stream (Run).
 	Seed uint64
-	// Workers is the number of trials run at once; 0 means GOMAXPROCS.
+	// Workers is the number of trials run at once; 0 means one per core
+	// (runner.ForEach).
 	Workers int
 	// CSV, when not "", is a file the results stream to (see Run); "" keeps
 	// them in memory only.
@@ -171,7 +172,7 @@ func Run(ctx context.Context, p Protocol, c Config) (stats0, stats1 []float64, e
 		return nil, nil, err
 	}
 	if c.Workers < 0 {
-		return nil, nil, fmt.Errorf("audit: the number of workers must be ≥ 0 (0: GOMAXPROCS), have %d", c.Workers)
+		return nil, nil, fmt.Errorf("audit: the number of workers must be ≥ 0 (0: one per core), have %d", c.Workers)
 	}
 	n := c.Trials
 	stat := make([]float64, n)

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -22,18 +21,13 @@ type Local struct {
 	Workers int
 }
 
-// Run implements Runner. Tasks start in index order. A task's context
-// gives it max(1, cores/workers) cores, where cores are those ctx allows.
+// Run implements Runner. Tasks start in index order, each with its share
+// of the cores (ForEach).
 func (l Local) Run(ctx context.Context, tasks []Task, done func(i int, output []byte) error) error {
 	var mu sync.Mutex // serialises done
-	cores, workers := cpus.Of(ctx), l.Workers
-	if workers == 0 {
-		workers = cores
-	}
-	share := max(1, cores/max(1, min(workers, len(tasks))))
-	return ForEach(ctx, workers, len(tasks), func(ctx context.Context, i int) error {
+	return ForEach(ctx, l.Workers, len(tasks), func(ctx context.Context, i int) error {
 		t := tasks[i]
-		out, err := Do(cpus.With(ctx, share), t.Kind, t.Input)
+		out, err := Do(ctx, t.Kind, t.Input)
 		if err != nil {
 			return fmt.Errorf("runner: task %s: %w", t.ID, err)
 		}
@@ -44,19 +38,23 @@ func (l Local) Run(ctx context.Context, tasks []Task, done func(i int, output []
 }
 
 // ForEach calls f(ctx, i) for every i in [0, n) on workers goroutines (0:
-// GOMAXPROCS), starting them in index order. The first error cancels the
-// ctx the other calls get and is returned; errors after a cancellation are
-// dropped, and ForEach then returns ctx's error. It returns an error for
-// workers < 0.
+// one per core ctx allows — GOMAXPROCS, or the share of an enclosing
+// ForEach's call), starting them in index order. Each call's ctx gives it
+// an equal share of those cores, max(1, cores/min(workers, n)), which the
+// DP-SGD engine it builds takes as its workers (internal/cpus). The first
+// error cancels the ctx the other calls get and is returned; errors after
+// a cancellation are dropped, and ForEach then returns ctx's error. It
+// returns an error for workers < 0.
 func ForEach(ctx context.Context, workers, n int, f func(ctx context.Context, i int) error) error {
 	if workers < 0 {
-		return fmt.Errorf("runner: the number of workers must be ≥ 0 (0: GOMAXPROCS), have %d", workers)
+		return fmt.Errorf("runner: the number of workers must be ≥ 0 (0: one per core), have %d", workers)
 	}
+	cores := cpus.Of(ctx)
 	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = cores
 	}
 	workers = min(workers, n)
-	run, cancel := context.WithCancel(ctx)
+	run, cancel := context.WithCancel(cpus.With(ctx, cores/max(1, workers)))
 	defer cancel()
 	var (
 		next     atomic.Int64

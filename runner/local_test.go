@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/dptune/dptune/internal/cpus"
@@ -122,4 +124,29 @@ func TestProgress(t *testing.T) {
 		t.Errorf("progress %v", got)
 	}
 	Progress(context.Background(), 1, 2) // no receiver: nothing happens
+}
+
+// ForEach's default is one call per core its context allows, and a nested
+// ForEach divides its call's share again: 4 cores, 2 outer calls of 2
+// cores, each running its inner calls 2 at a time on 1 core.
+func TestForEachNestedShares(t *testing.T) {
+	var mu sync.Mutex
+	var outer, inner []int
+	err := ForEach(cpus.With(context.Background(), 4), 0, 2, func(ctx context.Context, _ int) error {
+		mu.Lock()
+		outer = append(outer, cpus.Of(ctx))
+		mu.Unlock()
+		return ForEach(ctx, 0, 5, func(ctx context.Context, _ int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			inner = append(inner, cpus.Of(ctx))
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(outer, []int{2, 2}) || len(inner) != 10 || slices.Max(inner) != 1 {
+		t.Errorf("outer calls' cores %v, inner calls' %v", outer, inner)
+	}
 }

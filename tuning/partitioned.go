@@ -26,7 +26,7 @@ import (
 // Part runs are non-private by default — per-example clipping at the
 // candidate's norm but no noise, the paper's point being that only the final
 // run must be DP — or DP-SGD with NoiseMultiplier when Private. The k·|S|
-// runs go to a pool of GOMAXPROCS workers; each finished (candidate, part)
+// runs go to a pool of one worker per core; each finished (candidate, part)
 // score is appended to Cache at once, and a rerun with the same settings
 // reuses it, so an interrupted scoring phase resumes where it stopped.
 //
@@ -179,7 +179,7 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 // task is one part run: candidate cand on part part.
 type task struct{ cand, part int }
 
-// pool runs the tasks on GOMAXPROCS goroutines in this process.
+// pool runs the tasks in this process, one per core (runner.ForEach).
 func (p *PartitionScorer) pool(ctx context.Context, s Space, tasks []task, record func(task, float64) error) error {
 	return runner.ForEach(ctx, 0, len(tasks), func(ctx context.Context, q int) error {
 		acc, err := p.TrainPart(ctx, s.At(tasks[q].cand), tasks[q].part)
