@@ -11,9 +11,11 @@ import (
 // fused group norm + linear stage (gnLinearStage) computes before any
 // parameter enters: the normalised input x̂, channels-major, and Σ_p x̂²
 // per channel. A group norm's normalisation has no parameters, so on fixed
-// features (ScatterNet) it is the same at every step; a run of several
-// epochs computes it once per example instead of once per visit, with the
-// same float operations, so the clipped sums are the same values.
+// features (ScatterNet) it is the same at every step and in every run; a
+// run of several epochs reads it instead of normalising at every visit,
+// and the float operations that made it are those of the stage, so the
+// clipped sums are the same values. Runs side by side on the same dataset
+// share one (firstStageCaches).
 type firstStageCache struct {
 	src  []float32 // the inputs it was computed from (their identity)
 	xhat []float32 // [N, C, P]
@@ -21,8 +23,8 @@ type firstStageCache struct {
 }
 
 // firstStageCacheBytes bounds a cache's size, as does a quarter of the Go
-// runtime's soft memory limit (runs side by side each hold one): above
-// either the stage normalises on every visit, as without a cache.
+// runtime's soft memory limit: above either the stage normalises on every
+// visit, as without a cache.
 const firstStageCacheBytes = 4 << 30
 
 // holds reports whether c was computed from the very slice x (the same
@@ -31,13 +33,42 @@ func (c *firstStageCache) holds(x []float32) bool {
 	return c != nil && len(x) > 0 && len(x) == len(c.src) && &x[0] == &c.src[0]
 }
 
-// cacheFirstStage computes the first stage's cache for the n examples of
-// x, on the engine's workers, when that stage is the fused group norm +
+// cacheKey names what a cache depends on: the inputs' identity and the
+// stage's normalisation (its shape, groups and input layout).
+type cacheKey struct {
+	x              *float32
+	n              int
+	c, h, w, group int
+	layout         inputLayout
+}
+
+// sharedCache is one cache and the runs holding it.
+type sharedCache struct {
+	refs  int
+	ready chan struct{}    // closed once built or failed
+	cache *firstStageCache // nil: the build failed
+}
+
+// firstStageCaches are the caches runs hold now, one per key; the last run
+// to let go of one frees it, so a cache never outlives the runs that
+// promise not to change its inputs.
+var firstStageCaches = struct {
+	sync.Mutex
+	m map[cacheKey]*sharedCache
+}{m: map[cacheKey]*sharedCache{}}
+
+// cacheFirstStage makes the first stage's cache of the n examples of x
+// available to ClippedSum, when that stage is the fused group norm +
 // linear stage and the cache fits firstStageCacheBytes; it reports whether
-// it did. Until dropFirstStage, ClippedSum on the same slice x reads the
-// cache instead of normalising; x must not change meanwhile. It stops with
-// ctx's error if cancelled, caching nothing.
+// it did. A run already holding the same cache shares it; else it is
+// computed on the engine's workers. Until dropFirstStage, ClippedSum on
+// the same slice x reads the cache instead of normalising; x must not
+// change meanwhile. It stops with ctx's error if cancelled, caching
+// nothing.
 func (e *nativeEngine) cacheFirstStage(ctx context.Context, x []float32, n int) (bool, error) {
+	if len(e.stages) == 0 || e.cache != nil {
+		return false, nil
+	}
 	st, ok := e.stages[0].(*gnLinearStage)
 	if !ok {
 		return false, nil
@@ -49,8 +80,54 @@ func (e *nativeEngine) cacheFirstStage(ctx context.Context, x []float32, n int) 
 		return false, nil
 	}
 	start := time.Now()
+	key := cacheKey{&x[0], len(x), l.In, l.InH, l.InW, st.gn.groups, e.input}
+	reg := &firstStageCaches
+	reg.Lock()
+	sh, shared := reg.m[key]
+	if !shared {
+		sh = &sharedCache{ready: make(chan struct{})}
+		reg.m[key] = sh
+	}
+	sh.refs++
+	reg.Unlock()
+	release := func() {
+		reg.Lock()
+		defer reg.Unlock()
+		if sh.refs--; sh.refs == 0 && reg.m[key] == sh {
+			delete(reg.m, key)
+		}
+	}
+	if shared {
+		select {
+		case <-sh.ready:
+		case <-ctx.Done():
+			release()
+			return false, ctx.Err()
+		}
+	} else {
+		sh.cache = e.buildFirstStage(ctx, st, x, n)
+		if sh.cache == nil { // cancelled: the next run builds afresh
+			reg.Lock()
+			delete(reg.m, key)
+			reg.Unlock()
+		}
+		close(sh.ready)
+	}
+	if sh.cache == nil {
+		release()
+		return false, ctx.Err()
+	}
+	e.cache, e.release = sh.cache, release
+	e.timings.Phase[PhaseForward] += time.Since(start)
+	return true, nil
+}
+
+// buildFirstStage computes st's cache of the n examples of x on the
+// engine's workers; nil if ctx was cancelled.
+func (e *nativeEngine) buildFirstStage(ctx context.Context, st *gnLinearStage, x []float32, n int) *firstStageCache {
+	l := st.gn.l
+	F, C, P := l.InSize(), l.In, l.InH*l.InW
 	c := &firstStageCache{src: x, xhat: make([]float32, n*F), vars: make([]float64, n*C)}
-	P := l.InH * l.InW
 	nw := len(e.workers)
 	var wg sync.WaitGroup
 	for w := range nw {
@@ -71,13 +148,16 @@ func (e *nativeEngine) cacheFirstStage(ctx context.Context, x []float32, n int) 
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return false, err
+	if ctx.Err() != nil {
+		return nil
 	}
-	e.cache = c
-	e.timings.Phase[PhaseForward] += time.Since(start)
-	return true, nil
+	return c
 }
 
-// dropFirstStage forgets the cache.
-func (e *nativeEngine) dropFirstStage() { e.cache = nil }
+// dropFirstStage lets go of the engine's cache.
+func (e *nativeEngine) dropFirstStage() {
+	if e.release != nil {
+		e.release()
+	}
+	e.cache, e.release = nil, nil
+}

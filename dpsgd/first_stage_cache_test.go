@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/dptune/dptune/data"
@@ -38,6 +39,7 @@ func TestFirstStageCacheSameSums(t *testing.T) {
 	if ok, err := e.cacheFirstStage(context.Background(), x, n); !ok || err != nil {
 		t.Fatalf("cacheFirstStage = %v, %v", ok, err)
 	}
+	defer e.dropFirstStage()
 	got, loss := sum(e, x)
 	if !slices.Equal(got, want) || loss != wantLoss {
 		t.Fatalf("cached: loss %v, want %v; sums equal: %v", loss, wantLoss, slices.Equal(got, want))
@@ -115,5 +117,73 @@ func TestFirstStageCacheRefusals(t *testing.T) {
 	cancel()
 	if ok, err := e.cacheFirstStage(ctx, x, 4); ok || err == nil || e.cache != nil {
 		t.Errorf("cancelled: %v, %v", ok, err)
+	}
+}
+
+// Engines on the same inputs share one cache, which the last to let go
+// frees; another stage shape, or other inputs, get their own.
+func TestFirstStageCacheShared(t *testing.T) {
+	net, x, _ := randomData(t, scatterGNLinear, 6, 2)
+	var es [3]*nativeEngine
+	for k := range es {
+		es[k], _ = newEngineWorkers(net, 1)
+	}
+	other := slices.Clone(x)
+	for k, in := range [][]float32{x, x, other} {
+		if ok, err := es[k].cacheFirstStage(context.Background(), in, 6); !ok || err != nil {
+			t.Fatalf("engine %d: %v, %v", k, ok, err)
+		}
+	}
+	if es[0].cache != es[1].cache || es[2].cache == es[0].cache {
+		t.Fatal("the same inputs' caches are not one, or other inputs share it")
+	}
+	count := func() int {
+		firstStageCaches.Lock()
+		defer firstStageCaches.Unlock()
+		return len(firstStageCaches.m)
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d caches held, want 2", n)
+	}
+	es[0].dropFirstStage()
+	es[2].dropFirstStage()
+	if n := count(); n != 1 {
+		t.Fatalf("%d caches held after two of three let go, want 1", n)
+	}
+	es[1].dropFirstStage()
+	if n := count(); n != 0 {
+		t.Fatalf("%d caches held after all let go", n)
+	}
+}
+
+// Runs that start at once on the same inputs build the cache once and
+// train as they would alone (run with -race).
+func TestFirstStageCacheConcurrentRuns(t *testing.T) {
+	const n = 120
+	net0, x, y := randomData(t, scatterGNLinear, n, 6)
+	train := &data.Dataset{Name: "cache", X: x, Y: y, N: n, C: scatterGNLinear.C, H: scatterGNLinear.H, W: scatterGNLinear.W, Classes: 10}
+	seed := uint64(8)
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.2, Steps: 12, LearningRate: 0.5, Seed: &seed}
+	var params [4][]float32
+	var wg sync.WaitGroup
+	for k := range params {
+		wg.Go(func() {
+			net := &model.Net{Arch: net0.Arch, Layers: net0.Layers, Params: slices.Clone(net0.Params), Buffers: slices.Clone(net0.Buffers)}
+			if _, err := Train(context.Background(), net, train, cfg, nil, nil); err != nil {
+				t.Error(err)
+			}
+			params[k] = net.Params
+		})
+	}
+	wg.Wait()
+	for k := 1; k < len(params); k++ {
+		if !slices.Equal(params[k], params[0]) {
+			t.Errorf("run %d trained other parameters than run 0", k)
+		}
+	}
+	firstStageCaches.Lock()
+	defer firstStageCaches.Unlock()
+	if len(firstStageCaches.m) != 0 {
+		t.Errorf("%d caches held after the runs", len(firstStageCaches.m))
 	}
 }

@@ -78,6 +78,7 @@ type nativeEngine struct {
 	shards    [][]float32
 	shardLoss []float64
 	cache     *firstStageCache // nil: the first stage computes everything
+	release   func()           // lets go of cache
 
 	workers []*worker
 	jobs    []chan job
