@@ -102,7 +102,8 @@ func TestFirstStageCacheRefusals(t *testing.T) {
 	}
 	net, x, _ = randomData(t, scatterGNLinear, 4, 1)
 	e, _ = newEngineWorkers(net, 1)
-	// 4 examples of 81×7×7 take 4·(4·3969 + 8·81) = 66,096 bytes.
+	// 4 examples of 81×7×7 take 4·(4·3969 + 8·81) = 66,096 bytes. The
+	// limit is the process's: no test of this package runs in parallel.
 	limit := debug.SetMemoryLimit(4*66096 - 4) // a quarter: one byte short
 	ok, err := e.cacheFirstStage(context.Background(), x, 4)
 	debug.SetMemoryLimit(limit)
