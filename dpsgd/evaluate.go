@@ -67,6 +67,11 @@ func forwardAll(ctx context.Context, net *model.Net, x []float32, y []uint8, eac
 	}
 	e.prepare()
 	w := e.newWorker()
+	// Inputs some run holds (HoldInputs, Train) are read, not normalised.
+	if c, release, _ := e.acquireFirstStage(ctx, 1, x, len(y), false); c != nil {
+		w.cache = c
+		defer release()
+	}
 	idx := make([]int, 0, e.chunk)
 	var fw [MaxLayers]time.Duration
 	var loss float64

@@ -5,6 +5,9 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/dptune/dptune/internal/cpus"
+	"github.com/dptune/dptune/model"
 )
 
 // firstStageCache holds, for every example of one dataset, what a first
@@ -58,33 +61,81 @@ var firstStageCaches = struct {
 }{m: map[cacheKey]*sharedCache{}}
 
 // cacheFirstStage makes the first stage's cache of the n examples of x
-// available to ClippedSum, when that stage is the fused group norm +
-// linear stage and the cache fits firstStageCacheBytes; it reports whether
-// it did. A run already holding the same cache shares it; else it is
-// computed on the engine's workers. Until dropFirstStage, ClippedSum on
-// the same slice x reads the cache instead of normalising; x must not
-// change meanwhile. It stops with ctx's error if cancelled, caching
-// nothing.
+// available to ClippedSum (acquireFirstStage, computed on the engine's
+// workers if no run holds it) and reports whether it did. Until
+// dropFirstStage, ClippedSum on the same slice x reads the cache instead
+// of normalising; x must not change meanwhile. It stops with ctx's error
+// if cancelled, caching nothing.
 func (e *nativeEngine) cacheFirstStage(ctx context.Context, x []float32, n int) (bool, error) {
-	if len(e.stages) == 0 || e.cache != nil {
+	if e.cache != nil {
 		return false, nil
 	}
-	st, ok := e.stages[0].(*gnLinearStage)
+	start := time.Now()
+	c, release, err := e.acquireFirstStage(ctx, len(e.workers), x, n, true)
+	if c == nil {
+		return false, err
+	}
+	e.cache, e.release = c, release
+	e.timings.Phase[PhaseForward] += time.Since(start)
+	return true, nil
+}
+
+// HoldInputs keeps the normalised inputs of arch's first stage for the n
+// examples of x, when that stage is a group norm followed by flatten and a
+// linear layer (the ScatterNet + group norm networks on their features),
+// until release: Train and Evaluate of such a network on the very slice x
+// then read them instead of normalising x again — the same values — and
+// runs side by side share them. x must not change until release. The
+// inputs take n·(4·C·H·W + 8·C) bytes, computed on as many goroutines as
+// ctx gives cores (see runner.ForEach); above 4 GiB or a quarter of the
+// soft memory limit, and for any other first layer, HoldInputs holds
+// nothing and release does nothing. It returns ctx's error if cancelled,
+// or an error for an invalid arch.
+func HoldInputs(ctx context.Context, arch model.Arch, x []float32, n int) (release func(), err error) {
+	net, err := model.NewZero(arch)
+	if err != nil {
+		return nil, err
+	}
+	e, err := newNative(net)
+	if err != nil {
+		return nil, err
+	}
+	c, release, err := e.acquireFirstStage(ctx, cpus.Of(ctx), x, n, true)
+	if c == nil {
+		return func() {}, err
+	}
+	return release, nil
+}
+
+// acquireFirstStage returns the cache of the n examples of x for p's first
+// stage, and the function that lets go of it: the one a run holds now, or,
+// with build, one computed on workers goroutines. It returns nil (and ctx's
+// error if cancelled) when that stage is not the fused group norm + linear
+// stage, the cache would exceed firstStageCacheBytes or a quarter of the
+// soft memory limit, or no run holds one and build is false.
+func (p *plan) acquireFirstStage(ctx context.Context, workers int, x []float32, n int, build bool) (*firstStageCache, func(), error) {
+	if len(p.stages) == 0 {
+		return nil, nil, nil
+	}
+	st, ok := p.stages[0].(*gnLinearStage)
 	if !ok {
-		return false, nil
+		return nil, nil, nil
 	}
 	l := st.gn.l
 	F, C := l.InSize(), l.In
 	size := int64(n) * int64(4*F+8*C)
 	if n < 1 || len(x) != n*F || size > firstStageCacheBytes || size > debug.SetMemoryLimit(-1)/4 {
-		return false, nil
+		return nil, nil, nil
 	}
-	start := time.Now()
-	key := cacheKey{&x[0], len(x), l.In, l.InH, l.InW, st.gn.groups, e.input}
+	key := cacheKey{&x[0], len(x), l.In, l.InH, l.InW, st.gn.groups, p.input}
 	reg := &firstStageCaches
 	reg.Lock()
 	sh, shared := reg.m[key]
 	if !shared {
+		if !build {
+			reg.Unlock()
+			return nil, nil, nil
+		}
 		sh = &sharedCache{ready: make(chan struct{})}
 		reg.m[key] = sh
 	}
@@ -102,10 +153,10 @@ func (e *nativeEngine) cacheFirstStage(ctx context.Context, x []float32, n int) 
 		case <-sh.ready:
 		case <-ctx.Done():
 			release()
-			return false, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 	} else {
-		sh.cache = e.buildFirstStage(ctx, st, x, n)
+		sh.cache = p.buildFirstStage(ctx, st, workers, x, n)
 		if sh.cache == nil { // cancelled: the next run builds afresh
 			reg.Lock()
 			delete(reg.m, key)
@@ -115,20 +166,18 @@ func (e *nativeEngine) cacheFirstStage(ctx context.Context, x []float32, n int) 
 	}
 	if sh.cache == nil {
 		release()
-		return false, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
-	e.cache, e.release = sh.cache, release
-	e.timings.Phase[PhaseForward] += time.Since(start)
-	return true, nil
+	return sh.cache, release, nil
 }
 
-// buildFirstStage computes st's cache of the n examples of x on the
-// engine's workers; nil if ctx was cancelled.
-func (e *nativeEngine) buildFirstStage(ctx context.Context, st *gnLinearStage, x []float32, n int) *firstStageCache {
+// buildFirstStage computes st's cache of the n examples of x on nw
+// goroutines; nil if ctx was cancelled.
+func (p *plan) buildFirstStage(ctx context.Context, st *gnLinearStage, nw int, x []float32, n int) *firstStageCache {
 	l := st.gn.l
 	F, C, P := l.InSize(), l.In, l.InH*l.InW
 	c := &firstStageCache{src: x, xhat: make([]float32, n*F), vars: make([]float64, n*C)}
-	nw := len(e.workers)
+	nw = max(1, nw)
 	var wg sync.WaitGroup
 	for w := range nw {
 		wg.Go(func() {
@@ -139,7 +188,7 @@ func (e *nativeEngine) buildFirstStage(ctx context.Context, st *gnLinearStage, x
 					return
 				}
 				in := x[i*F : (i+1)*F]
-				if e.input == inputNHWC {
+				if p.input == inputNHWC {
 					transpose(C, P, in, nhwc)
 					in = nhwc
 				}

@@ -188,3 +188,41 @@ func TestFirstStageCacheConcurrentRuns(t *testing.T) {
 		t.Errorf("%d caches held after the runs", len(firstStageCaches.m))
 	}
 }
+
+// Held inputs give Logits the same values as normalising afresh, and
+// Logits alone holds nothing; HoldInputs of another first layer holds
+// nothing either.
+func TestHoldInputs(t *testing.T) {
+	count := func() int {
+		firstStageCaches.Lock()
+		defer firstStageCaches.Unlock()
+		return len(firstStageCaches.m)
+	}
+	net, x, _ := randomData(t, scatterGNLinear, 30, 7)
+	perturbNorms(net, 1)
+	want, err := Logits(context.Background(), net, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("Logits left %d caches", n)
+	}
+	release, err := HoldInputs(context.Background(), net.Arch, x, 30)
+	if err != nil || count() != 1 {
+		t.Fatalf("HoldInputs: %v, %d caches", err, count())
+	}
+	got, err := Logits(context.Background(), net, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if !slices.Equal(got, want) || count() != 0 {
+		t.Errorf("held: logits equal %v, %d caches after release", slices.Equal(got, want), count())
+	}
+	_, xm, _ := randomData(t, model.MNIST, 3, 1)
+	release, err = HoldInputs(context.Background(), model.MNIST, xm, 3)
+	if err != nil || count() != 0 {
+		t.Errorf("a convolution first: %v, %d caches", err, count())
+	}
+	release()
+}

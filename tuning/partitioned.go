@@ -129,6 +129,15 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 		}
 	}
 	total := n * k
+	// Every part run scores on p.Val: a first group norm normalises it once
+	// for them all, in this process.
+	if len(tasks) > 0 {
+		release, err := dpsgd.HoldInputs(ctx, p.Arch, p.Val.X, p.Val.N)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer release()
+	}
 	var mu sync.Mutex
 	record := func(t task, acc float64) error {
 		mu.Lock()
