@@ -11,6 +11,25 @@ import (
 	"github.com/dptune/dptune/model"
 )
 
+// cacheRun is a scatterGNLinear network on n random examples with a
+// seeded DP-SGD config of steps steps at sampling rate q, and a fresh copy
+// of the network for each run.
+func cacheRun(t *testing.T, n, steps int, q float64, seed uint64) (*data.Dataset, Config, func() *model.Net) {
+	net0, x, y := randomData(t, scatterGNLinear, n, seed)
+	train := &data.Dataset{Name: "cache", X: x, Y: y, N: n, C: scatterGNLinear.C, H: scatterGNLinear.H, W: scatterGNLinear.W, Classes: 10}
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: q, Steps: steps, LearningRate: 0.5, Seed: &seed}
+	return train, cfg, func() *model.Net {
+		return &model.Net{Arch: net0.Arch, Layers: net0.Layers, Params: slices.Clone(net0.Params), Buffers: slices.Clone(net0.Buffers)}
+	}
+}
+
+// heldCaches is the number of first-stage caches some run holds.
+func heldCaches() int {
+	firstStageCaches.Lock()
+	defer firstStageCaches.Unlock()
+	return len(firstStageCaches.m)
+}
+
 // plainEngine hides the native engine's type from Train, which then
 // caches nothing: the path without firstStageCache.
 type plainEngine struct{ Engine }
@@ -59,14 +78,10 @@ func TestFirstStageCacheSameSums(t *testing.T) {
 // Train caches the first stage for a run of two epochs or more, and trains
 // the same parameters as without the cache.
 func TestTrainWithFirstStageCache(t *testing.T) {
-	const n = 200
-	net0, x, y := randomData(t, scatterGNLinear, n, 4)
-	train := &data.Dataset{Name: "cache", X: x, Y: y, N: n, C: scatterGNLinear.C, H: scatterGNLinear.H, W: scatterGNLinear.W, Classes: 10}
-	seed := uint64(5)
-	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.1, Steps: 25, LearningRate: 0.5, Seed: &seed}
+	train, cfg, fresh := cacheRun(t, 200, 25, 0.1, 4)
 	var params [2][]float32
 	for k := range params {
-		net := &model.Net{Arch: net0.Arch, Layers: net0.Layers, Params: slices.Clone(net0.Params), Buffers: slices.Clone(net0.Buffers)}
+		net := fresh()
 		e, err := newEngineWorkers(net, 2)
 		if err != nil {
 			t.Fatal(err)
@@ -138,21 +153,16 @@ func TestFirstStageCacheShared(t *testing.T) {
 	if es[0].cache != es[1].cache || es[2].cache == es[0].cache {
 		t.Fatal("the same inputs' caches are not one, or other inputs share it")
 	}
-	count := func() int {
-		firstStageCaches.Lock()
-		defer firstStageCaches.Unlock()
-		return len(firstStageCaches.m)
-	}
-	if n := count(); n != 2 {
+	if n := heldCaches(); n != 2 {
 		t.Fatalf("%d caches held, want 2", n)
 	}
 	es[0].dropFirstStage()
 	es[2].dropFirstStage()
-	if n := count(); n != 1 {
+	if n := heldCaches(); n != 1 {
 		t.Fatalf("%d caches held after two of three let go, want 1", n)
 	}
 	es[1].dropFirstStage()
-	if n := count(); n != 0 {
+	if n := heldCaches(); n != 0 {
 		t.Fatalf("%d caches held after all let go", n)
 	}
 }
@@ -160,16 +170,12 @@ func TestFirstStageCacheShared(t *testing.T) {
 // Runs that start at once on the same inputs build the cache once and
 // train as they would alone (run with -race).
 func TestFirstStageCacheConcurrentRuns(t *testing.T) {
-	const n = 120
-	net0, x, y := randomData(t, scatterGNLinear, n, 6)
-	train := &data.Dataset{Name: "cache", X: x, Y: y, N: n, C: scatterGNLinear.C, H: scatterGNLinear.H, W: scatterGNLinear.W, Classes: 10}
-	seed := uint64(8)
-	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.2, Steps: 12, LearningRate: 0.5, Seed: &seed}
+	train, cfg, fresh := cacheRun(t, 120, 12, 0.2, 6)
 	var params [4][]float32
 	var wg sync.WaitGroup
 	for k := range params {
 		wg.Go(func() {
-			net := &model.Net{Arch: net0.Arch, Layers: net0.Layers, Params: slices.Clone(net0.Params), Buffers: slices.Clone(net0.Buffers)}
+			net := fresh()
 			if _, err := Train(context.Background(), net, train, cfg, nil, nil); err != nil {
 				t.Error(err)
 			}
@@ -182,10 +188,8 @@ func TestFirstStageCacheConcurrentRuns(t *testing.T) {
 			t.Errorf("run %d trained other parameters than run 0", k)
 		}
 	}
-	firstStageCaches.Lock()
-	defer firstStageCaches.Unlock()
-	if len(firstStageCaches.m) != 0 {
-		t.Errorf("%d caches held after the runs", len(firstStageCaches.m))
+	if n := heldCaches(); n != 0 {
+		t.Errorf("%d caches held after the runs", n)
 	}
 }
 
@@ -193,36 +197,31 @@ func TestFirstStageCacheConcurrentRuns(t *testing.T) {
 // Logits alone holds nothing; HoldInputs of another first layer holds
 // nothing either.
 func TestHoldInputs(t *testing.T) {
-	count := func() int {
-		firstStageCaches.Lock()
-		defer firstStageCaches.Unlock()
-		return len(firstStageCaches.m)
-	}
 	net, x, _ := randomData(t, scatterGNLinear, 30, 7)
 	perturbNorms(net, 1)
 	want, err := Logits(context.Background(), net, x)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := count(); n != 0 {
+	if n := heldCaches(); n != 0 {
 		t.Fatalf("Logits left %d caches", n)
 	}
 	release, err := HoldInputs(context.Background(), net.Arch, x, 30)
-	if err != nil || count() != 1 {
-		t.Fatalf("HoldInputs: %v, %d caches", err, count())
+	if err != nil || heldCaches() != 1 {
+		t.Fatalf("HoldInputs: %v, %d caches", err, heldCaches())
 	}
 	got, err := Logits(context.Background(), net, x)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release()
-	if !slices.Equal(got, want) || count() != 0 {
-		t.Errorf("held: logits equal %v, %d caches after release", slices.Equal(got, want), count())
+	if !slices.Equal(got, want) || heldCaches() != 0 {
+		t.Errorf("held: logits equal %v, %d caches after release", slices.Equal(got, want), heldCaches())
 	}
 	_, xm, _ := randomData(t, model.MNIST, 3, 1)
 	release, err = HoldInputs(context.Background(), model.MNIST, xm, 3)
-	if err != nil || count() != 0 {
-		t.Errorf("a convolution first: %v, %d caches", err, count())
+	if err != nil || heldCaches() != 0 {
+		t.Errorf("a convolution first: %v, %d caches", err, heldCaches())
 	}
 	release()
 }
