@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,5 +259,24 @@ func TestVoteRealVerdict(t *testing.T) {
 		"n = 50 clients, 1 of 1 (vote noise σ = 12.7 votes at ε = 1"
 	if v.Outcome != "not reproduced" || !strings.Contains(v.Why, want) {
 		t.Errorf("%s: %s", v.Outcome, v.Why)
+	}
+}
+
+// pooledGap pools GP − Uniform over the γ and, from s.e. ∝ 1/√repeats,
+// says how many tunings a cell would need to resolve the paper's smallest
+// gap (+0.002): a median 2 s.e. of 0.004 at 200 tunings needs 200·2² = 800.
+func TestPooledGap(t *testing.T) {
+	se := 0.004 / 2 / math.Sqrt2 // each side's s.e., so that a cell's 2 s.e. is 0.004
+	cell := func(d float64) TunerSimCell {
+		return TunerSimCell{GPAccuracy: 0.97 + d, GPStdErr: se, UniformAccuracy: 0.97, UniformStdErr: se}
+	}
+	flat := pooledGap([]TunerSimCell{cell(0), cell(0), cell(0)}, 200)
+	// Pooled: 0 ± 0.004/√3 = 0.0023, not below the paper's 0.002.
+	if !strings.Contains(flat, "+0.0000 ± 0.0023") || !strings.Contains(flat, "does not rule out") || !strings.Contains(flat, "about 800 tunings") {
+		t.Errorf("flat cells: %s", flat)
+	}
+	behind := pooledGap([]TunerSimCell{cell(-0.002), cell(-0.002), cell(-0.002), cell(-0.002)}, 200)
+	if !strings.Contains(behind, "-0.0020 ± 0.0020") || !strings.Contains(behind, "absent, not hidden by noise") {
+		t.Errorf("GP behind: %s", behind)
 	}
 }
