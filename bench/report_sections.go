@@ -22,8 +22,8 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 	if err := json.Unmarshal(f.raw, &r); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "## Every tuner at one total budget on %s (%s, n = %d; `dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape). Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
-		r.Settings.Dataset, r.Settings.Model, r.Settings.NominalSize, r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
+	fmt.Fprintf(w, "## Every tuner at one total budget on %s (%s, n = %d; `dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape).%s Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
+		r.Settings.Dataset, r.Settings.Model, r.Settings.NominalSize, datasetNote(r.Settings.Dataset), r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
 	WriteCompareMarkdown(w, &r)
 	fmt.Fprintln(w)
 	// beside compares tuner a with tuner b at each budget where both ran,
@@ -36,7 +36,11 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 			if n == 0 {
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("ε = %g: %+.3f ± %.3f (%d seeds)", eps, d, ci, n))
+			if n == 1 { // one seed: a difference, no interval
+				parts = append(parts, fmt.Sprintf("ε = %g: %+.3f (1 seed)", eps, d))
+			} else {
+				parts = append(parts, fmt.Sprintf("ε = %g: %+.3f ± %.3f (%d seeds)", eps, d, ci, n))
+			}
 			switch {
 			case d > ci:
 				ahead++
@@ -76,6 +80,16 @@ type compareClaim struct {
 	A, B                     CompareEntry
 	Claim, Other             string
 	Infeasible               string
+}
+
+// datasetNote labels results on the JPEG-derived CIFAR-10 copy this
+// project trains on (../shared/data/cifar10-jpeg-derived/SOURCE.md): its
+// accuracies are not comparable with published CIFAR-10 figures.
+func datasetNote(dataset string) string {
+	if dataset != "cifar10" {
+		return ""
+	}
+	return " CIFAR-10 here is the JPEG-derived copy (pixels re-encoded at JPEG quality 75): its accuracies are **not comparable** with published CIFAR-10 figures; the tuners are compared with each other."
 }
 
 // oneSeed makes a verdict from a single seed "not comparable": it has no
@@ -176,11 +190,11 @@ func tunersSection(w *strings.Builder, f found) ([]Verdict, error) {
 	if r.Network != "" {
 		network, model = "`"+r.Network+"`", " --model "+r.Network
 	}
-	command := r.Command
-	if command == "" { // written before tuners.json kept its command line
-		command = fmt.Sprintf("dptune bench tuners%s --epsilon %g --repeats %d --seeds %d --epochs %d", model, r.Epsilon, r.Repeats, r.Seeds, r.Epochs)
+	command := "`" + r.Command + "`"
+	if r.Command == "" { // written before tuners.json kept its command line
+		command = fmt.Sprintf("`dptune bench tuners%s --epsilon %g --repeats %d --seeds %d --epochs %d` (its subgrid's strides were not recorded)", model, r.Epsilon, r.Repeats, r.Seeds, r.Epochs)
 	}
-	fmt.Fprintf(w, "## DP-HyPO's semi-real simulation (`dptune bench tuners`) — SIMULATION MODE\n\nA separate, labelled mode: each tuner visits a cached landscape of real DP-SGD test accuracies (%d candidates of %s on %s, %d seed(s) × %d epoch(s) per point) plus N(0, %g²) score noise; it is never mixed with the real runs above. Command: `%s`.",
+	fmt.Fprintf(w, "## DP-HyPO's semi-real simulation (`dptune bench tuners`) — SIMULATION MODE\n\nA separate, labelled mode: each tuner visits a cached landscape of real DP-SGD test accuracies (%d candidates of %s on %s, %d seed(s) × %d epoch(s) per point) plus N(0, %g²) score noise; it is never mixed with the real runs above. Command: %s.",
 		r.Candidates, r.Dataset, network, r.Seeds, r.Epochs, r.ScoreNoise, command)
 	if r.CPUs > 0 {
 		fmt.Fprintf(w, " Batch size %d. The landscapes' runs took %.1f h of wall time in all (summed over the sessions that built them); the last invocation %.0f s on %d CPUs, load average %s; finished %s.",
@@ -334,8 +348,8 @@ func voteSection(w *strings.Builder, f found) ([]Verdict, error) {
 		if subset > 0 {
 			size = fmt.Sprintf("a public subset of %.0f training examples", subset)
 		}
-		fmt.Fprintf(w, "## DP-Hype (`dptune bench vote`, %s, %s)\n\nCommand: `dptune bench vote --dataset %s --model %s`, %s; %d CPUs, load average %s, wall time %.0f s%s. Client-level guarantees on a split among clients: never comparable row by row with the central tuners.\n\n",
-			ds, model, ds, model, size, r.CPUs, r.Load, r.Wall, voteTrainingTime(r.Splits))
+		fmt.Fprintf(w, "## DP-Hype (`dptune bench vote`, %s, %s)\n\nCommand: `dptune bench vote --dataset %s --model %s`, %s; %d CPUs, load average %s, wall time %.0f s%s. Client-level guarantees on a split among clients: never comparable row by row with the central tuners.%s\n\n",
+			ds, model, ds, model, size, r.CPUs, r.Load, r.Wall, voteTrainingTime(r.Splits), datasetNote(ds))
 	}
 	if len(r.Real) > 0 {
 		fmt.Fprint(w, "The noiseless winner is the candidate the clients' votes choose summed without noise: what DP-Hype tends to as ε grows.\n\n")

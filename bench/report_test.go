@@ -280,3 +280,14 @@ func TestPooledGap(t *testing.T) {
 		t.Errorf("GP behind: %s", behind)
 	}
 }
+
+// Results on the JPEG-derived CIFAR-10 copy are labelled not comparable
+// with published figures; MNIST's are not.
+func TestDatasetNote(t *testing.T) {
+	if !strings.Contains(datasetNote("cifar10"), "not comparable") {
+		t.Errorf("cifar10: %q", datasetNote("cifar10"))
+	}
+	if n := datasetNote("mnist"); n != "" {
+		t.Errorf("mnist: %q", n)
+	}
+}
