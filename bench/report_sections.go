@@ -82,9 +82,10 @@ type compareClaim struct {
 	Infeasible               string
 }
 
-// datasetNote labels results on the JPEG-derived CIFAR-10 copy this
-// project trains on (../shared/data/cifar10-jpeg-derived/SOURCE.md): its
-// accuracies are not comparable with published CIFAR-10 figures.
+// datasetNote labels results on the CIFAR-10 copy this project trains on,
+// whose pixels went through JPEG (quality 75) before they were stored in
+// the binary format: its accuracies are not comparable with published
+// CIFAR-10 figures.
 func datasetNote(dataset string) string {
 	if dataset != "cifar10" {
 		return ""

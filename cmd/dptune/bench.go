@@ -284,3 +284,7 @@ func newBenchAuditCmd() *cobra.Command {
 	fl.BoolVar(&oneRun, "one-run", true, "also audit make run's training in one run (reads MNIST; its features are cached as train caches them)")
 	return cmd
 }
+
+// commandLine is this invocation as typed, for the outputs that record how
+// they were made (compare.json, tuners.json).
+func commandLine() string { return "dptune " + strings.Join(os.Args[1:], " ") }

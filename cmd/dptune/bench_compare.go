@@ -157,7 +157,7 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 			return errors.Join(err, closeErr)
 		}
 	}
-	rep.Command = "dptune " + strings.Join(os.Args[1:], " ")
+	rep.Command = commandLine()
 	rep.Wall = time.Since(start).Seconds()
 	if err := rep.Save(f.out); err != nil {
 		return errors.Join(err, closeErr)

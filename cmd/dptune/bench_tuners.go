@@ -236,7 +236,7 @@ func writeTunerTable(dir string, cells []bench.TunerSimCell, ls [2]bench.Landsca
 	js, err := json.MarshalIndent(map[string]any{"dataset": f.dataset, "epsilon": f.epsilon, "delta": f.delta,
 		"gp_noise_multiplier": sigmaGP, "uniform_noise_multiplier": sigmaU, "candidates": ls[0].Space.Size(),
 		"landscape_epochs": f.epochs, "landscape_seeds": f.seeds, "repeats": f.repeats, "score_noise": f.scoreNoise,
-		"command": "dptune " + strings.Join(os.Args[1:], " "),
+		"command": commandLine(),
 		"network": m.Network, "batch_size": f.batchSize, "landscape_seconds": ls[0].Seconds + ls[1].Seconds,
 		"cpus": m.CPUs, "load_avg": m.Load, "wall_seconds": m.Wall, "finished": m.Finished,
 		"cells": cells}, "", "  ")
