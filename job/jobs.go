@@ -127,42 +127,6 @@ var workerFeatures atomic.Value
 // not once per process; "" computes them in memory.
 func WorkerFeatureCache(dir string) { workerFeatures.Store(dir) }
 
-// dataCache keeps the last few loaded datasets of this process, so that a
-// worker reads its data once, not once per job, and the curator's own
-// process shares what it has loaded with its local jobs.
-var dataCache = struct {
-	sync.Mutex
-	keys []string
-	m    map[string]loaded
-}{m: map[string]loaded{}}
-
-const dataCacheSize = 6
-
-func cacheKey(v any) string {
-	b, _ := json.Marshal(v) // dataRef and rawRef always marshal
-	return string(b)
-}
-
-func cachePut(key string, l loaded) {
-	dataCache.Lock()
-	defer dataCache.Unlock()
-	if _, ok := dataCache.m[key]; !ok {
-		dataCache.keys = append(dataCache.keys, key)
-		if len(dataCache.keys) > dataCacheSize {
-			delete(dataCache.m, dataCache.keys[0])
-			dataCache.keys = dataCache.keys[1:]
-		}
-	}
-	dataCache.m[key] = l
-}
-
-func cacheGet(key string) (loaded, bool) {
-	dataCache.Lock()
-	defer dataCache.Unlock()
-	l, ok := dataCache.m[key]
-	return l, ok
-}
-
 // loadMu serialises loads, so that concurrent jobs read a dataset once.
 var loadMu sync.Mutex
 
