@@ -20,9 +20,8 @@ import (
 // it from the cache only means a later job loads it again.
 var dataCache = struct {
 	sync.Mutex
-	keys  []string // least recently used first
-	m     map[string]loaded
-	bytes int64 // Σ loadedBytes over m
+	keys []string // least recently used first
+	m    map[string]loaded
 }{m: map[string]loaded{}}
 
 const (
@@ -63,17 +62,15 @@ func cachePut(key string, l loaded) {
 	c := &dataCache
 	c.Lock()
 	defer c.Unlock()
-	if old, ok := c.m[key]; ok {
-		c.bytes -= loadedBytes(old)
-		c.keys = slices.DeleteFunc(c.keys, func(k string) bool { return k == key })
+	c.keys = append(slices.DeleteFunc(c.keys, func(k string) bool { return k == key }), key)
+	c.m[key] = l
+	var bytes int64
+	for _, k := range c.keys {
+		bytes += loadedBytes(c.m[k])
 	}
-	c.m[key], c.keys = l, append(c.keys, key)
-	c.bytes += loadedBytes(l)
-	limit := dataCacheLimit()
-	for len(c.keys) > 1 && (len(c.keys) > dataCacheSize || c.bytes > limit) {
-		c.bytes -= loadedBytes(c.m[c.keys[0]])
+	for limit := dataCacheLimit(); len(c.keys) > 1 && (len(c.keys) > dataCacheSize || bytes > limit); c.keys = c.keys[1:] {
+		bytes -= loadedBytes(c.m[c.keys[0]])
 		delete(c.m, c.keys[0])
-		c.keys = c.keys[1:]
 	}
 }
 

@@ -139,7 +139,7 @@ type freshWorker struct {
 func (w freshWorker) Run(ctx context.Context, ts []runner.Task, done func(int, []byte) error) error {
 	dataCache.Lock()
 	l := dataCache.m[w.raw]
-	dataCache.keys, dataCache.m, dataCache.bytes = []string{w.raw}, map[string]loaded{w.raw: l}, loadedBytes(l)
+	dataCache.keys, dataCache.m = []string{w.raw}, map[string]loaded{w.raw: l}
 	dataCache.Unlock()
 	return w.Local.Run(ctx, ts, done)
 }
