@@ -254,9 +254,47 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	return res, nil
 }
 
+// Check returns an error when s cannot continue cfg's run of net: a step
+// outside [1, cfg.Steps), parameters, velocities, buffers or a moving
+// average of other sizes than net's and cfg's, a value that is not finite,
+// a seeded run's random streams missing, or a data normalisation flag
+// other than cfg's. A resume calls it before it charges a budget or reads
+// the data.
+func (s *State) Check(net *model.Net, cfg Config) error {
+	if err := s.check(net, cfg, cfg.Seed != nil || cfg.Key != nil); err != nil {
+		return err
+	}
+	for _, v := range [][]float32{s.Params, s.Buffers, s.Velocity, s.EMA} {
+		for _, f := range v {
+			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+				return fmt.Errorf("dpsgd: the resumed state holds a value that is not finite (%v)", f)
+			}
+		}
+	}
+	return nil
+}
+
 // restore loads s into net and the streams, after checking that it fits
 // net and cfg.
 func (s *State) restore(net *model.Net, cfg Config, reproducible bool, sampling, noise *rand.ChaCha8) error {
+	if err := s.check(net, cfg, reproducible); err != nil {
+		return err
+	}
+	if reproducible {
+		if err := sampling.UnmarshalBinary(s.Sampling); err != nil {
+			return fmt.Errorf("dpsgd: the sampling stream: %w", err)
+		}
+		if err := noise.UnmarshalBinary(s.Noise); err != nil {
+			return fmt.Errorf("dpsgd: the noise stream: %w", err)
+		}
+	}
+	copy(net.Params, s.Params)
+	copy(net.Buffers, s.Buffers)
+	return nil
+}
+
+// check is Check without the scan of the values.
+func (s *State) check(net *model.Net, cfg Config, reproducible bool) error {
 	switch {
 	case s.Step < 1 || s.Step >= cfg.Steps:
 		return fmt.Errorf("dpsgd: resuming at step %d of %d", s.Step, cfg.Steps)
@@ -272,15 +310,5 @@ func (s *State) restore(net *model.Net, cfg Config, reproducible bool, sampling,
 		// what the network and config say, whatever the file claims.
 		return fmt.Errorf("dpsgd: the resumed state says the data normalisation ran: %v; the config: %v", s.Normalised, cfg.DataNorm != nil && !cfg.NonPrivate)
 	}
-	if reproducible {
-		if err := sampling.UnmarshalBinary(s.Sampling); err != nil {
-			return fmt.Errorf("dpsgd: the sampling stream: %w", err)
-		}
-		if err := noise.UnmarshalBinary(s.Noise); err != nil {
-			return fmt.Errorf("dpsgd: the noise stream: %w", err)
-		}
-	}
-	copy(net.Params, s.Params)
-	copy(net.Buffers, s.Buffers)
 	return nil
 }

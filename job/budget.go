@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io/fs"
 
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/privacy/budget"
@@ -29,14 +30,21 @@ type charge struct {
 // budget.ErrExceeded or budget.ErrOtherDataset. End the charge with done, whatever
 // happens.
 func reserve(path string, seeded bool, dataset, command, label string, worst accounting.Ledger) (*charge, error) {
+	return reserveBound(path, seeded, dataset, command, label, "", worst)
+}
+
+// reserveBound is reserve for a run that keeps a checkpoint: binding ties
+// the reservation to it (budget.ReserveBound). A budget file that does not
+// exist is refused like any other request that cannot be met.
+func reserveBound(path string, seeded bool, dataset, command, label, binding string, worst accounting.Ledger) (*charge, error) {
 	if path == "" {
 		return &charge{}, nil
 	}
 	if seeded {
 		return nil, invalidf("a budget file does not take a seed: seeded runs reuse their noise across runs, which the budget cannot count; run unseeded")
 	}
-	r, err := budget.Reserve(path, dataset, command, label, worst)
-	if errors.Is(err, budget.ErrExceeded) || errors.Is(err, budget.ErrOtherDataset) {
+	r, err := budget.ReserveBound(path, dataset, command, label, binding, worst)
+	if errors.Is(err, budget.ErrExceeded) || errors.Is(err, budget.ErrOtherDataset) || errors.Is(err, fs.ErrNotExist) {
 		return nil, invalid(err)
 	}
 	if err != nil {

@@ -130,16 +130,18 @@ type TrainSpec struct {
 	engine func(net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error)
 
 	// Checkpoint, if not "", is the directory where the run keeps its
-	// checkpoint (OUT/checkpoint: CheckpointDir), written atomically at
-	// the end of every epoch and removed once the run finishes, so that a
-	// killed run loses at most one epoch (ResumeTrain).
+	// checkpoint (CheckpointPath(OUT): OUT-curator/checkpoint, never inside
+	// the release directory), written atomically at the end of every epoch,
+	// authenticated under the curator's key (CheckpointKeyFile) and removed
+	// once the run finishes, so that a killed or failed run loses at most
+	// one epoch (ResumeTrain). The run holds the directory's lock: a second
+	// process training into it is refused.
 	Checkpoint string
-	// resume is the checkpointed state a resumed run continues from, with
-	// the settings it kept (written again with each checkpoint) and its
-	// budget file, whose reservation it takes over (ResumeTrain).
-	resume       *dpsgd.State
-	settingsKept *TrainSettings
-	resumeBudget string
+	// resume is the authenticated checkpoint a resumed run continues from
+	// (ResumeTrain), checkpointKey the key its checkpoints are written
+	// under.
+	resume        *checkpoint
+	checkpointKey []byte
 }
 
 // TrainProgress is reported after every step of a training run.
@@ -235,8 +237,8 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 	}
 	cfg.ClipNorm, cfg.NoiseMultiplier = s.ClipNorm, s.NoiseMultiplier
 	if s.NoiseMultiplier != 0 {
-		if !(s.NoiseMultiplier > 0) || math.IsInf(s.NoiseMultiplier, 1) {
-			return cfg, nil, invalidf("noise multiplier %v must be positive and finite", s.NoiseMultiplier)
+		if !(s.NoiseMultiplier > 0 && s.NoiseMultiplier <= accounting.MaxNoiseMultiplier) {
+			return cfg, nil, invalidf("noise multiplier %.4g is outside (0, %g]", s.NoiseMultiplier, accounting.MaxNoiseMultiplier)
 		}
 	} else if err := accounting.CheckEpsilon(s.Epsilon); err != nil {
 		return cfg, nil, invalidf("epsilon: %v", err)
@@ -313,15 +315,45 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			return nil, nil, invalidf("%s holds an unfinished run: continue it with --resume, or remove it to start over", s.Checkpoint)
 		}
 		if s.Budget != "" {
-			// The reservation a resumed run takes over must be this run's
-			// alone (budget.Attach): tag its label.
-			k := randsrc.NewKey()
-			s.Label += fmt.Sprintf(" [run %x]", k[:6])
+			// The reservation a resume settles must be this run's alone
+			// (budget.Settle): tag its label.
+			s.Label += runTag()
 		}
 	}
 	cfg, acc, err := s.plan()
 	if err != nil {
 		return nil, nil, err
+	}
+	if s.Checkpoint != "" && s.resume == nil {
+		if s.checkpointKey, err = checkpointKey(true); err != nil {
+			return nil, nil, err
+		}
+		unlock, err := openCheckpointDir(s.Checkpoint)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer unlock()
+	}
+	if s.Checkpoint != "" {
+		defer func() {
+			if _, err := os.Stat(filepath.Join(s.Checkpoint, checkpointFile)); err != nil {
+				removeCheckpoint(s.Checkpoint, nil) // nothing to resume: leave no empty directory
+			}
+		}()
+	}
+	net, err := model.New(s.Data.Arch, randsrc.New(cfg.Seed, "init"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if ck := s.resume; ck != nil {
+		// Before the budget or the data: a state that cannot continue this
+		// run is refused with the checkpoint kept.
+		if err := ck.state.Check(net, cfg); err != nil {
+			return nil, nil, invalidf("%s: %v", s.Checkpoint, err)
+		}
+		if ck.Start < 0 || ck.Start > ck.state.Step {
+			return nil, nil, invalidf("%s: the checkpoint's process started at step %d, after its step %d", s.Checkpoint, ck.Start, ck.state.Step)
+		}
 	}
 	steps := cfg.Steps
 	var resv *charge
@@ -342,13 +374,14 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			cfg.NoiseMultiplier, calibrated = sigma, true
 		}
 		if s.resume != nil {
-			rest := cfg
-			rest.Steps, rest.DataNorm = cfg.Steps-s.resume.Step, nil
-			resv, err = takeOver(s.resumeBudget, s.Data.Name, s.Label, s.Seed != nil, plannedLedger("dpsgd training", cfg),
-				plannedLedger("dpsgd training (the steps a resume runs)", rest))
+			resv, err = s.resumeCharge(cfg)
 			return err
 		}
-		resv, err = reserve(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, plannedLedger("dpsgd training", cfg))
+		bind := ""
+		if s.Checkpoint != "" {
+			bind = binding(s.settings(cfg), 0, cfg.Steps)
+		}
+		resv, err = reserveBound(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, bind, plannedLedger("dpsgd training", cfg))
 		return err
 	}
 	if _, isRDP := acc.(accounting.RDP); isRDP || calibrated {
@@ -368,9 +401,18 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			return nil, nil, err
 		}
 	}
-	net, err := model.New(s.Data.Arch, randsrc.New(cfg.Seed, "init"))
-	if err != nil {
-		return nil, nil, resv.done(accounting.Ledger{}, err)
+	var lin lineage
+	if s.Checkpoint != "" {
+		lin.Data = dataDigest(train, test)
+		if ck := s.resume; ck != nil {
+			if lin.Data != ck.Data {
+				return nil, nil, resv.done(accounting.Ledger{}, invalidf("%s: the data is not the data the checkpointed run read (its digest differs): resume refused, the checkpoint is kept", s.Checkpoint))
+			}
+			lin.Start = ck.state.Step
+			lin.Prior = accounting.Ledger{Entries: slices.Clone(ck.Prior.Entries)}
+			prev := processLedger(fmt.Sprintf("an earlier process of this run, steps %d–%d (counted at its worst case: it may have run past the checkpoint)", ck.Start+1, steps), cfg, ck.Start)
+			lin.Prior.Entries = append(lin.Prior.Entries, prev.Entries...)
+		}
 	}
 	if s.Started != nil {
 		s.Started(cfg)
@@ -383,23 +425,33 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	}
 	if s.Checkpoint != "" {
 		kept := s.settings(cfg)
-		if s.settingsKept != nil {
-			kept = *s.settingsKept
+		if ck := s.resume; ck != nil {
+			kept = ck.settings
+			kept.Label = s.Label
+			cfg.Resume = ck.state
 		}
-		cfg.Resume, cfg.CheckpointEvery = s.resume, steps/s.Epochs
-		cfg.Checkpoint = func(st dpsgd.State) error { return writeCheckpoint(s.Checkpoint, kept, st) }
+		cfg.CheckpointEvery = steps / s.Epochs
+		cfg.Checkpoint = func(st dpsgd.State) error { return writeCheckpoint(s.Checkpoint, s.checkpointKey, kept, lin, st) }
 	}
 	run, trainErr := dpsgd.Train(ctx, net, train, cfg, engine, s.progress(acc, cfg))
-	if s.Checkpoint != "" && (trainErr == nil || !errors.Is(trainErr, context.Canceled)) {
-		// Finished or failed: nothing to resume. An interrupted run keeps
-		// its checkpoint.
-		if err := os.RemoveAll(s.Checkpoint); err != nil && s.Warn != nil {
-			s.Warn(fmt.Sprintf("could not remove the checkpoint %s: %v", s.Checkpoint, err))
-		}
+	if s.Checkpoint != "" && trainErr == nil {
+		// Finished: nothing to resume. An interrupted or failed run keeps
+		// its checkpoint (a resume continues from it).
+		removeCheckpoint(s.Checkpoint, s.Warn)
 	}
-	ledger := trainLedger("dpsgd training", run.NormEvent, run.Event)
-	diag := &NotPrivateDiagnostics{MeanBatchSize: run.MeanBatchSize}
 	interrupted := errors.Is(trainErr, context.Canceled)
+	// A resumed unseeded run states everything that ran for its model: the
+	// earlier processes at their worst case, then its own steps. A seeded
+	// one re-ran the lost steps with the same noise: its ledger is the
+	// uninterrupted run's.
+	lineageCounts := s.resume != nil && s.Seed == nil && !s.NonPrivate
+	ledger := trainLedger("dpsgd training", run.NormEvent, run.Event)
+	if lineageCounts {
+		done := cfg
+		done.Steps = run.Steps - lin.Start
+		ledger = lineageLedger(lin.Prior, lin.Start, dpsgd.StepsEvent(done))
+	}
+	diag := &NotPrivateDiagnostics{MeanBatchSize: run.MeanBatchSize}
 	// A run stopped early is released with the full planned run's ledger,
 	// the worst case the budget file keeps charged: when to stop may have
 	// followed the training loss shown live, which is not private, so the
@@ -407,6 +459,11 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	stoppedEarly := interrupted && !s.NonPrivate && run.Steps < steps
 	if stoppedEarly {
 		ledger = plannedLedger("dpsgd training (planned: stopped early)", cfg)
+		if lineageCounts {
+			rest := cfg
+			rest.Steps = steps - lin.Start
+			ledger = lineageLedger(lin.Prior, lin.Start, dpsgd.StepsEvent(rest))
+		}
 	}
 	rep := &TrainReport{Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Private: !s.NonPrivate, Delta: s.Delta, Accountant: acc.Name(),
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: cfg.SamplingRate, BatchSize: s.BatchSize,
@@ -432,6 +489,9 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		// The steps taken touched the data: their ledger and its ε are
 		// released alone.
 		rep.Failed, rel.Failed = trainErr.Error(), true
+		if _, err := os.Stat(filepath.Join(s.Checkpoint, checkpointFile)); s.Checkpoint != "" && err == nil {
+			trainErr = fmt.Errorf("%w (the checkpoint of the last epoch is kept in %s: --resume continues from it)", trainErr, s.Checkpoint)
+		}
 		return rel, diag, resv.done(ledger, trainErr)
 	}
 	if !interrupted {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/privacy/budget"
 )
 
@@ -73,7 +74,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if la, lb := ledger(whole), ledger(killed); la != lb {
 		t.Errorf("ledgers differ:\n%s\n%s", la, lb)
 	}
-	if _, err := os.Stat(filepath.Join(killed, "checkpoint")); err == nil {
+	if _, err := os.Stat(killed + "-curator"); err == nil {
 		t.Error("the checkpoint outlived the finished run")
 	}
 	if code, out := run(t, "train", "--resume", killed); code != 2 {
@@ -81,16 +82,25 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	}
 }
 
-// An unseeded run charged to a budget file, killed and resumed, leaves one
-// release in the file, settled with the whole run's ledger: the resume
-// takes over the killed run's reservation and charges nothing more.
-func TestResumeChargesTheBudgetOnce(t *testing.T) {
+// An unseeded run charged to a budget file, killed and resumed: the killed
+// run's reservation is settled at its worst case (the whole plan: it may
+// have run past its checkpoint, with its loss shown live), the resume
+// charges the steps it runs from the checkpoint as a release of its own,
+// and the resumed model's report states both.
+func TestResumeChargesWhatRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains")
 	}
 	out, file := stoppedBudgetRun(t, syscall.SIGKILL)
 	if _, err := os.Stat(filepath.Join(out, "report.json")); err == nil {
 		t.Skip("the run finished before it was killed")
+	}
+	before, err := budget.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(before.Releases) != 1 || before.Releases[0].Status != budget.Reserved {
+		t.Fatalf("after the kill: %+v, want one reservation", before.Releases)
 	}
 	if code, text := run(t, "train", "--resume", out); code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, text)
@@ -99,25 +109,51 @@ func TestResumeChargesTheBudgetOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Releases) != 1 || b.Releases[0].Status != budget.Done {
-		t.Fatalf("budget releases %+v, want one settled", b.Releases)
+	if len(b.Releases) != 2 || b.Releases[0].Status != budget.Done || b.Releases[1].Status != budget.Done {
+		t.Fatalf("budget releases %+v, want the killed run's and the resume's, settled", b.Releases)
+	}
+	if got, want := b.Releases[0].Epsilon, before.Releases[0].Epsilon; got != want {
+		t.Errorf("the killed run settled at ε %v, below its reservation's %v", got, want)
+	}
+	ck := b.Releases[1].Ledger.Entries
+	if len(ck) != 1 || !strings.Contains(b.Releases[1].Label, "(resumed)") {
+		t.Fatalf("the resume's charge: %+v", b.Releases[1])
 	}
 	var rep struct {
-		Ledger json.RawMessage `json:"ledger"`
+		Ledger  json.RawMessage `json:"ledger"`
+		Steps   int             `json:"steps"`
+		Epsilon float64         `json:"epsilon"`
 	}
 	js, _ := os.ReadFile(filepath.Join(out, "report.json"))
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatal(err)
 	}
-	charged, err := json.Marshal(b.Releases[0].Ledger)
+	if rep.Steps != 480 {
+		t.Errorf("the resumed run ends at step %d, want 480", rep.Steps)
+	}
+	// The report's ledger is the two charges, in order.
+	var both accounting.Ledger
+	both.Entries = append(append(both.Entries, b.Releases[0].Ledger.Entries...), b.Releases[1].Ledger.Entries...)
+	charged, err := json.Marshal(both)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var x, y any
-	json.Unmarshal(rep.Ledger, &x)
-	json.Unmarshal(charged, &y)
-	if fmt.Sprint(x) != fmt.Sprint(y) {
-		t.Errorf("budget charged the ledger %s, the run's report holds %s", charged, rep.Ledger)
+	events := func(raw []byte) string {
+		var l struct {
+			Entries []struct {
+				Event any `json:"event"`
+			} `json:"entries"`
+		}
+		if err := json.Unmarshal(raw, &l); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(l.Entries)
+	}
+	if a, b := events(rep.Ledger), events(charged); a != b {
+		t.Errorf("the report's ledger holds %s, the budget charged %s", a, b)
+	}
+	if !(rep.Epsilon > b.Releases[0].Epsilon) {
+		t.Errorf("the report states ε %v, not above the killed run's %v alone", rep.Epsilon, b.Releases[0].Epsilon)
 	}
 }
 
@@ -177,7 +213,7 @@ func stopAfterCheckpoint(t *testing.T, out string, sig os.Signal, args ...string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ckpt := filepath.Join(out, "checkpoint", "state.ckpt")
+	ckpt := filepath.Join(out+"-curator", "checkpoint", "state.ckpt")
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		if _, err := os.Stat(ckpt); err == nil {
 			break

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
@@ -50,12 +49,17 @@ the ε of the whole planned run, which is what --budget is charged: the
 training loss shown while it runs is not private, and the decision to stop
 may have followed it.
 
-After every epoch the run writes a checkpoint to --out/checkpoint
-(parameters, optimiser state, the seeded streams, the settings): a run that
-was killed, even with SIGKILL, continues with --resume OUT and loses at most
-one epoch; a seeded run ends bit for bit as it would have, and --budget is
-not charged again. The checkpoint is the curator's (mode 0600) and is removed
-when the run finishes.`,
+After every epoch the run writes a checkpoint to OUT-curator/checkpoint,
+beside --out and never in it (parameters, optimiser state, the seeded
+streams, the settings, a digest of the data), authenticated under the
+curator's key (~/.config/dptune/checkpoint.key, or $DPTUNE_CHECKPOINT_KEY):
+a run that was killed, even with SIGKILL, or that failed continues with
+--resume OUT and loses at most one epoch. A seeded run ends bit for bit as
+it would have. An unseeded resume re-runs the steps after the checkpoint
+with fresh noise: the killed run stays charged at its worst case, the
+resume charges the steps it runs, and the release states both. An edited
+checkpoint, other data, or a second process on the same checkpoint is
+refused before any work; the checkpoint is removed when the run finishes.`,
 		Example: `  dptune train --dataset mnist --epsilon 3 --delta 1e-5 --epochs 10 --out out/mnist
   dptune train --dataset cifar10 --data-dir data/cifar-10-batches-bin --epsilon 3 --out out/cifar
   dptune budget init mnist.budget --epsilon 4 --delta 1e-5 --dataset mnist
@@ -67,7 +71,7 @@ when the run finishes.`,
 	}
 	f.add(cmd.Flags())
 	cmd.Flags().StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
-	cmd.Flags().StringVar(&f.resume, "resume", "", "continue the unfinished run whose --out was DIR from its checkpoint (DIR/checkpoint, written after every epoch), with the settings it kept; takes no other flag")
+	cmd.Flags().StringVar(&f.resume, "resume", "", "continue the unfinished run whose --out was DIR from its checkpoint (DIR-curator/checkpoint, written after every epoch), with the settings it kept; takes no other flag")
 	return cmd
 }
 
@@ -185,7 +189,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 			return usagef("--resume takes no other flag: the run continues with the settings it kept (drop --%s)", other)
 		}
 		if !job.CheckpointOf(f.resume) {
-			return usagef("%s has no unfinished run to resume (no %s/%s)", f.resume, f.resume, job.CheckpointDir)
+			return usagef("%s has no unfinished run to resume (no checkpoint in %s)", f.resume, job.CheckpointPath(f.resume))
 		}
 		f.out = f.resume
 		fmt.Fprintf(w, "resuming the run in %s from its last checkpoint\n", f.out)
@@ -200,7 +204,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		if err := checkOutRoom(f.out, spec.Data); err != nil {
 			return err
 		}
-		spec.Checkpoint = filepath.Join(f.out, job.CheckpointDir)
+		spec.Checkpoint = job.CheckpointPath(f.out)
 		rel, diag, err = job.Train(ctx, spec)
 	}
 	if rel == nil {

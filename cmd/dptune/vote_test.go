@@ -37,6 +37,19 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	// Checkpoints are authenticated under a key kept outside any output
+	// directory: the tests' key lives in a directory of their own, never
+	// in the user's configuration.
+	if os.Getenv("DPTUNE_CHECKPOINT_KEY") == "" {
+		dir, err := os.MkdirTemp("", "dptune-test-key-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("DPTUNE_CHECKPOINT_KEY", filepath.Join(dir, "checkpoint.key"))
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
 }
 

@@ -22,4 +22,7 @@
 // through it, and a reader sees the old file or the whole new one.
 // WritePathAtomic does the same for a writer that takes a file name (a
 // plot's Save), giving it a name inside a fresh private directory.
+//
+// TryLock takes an exclusive flock(2) without waiting, for a resource two
+// processes must never use at once (a training run's checkpoint).
 package fsx

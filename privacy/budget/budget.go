@@ -64,6 +64,9 @@ type Release struct {
 	Command string // e.g. "train", "tune"
 	Label   string
 	Status  Status
+	// Binding, if not "", names the resumable run the release covers
+	// (ReserveBound): a resume settles it only when the binding matches.
+	Binding string
 	// Ledger is the worst case while Status is Reserved, what ran once Done.
 	Ledger accounting.Ledger
 	// RDP is the ledger's RDP at the file's orders.
@@ -203,7 +206,7 @@ func parse(path string, data []byte) (*Budget, error) {
 
 // checkRelease checks one release of f and returns it decoded.
 func checkRelease(f fileJSON, r releaseJSON) (Release, error) {
-	rel := Release{ID: r.ID, Command: r.Command, Label: r.Label, Status: r.Status, Epsilon: float64(r.Epsilon)}
+	rel := Release{ID: r.ID, Command: r.Command, Label: r.Label, Status: r.Status, Epsilon: float64(r.Epsilon), Binding: r.Binding}
 	if r.ID == "" {
 		return rel, errors.New("no id")
 	}

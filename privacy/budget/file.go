@@ -35,6 +35,9 @@ type releaseJSON struct {
 	Ledger  json.RawMessage `json:"ledger"`
 	RDP     []num           `json:"rdp"`
 	Epsilon num             `json:"epsilon"`
+	// Binding names what the reservation covers, when its run can be
+	// resumed (ReserveBound); absent in files written before it existed.
+	Binding string `json:"binding,omitempty"`
 }
 
 // num is a float64 whose JSON form allows ±∞, written as the strings

@@ -49,6 +49,15 @@ func (e otherDatasetError) Unwrap() error { return ErrOtherDataset }
 // error wraps ErrExceeded, says how much remains, and leaves the file
 // unchanged.
 func Reserve(path, dataset, command, label string, worst accounting.Ledger) (*Reservation, error) {
+	return ReserveBound(path, dataset, command, label, "", worst)
+}
+
+// ReserveBound is Reserve for a run that can be resumed from a checkpoint:
+// binding (a digest of the checkpointed run's settings, noise multiplier
+// and steps) is recorded with the reservation, and Settle, called by the
+// resume, settles the reservation only if the resume's checkpoint has the
+// same binding.
+func ReserveBound(path, dataset, command, label, binding string, worst accounting.Ledger) (*Reservation, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("budget %s: %w", path, pathless(err))
 	}
@@ -87,6 +96,7 @@ func Reserve(path, dataset, command, label string, worst accounting.Ledger) (*Re
 		Ledger:  raw,
 		RDP:     toNums(rdp),
 		Epsilon: num(releaseEpsilon(b.Orders, rdp, b.Delta)),
+		Binding: binding,
 	})
 	if err := write(path, f); err != nil {
 		return nil, err
@@ -266,4 +276,47 @@ func Attach(path, dataset, command, label string, worst accounting.Ledger) (r *R
 		}
 	}
 	return nil, false, nil
+}
+
+// Settle ends the reservation a killed run left in the budget file at path
+// at its worst case: the last release still "reserved" with the same
+// command and label is marked "done" with the ledger it reserved, so it
+// can never be settled lower. A resumed run calls it before it touches the
+// data, whatever happens next, and then reserves the steps it runs itself:
+// the file never counts less than what ran. The reservation must carry
+// binding (ReserveBound); one with another binding is an error naming both
+// (the checkpoint is not the one the reservation was made for), and
+// nothing changes. found is false (and nothing changes) when there is no
+// such reservation: the run settled its own charge (an interrupted run) or
+// an earlier resume settled it.
+func Settle(path, dataset, command, label, binding string) (found bool, err error) {
+	unlock, err := lock(path)
+	if err != nil {
+		return false, fmt.Errorf("budget %s: locking: %w", path, pathless(err))
+	}
+	defer unlock()
+	b, err := Load(path)
+	if err != nil {
+		return false, err
+	}
+	if dataset != b.Dataset {
+		return false, otherDatasetError(fmt.Sprintf("budget %s is the budget of dataset %q, not %q", path, b.Dataset, dataset))
+	}
+	for k := len(b.Releases) - 1; k >= 0; k-- {
+		rel := b.Releases[k]
+		if rel.Status != Reserved || rel.Command != command || rel.Label != label {
+			continue
+		}
+		if rel.Binding != binding {
+			return false, fmt.Errorf("budget %s: reservation %s was made for another run (binding %q, the checkpoint's %q): not settled", path, rel.ID, rel.Binding, binding)
+		}
+		f := b.file
+		f.Releases = append([]releaseJSON(nil), f.Releases...)
+		f.Releases[k].Status = Done
+		if err := write(path, f); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return false, nil
 }
