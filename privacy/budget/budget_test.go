@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -710,4 +711,44 @@ func TestHelperReserveAndHang(t *testing.T) {
 	}
 	os.Stdout.WriteString("reserved " + res.ID() + "\n")
 	time.Sleep(time.Hour)
+}
+
+// Settle ends a bound reservation at the worst case it reserved, never
+// lower, and only for the run it was made for: another binding is refused
+// and changes nothing; a settled or missing reservation is not found.
+func TestSettleKeepsTheWorstCase(t *testing.T) {
+	path := newBudget(t, 50, 1e-5)
+	worst := ledgerOf("dpsgd", accounting.DPSGD(1.1, 0.01, 100))
+	res, err := ReserveBound(path, "mnist", "train", "run [a]", "steps 1–100", worst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved := load(t, path).Releases[0]
+	if reserved.Binding != "steps 1–100" || reserved.Status != Reserved {
+		t.Fatalf("reserved %+v", reserved)
+	}
+	before := read(t, path)
+	if _, err := Settle(path, "mnist", "train", "run [a]", "steps 1–50"); err == nil || !strings.Contains(err.Error(), "another run") {
+		t.Errorf("another binding: %v", err)
+	}
+	if !bytes.Equal(before, read(t, path)) {
+		t.Error("a refused Settle changed the file")
+	}
+	if _, err := Settle(path, "cifar10", "train", "run [a]", "steps 1–100"); !errors.Is(err, ErrOtherDataset) {
+		t.Errorf("another dataset: %v", err)
+	}
+	found, err := Settle(path, "mnist", "train", "run [a]", "steps 1–100")
+	if err != nil || !found {
+		t.Fatalf("Settle: %v, %v", found, err)
+	}
+	settled := load(t, path).Releases[0]
+	if settled.Status != Done || !reflect.DeepEqual(settled.RDP, reserved.RDP) || settled.Epsilon != reserved.Epsilon {
+		t.Errorf("settled %+v, reserved %+v", settled, reserved)
+	}
+	if found, err := Settle(path, "mnist", "train", "run [a]", "steps 1–100"); found || err != nil {
+		t.Errorf("settling twice: %v, %v", found, err)
+	}
+	if err := res.Commit(ledgerOf("dpsgd", accounting.DPSGD(1.1, 0.01, 1))); err == nil {
+		t.Error("a settled reservation was committed lower")
+	}
 }
