@@ -10,10 +10,12 @@
 //   - CIFAR-10 from its binary distribution (data_batch_1.bin … data_batch_5.bin,
 //     test_batch.bin, optionally gzipped) in a directory the user names
 //     (LoadCIFAR10).
-//   - An image folder in torchvision's ImageFolder layout, PNG or JPEG
-//     (LoadFolder, folder.go): classes from its directory names, images
-//     read as grey or RGB, resized bilinearly to a network's input, scaled
-//     by 1/255 and normalised with constants the caller gives.
+//   - An image folder in torchvision's ImageFolder layout, PNG, JPEG, GIF
+//     or TIFF (LoadFolder, folder.go): classes from the public test split's
+//     directory names, images read as grey or RGB, resized bilinearly to a
+//     network's input, scaled by 1/255 and normalised with constants the
+//     caller gives; training files that cannot be used are left out and
+//     counted for the curator, never refused.
 //
 // By name: each dataset's file registers it (Register, in init) with what
 // a job needs before reading it — its loader, published training-set size,
