@@ -35,9 +35,11 @@ type Source struct {
 	Input model.Input
 	// folder, for an image folder, is how it is read (kept by a
 	// checkpoint); loadContext, if not nil, is Load stopping with ctx's
-	// error soon after ctx is cancelled (an image folder's decoding).
+	// error soon after ctx is cancelled (an image folder's decoding), and
+	// telling warn, if not nil, what it left out of the private training
+	// split (a curator-side note).
 	folder      *FolderSettings
-	loadContext func(ctx context.Context) (train, test *data.Dataset, err error)
+	loadContext func(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error)
 	// Features says where the features of a network with a fixed front
 	// end (a scatter first layer, model.Arch.FrontEnd) are kept; the job
 	// trains and evaluates on them in place of the images.
@@ -329,7 +331,7 @@ func (s Source) Check() error {
 // input; it stops with ctx's error while they are computed.
 func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error) {
 	if s.loadContext != nil {
-		train, test, err = s.loadContext(ctx)
+		train, test, err = s.loadContext(ctx, warn)
 	} else {
 		train, test, err = s.Load()
 	}
