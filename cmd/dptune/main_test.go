@@ -55,6 +55,8 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"train", "--no-such-flag"},
 		{"train", "--epochs", "ten"},
 		{"train", "--epsilon", "3", "--noise-multiplier", "1"},
+		{"train", "--noise-multiplier", "1e300"},
+		{"train", "--budget", "/nonexistent/mnist.budget"},
 		{"train", "--non-private", "--epsilon", "3"},
 		{"train", "--epsilon", "1e-9"},
 		{"train", "--accountant", "moments"},

@@ -233,7 +233,15 @@ func stopAfterCheckpoint(t *testing.T, out string, sig os.Signal, args ...string
 // the budget file.
 func stoppedBudgetRun(t *testing.T, sig os.Signal) (out, file string) {
 	t.Helper()
-	data := writeMNISTDir(t, 600, 100, -1)
+	out, file, _ = stoppedBudgetRunOn(t, sig)
+	return out, file
+}
+
+// stoppedBudgetRunOn is stoppedBudgetRun that also returns the run's data
+// directory.
+func stoppedBudgetRunOn(t *testing.T, sig os.Signal) (out, file, data string) {
+	t.Helper()
+	data = writeMNISTDir(t, 600, 100, -1)
 	file = filepath.Join(t.TempDir(), "mnist.budget")
 	if code, text := run(t, "budget", "init", file, "--epsilon", "50", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
 		t.Fatalf("budget init: exit %d: %s", code, text)
@@ -241,5 +249,5 @@ func stoppedBudgetRun(t *testing.T, sig os.Signal) (out, file string) {
 	out = filepath.Join(t.TempDir(), "stopped")
 	stopAfterCheckpoint(t, out, sig, "train", "--data-dir", data, "--nominal-size", "600", "--batch-size", "50", "--epochs", "40",
 		"--epsilon", "8", "--budget", file, "--out", out)
-	return out, file
+	return out, file, data
 }
