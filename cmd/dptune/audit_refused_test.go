@@ -56,6 +56,7 @@ func TestAuditOneRunRefused(t *testing.T) {
 		{[]string{"--canaries", "10001"}, "--canaries 10001 is above 10000, the size of mnist's test set"},
 		{[]string{"--non-private"}, "--non-private: a one-run audit audits a private run"},
 		{[]string{"--epsilon", "-1"}, "ε"},
+		{[]string{"--noise-multiplier", "1e300"}, "noise multiplier 1e+300 is outside (0, 10000]"},
 	} {
 		args := append([]string{"audit", "one-run", "--out", filepath.Join(t.TempDir(), "x")}, tc.args...)
 		refusedAtOnce(t, args, tc.want)
