@@ -76,10 +76,12 @@
 // Train on your own images: FolderDataset reads an ImageFolder
 // (DIR/train/<class>/*, DIR/test/<class>/*) as a Source with a declared
 // nominal size and public pixel constants. A TrainSpec with Checkpoint
-// keeps a checkpoint after every epoch (checkpoint.go), and ResumeTrain
-// continues a killed or stopped run from it, bit for bit when seeded, with
-// every step counted once and the budget file charged for every step that
-// runs.
+// (CheckpointPath: OUT-curator/checkpoint, never in the release) keeps an
+// authenticated checkpoint after every epoch (checkpoint.go), and
+// ResumeTrain continues a killed, stopped or failed run from it: bit for
+// bit with the same ledger when seeded; unseeded, with the process it
+// continues counted at its worst case and the steps it runs charged anew,
+// so a budget file never counts less than what ran.
 //
 // Use a model elsewhere: Predict labels image files with a saved model
 // (read as its training data was: model.Input), and Export writes it as
