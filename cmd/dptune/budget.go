@@ -34,7 +34,12 @@ filter (Feldman & Zrnic 2021), valid even when each run's parameters were
 chosen after seeing earlier results. See the documentation of package
 privacy/budget for the rule and its proof.
 
+An image folder's budget names it as its runs do, folder:NAME with NAME the
+data directory's last element, and needs the folder's public nominal size
+for the check δ < 1/N.
+
   dptune budget init mnist.budget --epsilon 3 --delta 1e-5 --dataset mnist
+  dptune budget init photos.budget --epsilon 3 --delta 1e-5 --dataset folder:photos --nominal-size 12000
   dptune budget show mnist.budget`,
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -53,6 +58,7 @@ func oneFile(cmd *cobra.Command, args []string) error {
 type budgetInitFlags struct {
 	epsilon, delta float64
 	dataset        string
+	nominalSize    int
 }
 
 func newBudgetInitCmd() *cobra.Command {
@@ -66,7 +72,8 @@ func newBudgetInitCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "the cap ε in nats: every run on the dataset together stays within it")
 	fl.Float64Var(&f.delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size ("+job.NominalSizeHelp()+")")
-	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: "+job.DatasetHelp())
+	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder:NAME (an image folder whose data directory is called NAME, as its runs' reports name it)")
+	fl.IntVar(&f.nominalSize, "nominal-size", 0, "public size N of the training set, for the check δ < 1/N: required for folder:NAME; for a built-in dataset, the size of the copy in --data-dir if not its published one")
 	return cmd
 }
 
@@ -83,12 +90,28 @@ func runBudgetInit(cmd *cobra.Command, path string, f budgetInitFlags) error {
 	if err := job.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
-	if names := job.DatasetNames(); !slices.Contains(names, f.dataset) {
-		return usagef("unknown dataset %q (want one of %s)", f.dataset, strings.Join(names, ", "))
+	n, _ := job.NominalSize(f.dataset)
+	switch names := job.DatasetNames(); {
+	case job.IsFolderDatasetName(f.dataset):
+		if err := job.CheckFolderDatasetName(f.dataset); err != nil {
+			return err
+		}
+		if !ch("nominal-size") {
+			return usagef("budget init --dataset %s needs --nominal-size: the public number of training images, as its runs declare it", f.dataset)
+		}
+	case !slices.Contains(names, f.dataset):
+		return usagef("unknown dataset %q (want one of %s or folder:NAME)", f.dataset, strings.Join(names, ", "))
+	}
+	size := "the published size"
+	if ch("nominal-size") {
+		if f.nominalSize < 1 {
+			return usagef("--nominal-size %d: a size is at least 1", f.nominalSize)
+		}
+		n, size = f.nominalSize, "the nominal size"
 	}
 	// δ ≥ 1/N allows releasing a random example of the N outright.
-	if n, _ := job.NominalSize(f.dataset); !(f.delta < 1/float64(n)) {
-		return usagef("--delta %g must be below 1/N = %.3g, N = %d the published size of %s (a δ of 1/N allows releasing one example outright)", f.delta, 1/float64(n), n, f.dataset)
+	if !(f.delta < 1/float64(n)) {
+		return usagef("--delta %g must be below 1/N = %.3g, N = %d %s of %s (a δ of 1/N allows releasing one example outright)", f.delta, 1/float64(n), n, size, f.dataset)
 	}
 	if err := job.InitBudget(path, f.epsilon, f.delta, f.dataset); err != nil {
 		if errors.Is(err, fs.ErrExist) {

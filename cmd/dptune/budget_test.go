@@ -153,3 +153,65 @@ func TestBudgetShowBadFileExit1(t *testing.T) {
 		}
 	}
 }
+
+// N23: an image folder's runs are charged to a budget file of its own
+// dataset name, folder:NAME (NAME the data directory's last element, as
+// its reports name it): budget init takes it with the folder's nominal
+// size, a folder run charges it, and a budget file of another dataset
+// (MNIST's) is refused for a folder run, as a folder's is for an MNIST run.
+func TestBudgetFolderDataset(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "photos")
+	writeMNISTFolder(t, dir, 300, 100)
+	path := filepath.Join(base, "photos.budget")
+	for _, args := range [][]string{
+		{"init", path, "--epsilon", "20", "--delta", "1e-5", "--dataset", "folder:photos"},                          // no nominal size
+		{"init", path, "--epsilon", "20", "--delta", "1e-2", "--dataset", "folder:photos", "--nominal-size", "300"}, // δ ≥ 1/300
+		{"init", path, "--epsilon", "20", "--delta", "1e-5", "--dataset", "folder:", "--nominal-size", "300"},
+		{"init", path, "--epsilon", "20", "--delta", "1e-5", "--dataset", "folder:a/b", "--nominal-size", "300"},
+		{"init", path, "--epsilon", "20", "--delta", "1e-5", "--dataset", "folder:esc\x1b[2J", "--nominal-size", "300"},
+		{"init", path, "--epsilon", "20", "--delta", "1e-5", "--dataset", "folder:photos", "--nominal-size", "0"},
+	} {
+		if code, out := runBudgetCLI(t, args...); code != 2 || strings.Count(strings.TrimSpace(out), "\n") != 0 || strings.Contains(out, "\x1b") {
+			t.Errorf("%q: exit %d, %q; want 2 and one line", args, code, out)
+		}
+	}
+	if code, out := runBudgetCLI(t, "init", path, "--epsilon", "20", "--delta", "1e-5", "--dataset", "folder:photos", "--nominal-size", "300"); code != 0 || !strings.Contains(out, "folder:photos") {
+		t.Fatalf("init folder:photos: exit %d: %s", code, out)
+	}
+	train := func(dataset, dir, budgetFile string) (int, string) {
+		args := []string{"train", "--dataset", dataset, "--nominal-size", "300", "--epochs", "1", "--batch-size", "100", "--epsilon", "2",
+			"--budget", budgetFile, "--out", filepath.Join(t.TempDir(), "m")}
+		if dir != "" {
+			args = append(args, "--data-dir", dir)
+		}
+		if dataset == "folder" {
+			args = append(args, "--mean", "0.1307", "--std", "0.3081")
+		}
+		return run(t, args...)
+	}
+	if code, text := train("folder", dir, path); code != 0 {
+		t.Fatalf("folder run with its budget: exit %d: %s", code, text)
+	}
+	b, err := budget.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Dataset != "folder:photos" || len(b.Releases) != 1 || b.Releases[0].Status == budget.Reserved || b.Releases[0].Command != "train" || !(b.Spent() > 0) {
+		t.Errorf("budget after the folder run: dataset %s, releases %+v, spent %v; want one settled train release", b.Dataset, b.Releases, b.Spent())
+	}
+	mnist := filepath.Join(base, "mnist.budget")
+	if code, out := runBudgetCLI(t, "init", mnist, "--epsilon", "20", "--delta", "1e-5", "--dataset", "mnist"); code != 0 {
+		t.Fatalf("init mnist: exit %d: %s", code, out)
+	}
+	if code, text := train("folder", dir, mnist); code != 2 || !strings.Contains(text, `budget of dataset "mnist", not "folder:photos"`) {
+		t.Errorf("folder run with MNIST's budget: exit %d: %s", code, text)
+	}
+	mnistDir := writeMNISTDir(t, 300, 100, -1)
+	if code, text := train("mnist", mnistDir, path); code != 2 || !strings.Contains(text, `budget of dataset "folder:photos", not "mnist"`) {
+		t.Errorf("MNIST run with the folder's budget: exit %d: %s", code, text)
+	}
+	if b, err := budget.Load(path); err != nil || len(b.Releases) != 1 {
+		t.Errorf("a refused run changed the folder's budget: %v", err)
+	}
+}

@@ -20,13 +20,15 @@ type dataFlags struct {
 	nominalSize              int
 	mean, std                []float64 // --dataset folder
 	noResize                 bool
+	shape                    []int
 }
 
 func addDataFlags(fl *pflag.FlagSet, d *dataFlags) {
-	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder (an ImageFolder: --data-dir DIR with DIR/train/<class>/* and DIR/test/<class>/*, PNG or JPEG; needs --nominal-size)")
+	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder (an ImageFolder: --data-dir DIR with DIR/train/<class>/* and DIR/test/<class>/*, images in "+job.FolderFormatsHelp()+"; classes and shape from the public test split; needs --nominal-size)")
 	fl.Float64SliceVar(&d.mean, "mean", nil, "folder: public per-channel mean of the pixels scaled to [0, 1], subtracted before dividing by --std (default 0; never computed from the images)")
 	fl.Float64SliceVar(&d.std, "std", nil, "folder: public per-channel standard deviation the pixels are divided by (default 1)")
-	fl.BoolVar(&d.noResize, "no-resize", false, "folder: refuse an image whose size is not the network's instead of resizing it (bilinear)")
+	fl.BoolVar(&d.noResize, "no-resize", false, "folder: do not resize (bilinear) an image whose size is not the network's: a training image is left out and counted (curator-side), a test image refused")
+	fl.IntSliceVar(&d.shape, "image-shape", nil, "folder: the network's input C,H,W (1 or 3 channels, height, width; default: the shape of the dataset a built-in network was made for, else the first test image's, never a training image's)")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files (default "+job.DefaultDirHelp()+")")
 	fl.IntVar(&d.nominalSize, "nominal-size", 0, "public size of the training set in --data-dir, used for every sampling rate and divisor (default: the dataset's published size, "+job.NominalSizeHelp()+"); the loaded count is never used")
 	addModelFlag(fl, &d.model)
@@ -43,15 +45,15 @@ func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
 			return job.Source{}, usagef("--mean and --std go together: one value per channel each")
 		}
 		src, _, err := job.FolderDataset(d.dataDir, d.model, d.nominalSize, job.FolderSettings{Mean: d.mean, Std: d.std, NoResize: d.noResize,
-			Progress: folderProgress(cmd.ErrOrStderr())})
+			Shape: d.shape, Progress: folderProgress(cmd.ErrOrStderr())})
 		if err != nil {
 			return src, err
 		}
 		src.Features = job.FeatureCache{Dir: d.featureCache, Progress: featureProgress(cmd.ErrOrStderr())}
 		return src, nil
 	}
-	if ch("mean") || ch("std") || ch("no-resize") {
-		return job.Source{}, usagef("--mean, --std and --no-resize apply to --dataset folder")
+	if ch("mean") || ch("std") || ch("no-resize") || ch("image-shape") {
+		return job.Source{}, usagef("--mean, --std, --no-resize and --image-shape apply to --dataset folder")
 	}
 	src, err := job.Dataset(d.dataset, d.dataDir)
 	if err != nil {

@@ -183,3 +183,232 @@ func TestPredictFolderImages(t *testing.T) {
 		}
 	}
 }
+
+// firstFile is the first file, by name, of directory dir.
+func firstFile(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("%s: %v", dir, err)
+	}
+	return filepath.Join(dir, entries[0].Name())
+}
+
+// writePNG writes img to path as PNG.
+func writePNG(t *testing.T, path string, img image.Image) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modelArch reads the network and input shape a release's model.json
+// states.
+func modelArch(t *testing.T, out string) (name string, c, h, w, classes int) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "model.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Arch struct {
+			Name    string `json:"name"`
+			C       int    `json:"channels"`
+			H       int    `json:"height"`
+			W       int    `json:"width"`
+			Classes int    `json:"classes"`
+		} `json:"arch"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m.Arch.Name, m.Arch.C, m.Arch.H, m.Arch.W, m.Arch.Classes
+}
+
+// trainFolder trains one epoch on the image folder dir of nominal size n,
+// into a fresh directory it returns, with the exit status and output.
+func trainFolder(t *testing.T, dir string, n int, extra ...string) (string, int, string) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "m")
+	args := append([]string{"train", "--dataset", "folder", "--data-dir", dir, "--nominal-size", fmt.Sprint(n), "--epochs", "1", "--batch-size", "100",
+		"--epsilon", "8", "--mean", "0.1307", "--std", "0.3081", "--out", out}, extra...)
+	code, text := run(t, args...)
+	return out, code, text
+}
+
+// H2: the network and its input shape are the public test split's. Two
+// folders that differ in their first training image only — a 28×28 grey
+// PNG against a 20×20 grey or a 28×28 RGB one — release the same network
+// on the same 1×28×28 input (tb-mnist, chosen by the test images' shape).
+func TestFolderShapeIsThePublicSplits(t *testing.T) {
+	for name, first := range map[string]image.Image{
+		"as written": nil,
+		"grey 20×20": image.NewGray(image.Rect(0, 0, 20, 20)),
+		"RGB 28×28":  image.NewRGBA(image.Rect(0, 0, 28, 28)),
+	} {
+		dir := t.TempDir()
+		writeMNISTFolder(t, dir, 300, 100)
+		if first != nil {
+			writePNG(t, firstFile(t, filepath.Join(dir, "train", "0")), first)
+		}
+		out, code, text := trainFolder(t, dir, 300, "--seed", "1")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, text)
+		}
+		if net, c, h, w, k := modelArch(t, out); net != "tb-mnist" || c != 1 || h != 28 || w != 28 || k != 10 {
+			t.Errorf("first training image %s: model.json states %s on %d×%d×%d, %d classes; want tb-mnist on 1×28×28, 10", name, net, c, h, w, k)
+		}
+	}
+}
+
+// M2 and ImageFolder's public behaviour: a class whose only training
+// image is removed trains (the neighbour folder also releases); a text
+// file among the training images and a training class test/ does not have
+// are left out and counted on the curator's terminal only, never in
+// report.json. Class directories that are symbolic links (train/9 and
+// test/9), images in a sub-directory (train/3/more/) and a link to an
+// image are read: all 300 training images, so no count warning.
+func TestFolderTrainsWhatItCan(t *testing.T) {
+	dir := t.TempDir()
+	writeMNISTFolder(t, dir, 300, 100)
+	// train/9 and test/9 live elsewhere, linked.
+	elsewhere := t.TempDir()
+	for _, split := range []string{"train", "test"} {
+		if err := os.Rename(filepath.Join(dir, split, "9"), filepath.Join(elsewhere, split+"9")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(elsewhere, split+"9"), filepath.Join(dir, split, "9")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Half of train/3 moves to train/3/more/.
+	three := filepath.Join(dir, "train", "3")
+	entries, err := os.ReadDir(three)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(three, "more"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries[:len(entries)/2] {
+		if err := os.Rename(filepath.Join(three, e.Name()), filepath.Join(three, "more", e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One image of train/2 is a link to its file, kept elsewhere.
+	two := firstFile(t, filepath.Join(dir, "train", "2"))
+	if err := os.Rename(two, filepath.Join(elsewhere, "two.png")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(elsewhere, "two.png"), two); err != nil {
+		t.Fatal(err)
+	}
+	out, code, text := trainFolder(t, dir, 300, "--seed", "1")
+	if code != 0 {
+		t.Fatalf("links and sub-directories: exit %d: %s", code, text)
+	}
+	if _, _, _, _, k := modelArch(t, out); k != 10 || strings.Contains(text, "not the nominal") {
+		t.Errorf("%d classes (want 10), output %s", k, text)
+	}
+
+	// Unusable training entries and an emptied class: trained, counted
+	// for the curator only.
+	if err := os.WriteFile(filepath.Join(dir, "train", "4", "notes.png"), []byte("not an image"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writePNG(t, filepath.Join(dir, "train", "extra", "x.png"), image.NewGray(image.Rect(0, 0, 28, 28)))
+	eight := filepath.Join(dir, "train", "8")
+	entries, err = os.ReadDir(eight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries[1:] { // keep one image of class 8
+		if err := os.Remove(filepath.Join(eight, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, emptied := range []bool{false, true} {
+		if emptied {
+			if err := os.Remove(filepath.Join(eight, entries[0].Name())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, code, text := trainFolder(t, dir, 300)
+		if code != 0 {
+			t.Fatalf("class 8 emptied %v: exit %d: %s", emptied, code, text)
+		}
+		if !strings.Contains(text, "left out 2 entries of the training split") || !strings.Contains(text, "notes.png") || !strings.Contains(text, "curator-side") {
+			t.Errorf("class 8 emptied %v: no curator's note of the 2 entries left out: %s", emptied, text)
+		}
+		rep, err := os.ReadFile(filepath.Join(out, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(rep), "left out") || strings.Contains(string(rep), "notes.png") {
+			t.Errorf("report.json tells what was left out: %s", rep)
+		}
+		if _, _, _, _, k := modelArch(t, out); k != 10 {
+			t.Errorf("class 8 emptied %v: %d classes, want 10", emptied, k)
+		}
+	}
+}
+
+// Requests the public split or the flags make impossible are refused
+// with one line and exit 2 before any image is decoded: normalising
+// constants that overflow float32 (N12), a folder or a test class whose
+// name holds ESC or a bidirectional override (N19, named quoted, never
+// raw), an empty test class (N16), a bad --image-shape.
+func TestFolderRefusedBeforeWork(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "digits")
+	writeMNISTFolder(t, dir, 200, 100)
+	esc := filepath.Join(base, "esc\x1b[31mred")
+	if err := os.Rename(dir, esc); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(base, "plain")
+	writeMNISTFolder(t, plain, 200, 100)
+	bidi := filepath.Join(base, "bidi")
+	writeMNISTFolder(t, bidi, 200, 100)
+	for _, split := range []string{"train", "test"} {
+		if err := os.Rename(filepath.Join(bidi, split, "9"), filepath.Join(bidi, split, "9\u202egnp.exe")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := filepath.Join(base, "empty")
+	writeMNISTFolder(t, empty, 200, 100)
+	if err := os.MkdirAll(filepath.Join(empty, "test", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	folderArgs := func(dir string, extra ...string) []string {
+		return append([]string{"train", "--dataset", "folder", "--data-dir", dir, "--nominal-size", "200", "--batch-size", "50", "--epochs", "1", "--epsilon", "1", "--out", filepath.Join(t.TempDir(), "m")}, extra...)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{folderArgs(plain, "--mean", "0", "--std", "1e-300"), "standard deviation 1e-300"},
+		{folderArgs(plain, "--mean", "1e6", "--std", "1"), "mean 1e+06"},
+		{folderArgs(esc), `"esc\x1b[31mred"`},
+		{folderArgs(bidi), `9\u202egnp.exe`},
+		{folderArgs(empty), "test class x has no images"},
+		{folderArgs(plain, "--image-shape", "2,28,28"), "1 (grey) or 3 (RGB) channels"},
+		{folderArgs(plain, "--image-shape", "1,28"), "C,H,W"},
+		{folderArgs(plain, "--image-shape", "1,20,20"), "no default network"},
+		{[]string{"train", "--image-shape", "1,28,28"}, "apply to --dataset folder"},
+	} {
+		code, text := run(t, c.args...)
+		if code != 2 || strings.Count(strings.TrimSpace(text), "\n") != 0 || !strings.Contains(text, c.want) ||
+			strings.ContainsAny(text, "\x1b\u202e") || strings.Contains(text, "images (") {
+			t.Errorf("%q: exit %d, %q; want 2 and one line containing %q, nothing decoded", c.args, code, text, c.want)
+		}
+	}
+}
