@@ -68,6 +68,16 @@ func FolderDataset(dir, network string, nominalN int, s FolderSettings) (Source,
 	return folderDataset(dir, spec, nominalN, s)
 }
 
+// FolderFormatsHelp lists the formats an image folder's images are read
+// in (data.FolderFormats), for a help text: "PNG, JPEG, GIF or TIFF".
+func FolderFormatsHelp() string {
+	f := make([]string, len(data.FolderFormats))
+	for i, name := range data.FolderFormats {
+		f[i] = strings.ToUpper(name)
+	}
+	return strings.Join(f[:len(f)-1], ", ") + " or " + f[len(f)-1]
+}
+
 // FolderDatasetName is the dataset name FolderDataset gives the image
 // folder dir ("folder:<its last element>", e.g. "folder:photos"), or an
 // error wrapping ErrInvalid when that element is not a name
