@@ -14,6 +14,7 @@ import (
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/privacy/budget"
 )
 
@@ -106,9 +107,31 @@ func TestFailedRunKeepsItsCheckpoint(t *testing.T) {
 	if !CheckpointOf(out) {
 		t.Fatal("the failed run's checkpoint was removed")
 	}
-	rel, _, err = ResumeTrain(context.Background(), out, TrainHooks{})
+	var shown *float64
+	rel, _, err = ResumeTrain(context.Background(), out, TrainHooks{Progress: func(p TrainProgress) {
+		if shown == nil {
+			shown = p.EpsilonBefore
+		}
+	}})
 	if err != nil || rel.Report.(*TrainReport).Steps != 12 {
 		t.Fatalf("resume: %v", err)
+	}
+	// Unseeded: the failed process counts at its worst case (all 12 planned
+	// steps), then the resume's own 6: as 18 steps composed.
+	q := 10.0 / 60
+	atStart, err := accounting.RDP{}.Epsilon(accounting.DPSGD(1, q, 12), 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := accounting.RDP{}.Epsilon(accounting.DPSGD(1, q, 18), 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shown == nil || math.Abs(*shown-atStart.Epsilon) > 1e-9*atStart.Epsilon {
+		t.Errorf("the resume showed ε %v before its first step, want the failed run's worst case %v", shown, atStart.Epsilon)
+	}
+	if eps := rel.Report.(*TrainReport).Epsilon; eps == nil || math.Abs(*eps-whole.Epsilon) > 1e-9*whole.Epsilon {
+		t.Errorf("the resumed release states ε %v, want that of 12 + 6 steps, %v", eps, whole.Epsilon)
 	}
 	if _, err := os.Stat(CuratorDir(out)); err == nil {
 		t.Error("the curator directory outlived the finished run")

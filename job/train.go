@@ -433,7 +433,22 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		cfg.CheckpointEvery = steps / s.Epochs
 		cfg.Checkpoint = func(st dpsgd.State) error { return writeCheckpoint(s.Checkpoint, s.checkpointKey, kept, lin, st) }
 	}
-	run, trainErr := dpsgd.Train(ctx, net, train, cfg, engine, s.progress(acc, cfg))
+	// The ε shown before each epoch is that of everything that ran for the
+	// model so far: for an unseeded resume, its lineage.
+	spent := func(steps int) accounting.Event {
+		done := cfg
+		done.Steps = steps
+		return dpsgd.PlannedEvent(done)
+	}
+	if s.resume != nil && s.Seed == nil && !s.NonPrivate {
+		spent = func(steps int) accounting.Event {
+			done := cfg
+			done.Steps = steps - lin.Start
+			l := lineageLedger(lin.Prior, lin.Start, dpsgd.StepsEvent(done))
+			return l.Event()
+		}
+	}
+	run, trainErr := dpsgd.Train(ctx, net, train, cfg, engine, s.progress(acc, cfg, spent))
 	if s.Checkpoint != "" && trainErr == nil {
 		// Finished: nothing to resume. An interrupted or failed run keeps
 		// its checkpoint (a resume continues from it).
@@ -516,21 +531,22 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 }
 
 // progress turns dpsgd's per-step progress into TrainProgress, with the ε
-// spent before each epoch.
-func (s TrainSpec) progress(acc accounting.Accountant, cfg dpsgd.Config) func(dpsgd.Progress) {
+// spent before each epoch (and before a resumed run's first step): that of
+// spent(steps done).
+func (s TrainSpec) progress(acc accounting.Accountant, cfg dpsgd.Config, spent func(steps int) accounting.Event) func(dpsgd.Progress) {
 	if s.Progress == nil {
 		return nil
 	}
 	perEpoch := cfg.Steps / s.Epochs
 	var before *float64
+	first := true
 	return func(p dpsgd.Progress) {
 		inEpoch := (p.Step-1)%perEpoch + 1
-		if inEpoch == 1 && !cfg.NonPrivate {
-			done := cfg
-			done.Steps = p.Step - 1
-			g, err := acc.Epsilon(dpsgd.PlannedEvent(done), s.Delta)
+		if (inEpoch == 1 || first) && !cfg.NonPrivate {
+			g, err := acc.Epsilon(spent(p.Step-1), s.Delta)
 			before, _, _ = finiteEpsilon(g, err)
 		}
+		first = false
 		s.Progress(TrainProgress{Step: p.Step, Steps: p.Steps, Epoch: (p.Step-1)/perEpoch + 1, Epochs: s.Epochs,
 			StepInEpoch: inEpoch, StepsPerEpoch: perEpoch, Loss: p.Loss, EpsilonBefore: before})
 	}
