@@ -184,6 +184,20 @@ func TestResumeAfterInterruptCharges(t *testing.T) {
 	if steps() == 480 {
 		t.Skip("the run finished before it was interrupted")
 	}
+	// The release directory holds the release alone: the checkpoint (with
+	// the realised batch sizes and absolute paths) is in OUT-curator.
+	entries, err := os.ReadDir(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); n != "model.json" && n != "params.bin" && n != "report.json" {
+			t.Errorf("the interrupted run's release directory holds %s", n)
+		}
+	}
+	if _, err := os.Stat(checkpointFileOf(out)); err != nil {
+		t.Fatalf("no checkpoint in the curator directory: %v", err)
+	}
 	if code, text := run(t, "train", "--resume", out); code != 0 {
 		t.Fatalf("resume: exit %d: %s", code, text)
 	}
