@@ -556,8 +556,12 @@ func trainFiles(dir string, classes []string, limit int, skips *folderSkips) ([]
 func LoadFolder(ctx context.Context, dir string, o FolderOptions) (train, test *Dataset, classes []string, err error) {
 	train, test, classes, skips, err := loadFolder(ctx, dir, o)
 	if err == nil && skips.total() > 0 && o.Warn != nil {
-		o.Warn(fmt.Sprintf("%s: left out %d entries of the training split, counted here only (curator-side note; the private count is never released): %v",
-			textsafe.Quoted(filepath.Join(dir, "train")), skips.total(), &skips))
+		entries := "entries"
+		if skips.total() == 1 {
+			entries = "entry"
+		}
+		o.Warn(fmt.Sprintf("%s: left out %d %s of the training split, counted here only (curator-side note; the private count is never released): %v",
+			textsafe.Quoted(filepath.Join(dir, "train")), skips.total(), entries, &skips))
 	}
 	return train, test, classes, err
 }

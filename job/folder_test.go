@@ -94,7 +94,7 @@ func TestFolderWarnsCurator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if train.N != 11 || len(warns) != 1 || !strings.Contains(warns[0], "left out 1 entries") || !strings.Contains(warns[0], "v.png") {
+	if train.N != 11 || len(warns) != 1 || !strings.Contains(warns[0], "left out 1 entry of") || !strings.Contains(warns[0], "v.png") {
 		t.Errorf("%d training images, warnings %q", train.N, warns)
 	}
 }
