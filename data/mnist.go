@@ -117,10 +117,19 @@ func escapeModulePath(p string) string {
 // an empty test set. (An empty training set is not refused here: its count
 // is private; the sampling rate uses the nominal size.)
 func LoadMNIST(dir string) (train, test *Dataset, err error) {
+	return loadIDXPair(dir, "mnist", "MNIST", []float64{MNISTMean}, []float64{MNISTStd})
+}
+
+// loadIDXPair reads the training and test sets of a dataset in MNIST's IDX
+// layout (the four files of mnistFiles, gzipped or not) from dir, names
+// them name/train and name/t10k, and normalises the pixels scaled to
+// [0, 1] with mean and std (nil: left in [0, 1]). kind names the dataset
+// in errors.
+func loadIDXPair(dir, name, kind string, mean, std []float64) (train, test *Dataset, err error) {
 	if st, err := os.Stat(dir); err != nil {
-		return nil, nil, fmt.Errorf("MNIST directory: %w", err)
+		return nil, nil, fmt.Errorf("%s directory: %w", kind, err)
 	} else if !st.IsDir() {
-		return nil, nil, fmt.Errorf("MNIST directory %s is not a directory", dir)
+		return nil, nil, fmt.Errorf("%s directory %s is not a directory", kind, dir)
 	}
 	var sets [2]*Dataset
 	for k, f := range mnistFiles {
@@ -132,7 +141,7 @@ func LoadMNIST(dir string) (train, test *Dataset, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		d := &Dataset{Name: "mnist/" + strings.SplitN(f.images, "-", 2)[0], X: bytesToUnit(imgs),
+		d := &Dataset{Name: name + "/" + strings.SplitN(f.images, "-", 2)[0], X: bytesToUnit(imgs),
 			Y: labels, N: len(labels), C: 1, H: gomnist.Height, W: gomnist.Width, Classes: 10}
 		if err := d.validate(); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, f.labels), err)
@@ -140,8 +149,10 @@ func LoadMNIST(dir string) (train, test *Dataset, err error) {
 		if k == 1 && d.N == 0 {
 			return nil, nil, fmt.Errorf("%s: the test set holds no examples (a test accuracy needs at least one)", filepath.Join(dir, f.labels))
 		}
-		if err := d.Normalize([]float64{MNISTMean}, []float64{MNISTStd}); err != nil {
-			return nil, nil, err
+		if mean != nil {
+			if err := d.Normalize(mean, std); err != nil {
+				return nil, nil, err
+			}
 		}
 		sets[k] = d
 	}
@@ -152,7 +163,7 @@ func LoadMNIST(dir string) (train, test *Dataset, err error) {
 func readIDXFile(dir, name string, wantN int, kind idxKind) ([]byte, error) {
 	f, path, gz, err := openFirst(dir, name+".gz", name)
 	if err != nil {
-		return nil, fmt.Errorf("MNIST file: %w", err)
+		return nil, fmt.Errorf("IDX file: %w", err)
 	}
 	defer f.Close()
 	b, err := parseIDX(f, gz, kind, wantN)

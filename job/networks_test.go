@@ -1,6 +1,7 @@
 package job
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dptune/dptune/model"
@@ -58,5 +59,35 @@ func TestScatterSpacesResolve(t *testing.T) {
 	space, _ := LoadSpace("scatter-mnist", "mnist")
 	if _, err := networksOf(src, space); err == nil {
 		t.Error("ScatterNet choices accepted for tb-mnist's raw images")
+	}
+}
+
+// A built-in network's settings are per dataset where the source publishes
+// them per dataset (Tramèr & Boneh's Fashion-MNIST settings differ from
+// their MNIST ones), else those of the dataset it was made for.
+func TestNetworkDefaultsPerDataset(t *testing.T) {
+	for _, tc := range []struct {
+		spec        model.Spec
+		dataset     string
+		batch       int
+		lr          float64
+		ok          bool
+		sourceHints string
+	}{
+		{model.ScatterLinearMNIST, "mnist", 4096, 4, true, "validation split"},
+		{model.ScatterLinearMNIST, "fashion-mnist", 8192, 16, true, "group normalisation"},
+		{model.ScatterCNNMNIST, "fashion-mnist", 2048, 4, true, "group normalisation"},
+		{model.TBMNIST, "fashion-mnist", 2048, 4, true, "end-to-end CNN"},
+		{model.TBMNIST, "mnist", 0, 0, false, ""},
+		{model.ScatterLinearMNIST, "folder:digits", 4096, 4, true, "validation split"},
+		{model.ScatterLinearCIFAR10, "cifar10", 8192, 4, true, "CIFAR-10"},
+	} {
+		d, ok := NetworkDefaultsOn(tc.spec, tc.dataset)
+		if ok != tc.ok || d.BatchSize != tc.batch || d.LearningRate != tc.lr || !strings.Contains(d.Source, tc.sourceHints) {
+			t.Errorf("%s on %s: %+v, %v", tc.spec.Name, tc.dataset, d, ok)
+		}
+	}
+	if d, ok := NetworkDefaults(model.ScatterLinearMNIST); !ok || d.BatchSize != 4096 {
+		t.Errorf("scatter-linear-mnist on its own dataset: %+v, %v", d, ok)
 	}
 }

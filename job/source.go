@@ -145,6 +145,12 @@ func Dataset(name, dir string) (Source, error) {
 		return Source{}, invalidf("unknown dataset %q (want %s)", name, DatasetHelp())
 	case dir == "" && k.DefaultDir == nil:
 		return Source{}, invalidf("a data directory is required for %s (%s)", name, k.DirHelp)
+	case dir == "":
+		// Files missing from their default home (a package not installed)
+		// are refused before any work, not when the data is read.
+		if _, err := k.DefaultDir(); err != nil {
+			return Source{}, invalid(err)
+		}
 	}
 	spec, err := model.SpecByName(k.Model)
 	if err != nil {

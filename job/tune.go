@@ -296,7 +296,7 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 // candidate has none: the built-in network's own (NetworkDefaults), or
 // DefaultLearningRate and 1.
 func (s TuneSpec) fixed() (lr, clip float64) {
-	if d, ok := NetworkDefaults(s.Data.Arch.Spec); ok {
+	if d, ok := NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name); ok {
 		return d.LearningRate, d.ClipNorm
 	}
 	return DefaultLearningRate, 1
@@ -305,7 +305,7 @@ func (s TuneSpec) fixed() (lr, clip float64) {
 // fixedReport is TuneReport.Fixed: the network's own settings that stand
 // for the dimensions s.Space leaves out; nil for a network without them.
 func (s TuneSpec) fixedReport() map[string]float64 {
-	if _, ok := NetworkDefaults(s.Data.Arch.Spec); !ok {
+	if _, ok := NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name); !ok {
 		return nil
 	}
 	lr, clip := s.fixed()

@@ -146,8 +146,9 @@ func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, erro
 	if err != nil {
 		return job.TrainSpec{}, err
 	}
-	if d, ok := job.NetworkDefaults(src.Arch.Spec); ok && !f.nonPrivate {
+	if d, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name); ok && !f.nonPrivate {
 		f.useDefaults(cmd, d)
+		fmt.Fprintf(cmd.ErrOrStderr(), "settings of %s on %s: %s\n", src.Arch.Spec.Name, src.Name, d.Source)
 	}
 	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: f.clipNorm, BatchSize: f.batchSize,
 		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, EMADecay: f.ema, NonPrivate: f.nonPrivate, Accountant: f.accountant,
