@@ -115,8 +115,12 @@ type TuneReport struct {
 	// (NetworkDefaults), by dimension name, that every run took because
 	// the space has no such dimension; absent for any other network (whose
 	// runs then take DefaultLearningRate and a clipping norm of 1).
-	Fixed           map[string]float64 `json:"fixed,omitempty"`
-	ValidationScore *float64           `json:"validation_score"`
+	Fixed map[string]float64 `json:"fixed,omitempty"`
+	// Baseline is what the tuning is measured against: one run of the
+	// network's published settings at the same (ε, δ), and whether the
+	// tuning selected them; absent for a network without such settings.
+	Baseline        *Baseline `json:"baseline,omitempty"`
+	ValidationScore *float64  `json:"validation_score"`
 	// ValidationCount is the private score's released integer: correct
 	// predictions plus discrete Gaussian noise (validation_score ×
 	// validation_size).
@@ -408,6 +412,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		ValidationSize: trainer.ValSize, Delta: s.Delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
 		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
 		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
+	rep.Baseline, _ = s.Baseline()
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	diag := &NotPrivateDiagnostics{Runs: res.Diagnostics}
 	if accName != "rdp" {
@@ -437,6 +442,10 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	}
 	if !interrupted && res.Selected != nil && res.Model != nil {
 		rep.Selected, rep.SelectedChoices, rep.Fixed, rep.ValidationScore = res.Selected.Values, res.Selected.Labels, s.fixedReport(), &res.Score
+		if rep.Baseline != nil {
+			chosen := s.isBaseline(rep.Baseline, res.Selected.Values, res.Selected.Labels)
+			rep.Baseline.SelectedIsBaseline = &chosen
+		}
 		if trainer.ScoreNoise > 0 {
 			rep.ValidationCount = &res.NoisyCount
 		}
