@@ -29,6 +29,9 @@ type VoteCompareCell struct {
 // seed's reusable local scores and federated accuracies) and averages the
 // seeds.
 func CompareVote(ctx context.Context, cfg VoteRealConfig, budgets []float64, seeds []uint64, progress func(string)) ([]VoteCompareCell, error) {
+	if err := CheckVoteReps("bench compare: votes per seed and budget", cfg.Reps); err != nil {
+		return nil, err
+	}
 	cfg.IIDClients, cfg.Alphas, cfg.Epsilons, cfg.DPSGDEpsilons = []int{cfg.AlphaClients}, nil, nil, budgets
 	base := cfg.CacheDir
 	by := map[float64][]VoteRealPoint{}

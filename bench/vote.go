@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,23 @@ type VoteReport struct {
 	Seconds    float64         `json:"wall_seconds"`
 }
 
+// MaxVoteReps is the most repetitions per point the vote simulation
+// (VoteSimConfig.Reps) and the real-data votes (VoteRealConfig.Reps) run:
+// 10⁶, as many as Xiang et al.'s audits play (Section 5.4), puts a point's
+// 95% interval within ±0.001. A real-data point keeps 8 bytes per
+// repetition (8 MB at the bound), and each repetition of either costs a
+// vote of every client, so the bound also keeps a run finite.
+const MaxVoteReps = 1_000_000
+
+// CheckVoteReps returns an error unless reps is in [1, MaxVoteReps]; what
+// names the setting in the message (a flag, say).
+func CheckVoteReps(what string, reps int) error {
+	if reps < 1 || reps > MaxVoteReps {
+		return fmt.Errorf("%s %d is outside [1, %d]", what, reps, MaxVoteReps)
+	}
+	return nil
+}
+
 // Vote reproduces DP-Hype's figures into dir: the simulation (VoteFigure2)
 // and, unless real is nil, the real-data figures (VoteReal) as
 // vote_<dataset>.png (final training non-private, the paper's setting),
@@ -31,6 +49,16 @@ type VoteReport struct {
 func Vote(ctx context.Context, dir string, sim VoteSimConfig, real *VoteRealConfig) (VoteReport, error) {
 	start := time.Now()
 	rep := VoteReport{SimConfig: sim, CPUs: runtime.NumCPU()}
+	// Both counts are checked before any work: a bad one found after the
+	// simulation would waste it.
+	if err := CheckVoteReps("bench vote: simulation repetitions", sim.Reps); err != nil {
+		return rep, err
+	}
+	if real != nil {
+		if err := CheckVoteReps("bench vote: votes per point", real.Reps); err != nil {
+			return rep, err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return rep, err
 	}

@@ -48,7 +48,7 @@ type VoteRealConfig struct {
 	// training figure, on the IID setting with AlphaClients clients; the
 	// vote gets half of each.
 	DPSGDEpsilons []float64
-	Reps          int // vote repetitions per point (only the vote's noise is redrawn)
+	Reps          int // vote repetitions per point (only the vote's noise is redrawn), in [1, MaxVoteReps]
 	Seed          uint64
 	CacheDir      string // local scores and federated accuracies, reused by a rerun
 	// Progress, if set, is told what is being trained.
@@ -106,6 +106,9 @@ type voteCache struct {
 // accuracy are cached in CacheDir as they finish, so a rerun costs only the
 // votes.
 func VoteReal(ctx context.Context, cfg VoteRealConfig) ([]VoteRealPoint, []VoteSplit, error) {
+	if err := CheckVoteReps("bench vote: votes per point", cfg.Reps); err != nil {
+		return nil, nil, err
+	}
 	if cfg.Space.Name == "" {
 		cfg.Space = federated.MNISTSpace
 	}

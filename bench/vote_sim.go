@@ -26,7 +26,7 @@ type VoteSimConfig struct {
 	Candidates, Clients int     // |H| and n
 	GoodMean, BadMean   float64 // local loss means of good and bad candidates
 	Delta               float64 // δ of every ε
-	Reps                int     // repetitions per point
+	Reps                int     // repetitions per point, in [1, MaxVoteReps]
 	Seed                uint64
 	// Figure 2a: |G| = Good2a, loss standard deviations LossStddevs, ℓ ∈
 	// Votes2a, ε ∈ Epsilons2a.
@@ -71,6 +71,9 @@ type VoteSimPoint struct {
 // as the continuous N(0, σ²) the theorem assumes (the discrete shares at
 // scale S = 1024 sum to the same within 1/S of a vote).
 func VoteFigure2(ctx context.Context, cfg VoteSimConfig, dir string) ([]VoteSimPoint, error) {
+	if err := CheckVoteReps("bench vote: simulation repetitions", cfg.Reps); err != nil {
+		return nil, err
+	}
 	var pts []VoteSimPoint
 	for _, s := range cfg.LossStddevs {
 		p, err := voteSimPanel(ctx, cfg, "2a", s, []int{cfg.Good2a}, cfg.Votes2a, cfg.Epsilons2a)

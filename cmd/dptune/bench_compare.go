@@ -82,7 +82,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.IntVar(&f.trainSubset, "train-subset", 0, "train the central tuners' runs on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set (DP-Hype deals --vote-subset of the full set)")
 	fl.BoolVar(&f.vote, job.Vote, true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
-	fl.IntVar(&f.voteReps, "vote-reps", 1000, "DP-Hype: votes per seed and budget (the vote's noise only)")
+	fl.IntVar(&f.voteReps, "vote-reps", 1000, fmt.Sprintf("DP-Hype: votes per seed and budget (the vote's noise only), 1 to %d", bench.MaxVoteReps))
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
 	return cmd
 }
@@ -209,8 +209,10 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		return cfg, whole, usagef("--batch-size %d is outside [1, %d], the nominal size %d less --val-size %d", f.batchSize, src.NominalN-f.valSize, src.NominalN, f.valSize)
 	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
 		return cfg, whole, usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
-	case f.voteSubset < 0 || f.voteReps < 1:
-		return cfg, whole, usagef("--vote-subset must be non-negative and --vote-reps at least 1")
+	case f.voteSubset < 0:
+		return cfg, whole, usagef("--vote-subset %d is negative", f.voteSubset)
+	case bench.CheckVoteReps("--vote-reps", f.voteReps) != nil:
+		return cfg, whole, usagef("--vote-reps %d is outside [1, %d]", f.voteReps, bench.MaxVoteReps)
 	case len(f.budgets) == 0:
 		return cfg, whole, usagef("--epsilon needs at least one budget")
 	}

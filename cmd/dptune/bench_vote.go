@@ -54,8 +54,8 @@ first --alpha-clients n at the total example-level ε of --dpsgd-epsilons
 	fl.StringVar(&f.out, "out", "out/bench-vote", "directory for figures (PNG), vote.json, CSV and the cache")
 	fl.StringVar(&f.space, "space", "", "candidate grid: a .json file (default: mnist-vote)")
 	fl.BoolVar(&f.simOnly, "sim-only", false, "only the simulation (Figure 2)")
-	fl.IntVar(&f.simReps, "sim-reps", 1000, "repetitions per simulation point")
-	fl.IntVar(&f.reps, "reps", 1000, "votes per real-data point")
+	fl.IntVar(&f.simReps, "sim-reps", 1000, fmt.Sprintf("repetitions per simulation point, 1 to %d", bench.MaxVoteReps))
+	fl.IntVar(&f.reps, "reps", 1000, fmt.Sprintf("votes per real-data point, 1 to %d", bench.MaxVoteReps))
 	fl.IntVar(&f.subset, "subset", 12000, "training examples used (a fixed public subset; 0: all)")
 	fl.IntSliceVar(&f.clients, "clients", []int{5, 10, 20}, "n of the IID settings")
 	fl.Float64SliceVar(&f.alphas, "alphas", []float64{0.1, 0.5, 1}, "Dirichlet α of the non-IID settings")
@@ -75,8 +75,10 @@ first --alpha-clients n at the total example-level ε of --dpsgd-epsilons
 
 func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
 	switch {
-	case f.simReps < 1 || f.reps < 1:
-		return usagef("--sim-reps and --reps must be at least 1")
+	case bench.CheckVoteReps("--sim-reps", f.simReps) != nil:
+		return usagef("--sim-reps %d is outside [1, %d]", f.simReps, bench.MaxVoteReps)
+	case bench.CheckVoteReps("--reps", f.reps) != nil:
+		return usagef("--reps %d is outside [1, %d]", f.reps, bench.MaxVoteReps)
 	case f.subset < 0:
 		return usagef("--subset %d is negative", f.subset)
 	case len(f.epsilons) == 0:
