@@ -29,7 +29,15 @@ equivalent torch.nn.Sequential, whose module i is the network spec's layer i
 ("0.weight", "0.bias", …; a datanorm layer's "mean" and "var" buffers), and in
 the header's __metadata__ the spec, the input shape, the classes, the pixel
 normalisation and the release's ε, δ, accountant, dataset and nominal size —
-all of which the release already publishes.`,
+all of which the release already publishes.
+
+The report's ε is checked against its own ledger (at its δ, by its
+accountant) and the report against the model (the ledger, dataset and
+settings saved in model.json): an edited report, or another run's, is
+refused. --out must name a regular file or a new one, in an existing
+directory outside the model directory; a directory, a symbolic link, a
+device or a FIFO there is refused, never replaced. These checks, and one
+for the room the export needs, come before anything is written (exit 2).`,
 		Example: `  dptune export --model out/photos --format onnx --out photos.onnx
   dptune export --model out/mnist --format safetensors --out mnist.safetensors`,
 		Args: cobra.NoArgs,
