@@ -96,7 +96,7 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 	}
 	res, runErr := plan.Run(ctx, fit, seed, key, s.noiseMode())
 	interrupted := errors.Is(runErr, context.Canceled)
-	facts := tuning.ReportFacts{Tuner: s.Tuner, Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Delta: s.Delta, Accountant: "rdp",
+	facts := tuning.ReportFacts{Tuner: s.Tuner, Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Fixed: s.fixedUsed(), Delta: s.Delta, Accountant: "rdp",
 		Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
 	rel := &Release{Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	g, err := res.Ledger.Spent(tu.Accountant(p.spec), s.Delta)
@@ -126,4 +126,20 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 		return rel, nil, resv.done(res.Ledger, fmt.Errorf("interrupted; finished part runs are kept in %s for a rerun: %w", scorer.Cache, context.Canceled))
 	}
 	return rel, nil, resv.done(res.Ledger, nil)
+}
+
+// fixedUsed is the learning rate and clipping norm every run took because
+// s.Space has no such dimension (s.fixed(): the built-in network's own, or
+// DefaultLearningRate and 1), by dimension name; nil when the space has
+// both.
+func (s TuneSpec) fixedUsed() map[string]float64 {
+	lr, clip := s.fixed()
+	out := map[string]float64{tuning.LearningRate: lr, tuning.ClipNorm: clip}
+	for _, d := range s.Space.Dims {
+		delete(out, d.Name)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

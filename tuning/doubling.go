@@ -487,7 +487,7 @@ func (p *doublingPlan) Run(ctx context.Context, fit *data.Dataset, seed *uint64,
 func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport {
 	o, d := DoublingOptionsOf(p.spec), p.d
 	rep := &DoublingReport{Tuner: f.Tuner, Dataset: f.Dataset, NominalSize: f.NominalSize, Space: p.spec.Space.Name, Candidates: p.spec.Space.Size(),
-		Selected: f.Selected, SelectedChoices: f.SelectedChoices, Fallback: res.Fallback, TestAccuracy: f.TestAccuracy, Epsilon: f.Epsilon, Delta: f.Delta, Accountant: f.Accountant,
+		Selected: f.Selected, SelectedChoices: f.SelectedChoices, Fixed: f.Fixed, Fallback: res.Fallback, TestAccuracy: f.TestAccuracy, Epsilon: f.Epsilon, Delta: f.Delta, Accountant: f.Accountant,
 		BaseNoiseMultiplier: d.Final.Config.NoiseMultiplier, Partitions: o.Partitions, Epsilon0: o.Epsilon0,
 		Granularity: o.Granularity, U0: o.U0, MaxIterations: d.Search.MaxIterations, RealisedIterations: res.Iterations,
 		EarlierSearches: len(res.EarlierSearches), PrivatePartitions: o.Private, Epochs: p.spec.Epochs, FinalSteps: res.FinalSteps,
@@ -519,13 +519,16 @@ func isWorstCase(e accounting.Event) bool {
 // DoublingReport is report.json of the doubling tuner: the caller's
 // ReportFacts and the search's settings and outcome.
 type DoublingReport struct {
-	Tuner               string             `json:"tuner"`
-	Dataset             string             `json:"dataset"`
-	NominalSize         int                `json:"nominal_size"`
-	Space               string             `json:"space"`
-	Candidates          int                `json:"candidates"`
-	Selected            map[string]float64 `json:"selected"`
-	SelectedChoices     map[string]string  `json:"selected_choices,omitempty"`
+	Tuner           string             `json:"tuner"`
+	Dataset         string             `json:"dataset"`
+	NominalSize     int                `json:"nominal_size"`
+	Space           string             `json:"space"`
+	Candidates      int                `json:"candidates"`
+	Selected        map[string]float64 `json:"selected"`
+	SelectedChoices map[string]string  `json:"selected_choices,omitempty"`
+	// Fixed is the learning rate and clipping norm every run took where
+	// the space has no such dimension (ReportFacts.Fixed).
+	Fixed               map[string]float64 `json:"fixed,omitempty"`
 	Fallback            bool               `json:"fallback_first_candidate"`
 	TestAccuracy        *float64           `json:"test_accuracy"`
 	Epsilon             float64            `json:"epsilon"` // the ledger's: what was spent
@@ -577,7 +580,18 @@ func (r *DoublingReport) PrintSummary(w io.Writer) {
 		if r.Fallback {
 			note = "  (no candidate passed the search: the first candidate, fixed in advance)"
 		}
-		fmt.Fprintf(w, "selected       learning rate %.4g, clipping norm %.4g%s\n", r.Selected[LearningRate], r.Selected[ClipNorm], note)
+		// A dimension the space lacks was the same for every run: print
+		// the value used, not a missing selection's zero.
+		hyper := func(name string) string {
+			if v, ok := r.Selected[name]; ok {
+				return fmt.Sprintf("%.4g", v)
+			}
+			if v, ok := r.Fixed[name]; ok {
+				return fmt.Sprintf("%.4g (fixed)", v)
+			}
+			return "(not recorded)"
+		}
+		fmt.Fprintf(w, "selected       learning rate %s, clipping norm %s%s\n", hyper(LearningRate), hyper(ClipNorm), note)
 		if o := OtherSettings(r.Selected, r.SelectedChoices); o != "" {
 			fmt.Fprintf(w, "               %s\n", o)
 		}

@@ -113,10 +113,14 @@ type PartitionedResult struct {
 // what the ledger spent, the selected candidate's values and test accuracy
 // (nil when nothing is released), and how the tuning ended.
 type ReportFacts struct {
-	Tuner, Dataset      string
-	NominalSize         int
-	Selected            map[string]float64
-	SelectedChoices     map[string]string // the categorical dimensions' choices by name
+	Tuner, Dataset  string
+	NominalSize     int
+	Selected        map[string]float64
+	SelectedChoices map[string]string // the categorical dimensions' choices by name
+	// Fixed is the learning rate and clipping norm, by dimension name,
+	// that every run took because the space has no such dimension (the
+	// Hyper's Config): what a run used, for reports that print it.
+	Fixed               map[string]float64
 	TestAccuracy        *float64
 	Epsilon, Delta      float64
 	Accountant          string
