@@ -29,7 +29,10 @@
 // (before allocating anything), the file's exact length, and the checksum:
 // a truncated, corrupt or stale file is never read as features but
 // computed again and replaced (atomically: a reader sees the old file or
-// the new one, never part of one).
+// the new one, never part of one). A write goes through a temporary
+// directory beside the file; one that a killed process left behind holds
+// part of the private features, and the next Load removes it (never a
+// live writer's: see stale.go).
 package features
 
 import (
@@ -49,6 +52,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/fsx"
@@ -184,13 +188,18 @@ func path(dir string, f model.FrontEnd, dh [32]byte) string {
 // truncated, corrupt or from another transform or dataset is reported to
 // warn (if not nil), computed again and replaced; a cache that cannot be
 // written is reported to warn and the computed features are returned all
-// the same. hit reports whether the features came from the cache. Errors
+// the same. It first removes, and reports to warn, the partial files that
+// writes killed before they finished left in dir (removeStale), never a
+// live writer's. hit reports whether the features came from the cache. Errors
 // are ctx's, or Compute's.
 func Load(ctx context.Context, dir string, f model.FrontEnd, d *data.Dataset, progress func(done, total int), warn func(string)) (feat *data.Dataset, hit bool, err error) {
 	say := func(format string, args ...any) {
 		if warn != nil {
 			warn(fmt.Sprintf(format, args...))
 		}
+	}
+	if n := removeStale(dir, time.Now()); n > 0 {
+		say("feature cache %s: removed %d partial file(s) of private features left by an interrupted write", dir, n)
 	}
 	dh := Hash(d)
 	p := path(dir, f, dh)
@@ -235,6 +244,7 @@ func write(p string, f model.FrontEnd, feat *data.Dataset, dh [32]byte) error {
 		if err != nil {
 			return err
 		}
+		lockWriting(file) // until Close: a later run leaves this write alone
 		h := sha256.New()
 		bw := bufio.NewWriterSize(file, 1<<20)
 		w := io.MultiWriter(bw, h)
