@@ -127,8 +127,10 @@ func Predict(ctx context.Context, dir string, paths []string, progress func(done
 
 // PredictEach labels images with the model saved in dir (by dptune train
 // or tune) and calls emit with each image's Prediction, in input order:
-// each path is a PNG or JPEG file, or a directory whose .png, .jpg and
-// .jpeg files (case-insensitive, any depth, in lexical order) are read.
+// each path is an image file in a format an image folder is read in
+// (data.FolderFormats: PNG, JPEG, GIF, TIFF), or a directory whose .png,
+// .jpg, .jpeg, .gif, .tif and .tiff files (case-insensitive, any depth, in
+// lexical order) are read.
 // Each image is read as the model's training data was (its channels,
 // resized bilinearly to its input size, normalised with its recorded
 // constants: model.Input; a model saved without them is read with its
@@ -250,7 +252,7 @@ func imageFiles(paths []string) ([]string, error) {
 			}
 			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
 				switch strings.ToLower(filepath.Ext(path)) {
-				case ".png", ".jpg", ".jpeg":
+				case ".png", ".jpg", ".jpeg", ".gif", ".tif", ".tiff":
 					out = append(out, path)
 				}
 			}
@@ -263,7 +265,7 @@ func imageFiles(paths []string) ([]string, error) {
 			return nil, err
 		}
 		if len(out) == n {
-			return nil, fmt.Errorf("%s: no .png, .jpg or .jpeg file", p)
+			return nil, fmt.Errorf("%s: no .png, .jpg, .jpeg, .gif, .tif or .tiff file", p)
 		}
 	}
 	if len(out) == 0 {

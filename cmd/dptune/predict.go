@@ -17,8 +17,8 @@ func newPredictCmd() *cobra.Command {
 		Use:   "predict --model DIR [--json] PATH…",
 		Short: "Label image files or directories with a saved model",
 		Long: `predict labels images with a model saved by dptune train or tune. Each PATH
-is a PNG or JPEG file, or a directory whose .png, .jpg and .jpeg files are
-read (any depth, in lexical order). Images are read as the model's training
+is a PNG, JPEG, GIF or TIFF file, or a directory whose .png, .jpg, .jpeg,
+.gif, .tif and .tiff files are read (any depth, in lexical order). Images are read as the model's training
 data was: converted to its channels, resized bilinearly to its input size and
 normalised with the constants saved with it. It prints each image's label (the
 class name from the dataset or the image folder) and its probability, or with
