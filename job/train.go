@@ -81,6 +81,9 @@ var networkDefaults = map[string]map[string]TrainDefaults{
 		"mnist":         {BatchSize: 4096, Epochs: 40, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1, Source: "chosen on a validation split of MNIST's training data (not accounted) around Tramèr & Boneh's MNIST settings"},
 		"fashion-mnist": {BatchSize: 8192, Epochs: 40, LearningRate: 16, Momentum: 0.9, ClipNorm: 0.1, Source: tbFashion + " for ScatterNet + linear, whose network normalises with group normalisation in 27 groups, not private data normalisation"},
 	},
+	model.ScatterGNLinearMNIST.Name: {
+		"fashion-mnist": {BatchSize: 8192, Epochs: 40, LearningRate: 16, Momentum: 0.9, ClipNorm: 0.1, Source: tbFashion + " for ScatterNet + linear, with their network (this group norm also learns a per-channel scale and shift)"},
+	},
 	model.ScatterCNNMNIST.Name: {
 		"mnist":         {BatchSize: 2048, Epochs: 40, LearningRate: 2, Momentum: 0.9, ClipNorm: 0.1, Source: "chosen on a validation split of MNIST's training data (not accounted) around Tramèr & Boneh's MNIST settings"},
 		"fashion-mnist": {BatchSize: 2048, Epochs: 40, LearningRate: 4, Momentum: 0.9, ClipNorm: 0.1, Source: tbFashion + " for ScatterNet + CNN, whose network normalises with group normalisation in 27 groups, not private data normalisation"},

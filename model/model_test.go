@@ -26,7 +26,10 @@ func TestParameterCounts(t *testing.T) {
 		// padding 2: 13×13 → pool → 12×12 → conv 5×5 → pool 4×4 → 512),
 		// 550,570 on CIFAR-10 (the count the issue and torch_reference give).
 		{Arch{Spec: TBMNIST, C: 1, H: 28, W: 28, Classes: 10}, 26010, 512},
-		{Arch{Spec: TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10}, 550570, 2048}} {
+		{Arch{Spec: TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10}, 550570, 2048},
+		// 81·7·7·10 + 10 weights and biases of the linear layer, and a
+		// weight and bias per channel of the group norm: 39,700 + 162.
+		{Arch{Spec: ScatterGNLinearMNIST, C: 1, H: 28, W: 28, Classes: 10}, 39862, 3969}} {
 		n, err := NewZero(c.arch)
 		if err != nil {
 			t.Fatal(err)
