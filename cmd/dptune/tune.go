@@ -115,6 +115,12 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		if spec.Seed != nil {
 			warnSeeded(w)
 		}
+		if b, ok := spec.Baseline(); ok {
+			// What the user would do instead of tuning, said before the
+			// first run.
+			fmt.Fprintf(w, "baseline       one run of %s's published settings at the same ε is what tuning must beat: %s (batch %d, %d epochs, η = %g, C = %g; %s)\n",
+				b.Network, b.Command, b.BatchSize, b.Epochs, b.LearningRate, b.ClipNorm, b.Source)
+		}
 		fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g; runs in %s\n",
 			f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
 	}
@@ -244,7 +250,7 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 }
 
 // networkDefaults gives each run of a tuning of a built-in ScatterNet
-// network that network's own settings (job.NetworkDefaults) for every one
+// network that network's own settings (job.NetworkDefaultsOn) for every one
 // of --epochs, --batch-size and --momentum not given, as train does; the
 // job takes its learning rate and clipping norm where the space has none.
 func networkDefaults(cmd *cobra.Command, spec *job.TuneSpec) {
@@ -254,7 +260,7 @@ func networkDefaults(cmd *cobra.Command, spec *job.TuneSpec) {
 // runDefaults sets epochs, batch and momentum to src's built-in network's
 // own settings for each of --epochs, --batch-size and --momentum not given.
 func runDefaults(cmd *cobra.Command, src job.Source, epochs, batch *int, momentum *float64) {
-	d, ok := job.NetworkDefaults(src.Arch.Spec)
+	d, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name)
 	if !ok {
 		return
 	}
@@ -313,6 +319,13 @@ func printTune(w io.Writer, r *job.TuneReport) {
 		fmt.Fprintf(w, "selected       learning rate %s, clipping norm %s\n", hyper(job.LearningRate), hyper(job.ClipNorm))
 		if o := job.OtherSettings(r.Selected, r.SelectedChoices); o != "" {
 			fmt.Fprintf(w, "               %s\n", o)
+		}
+		if b := r.Baseline; b != nil && b.SelectedIsBaseline != nil {
+			verdict := "not the baseline's settings"
+			if *b.SelectedIsBaseline {
+				verdict = "the baseline's settings"
+			}
+			fmt.Fprintf(w, "               %s (compare: %s)\n", verdict, b.Command)
 		}
 		fmt.Fprintf(w, "validation     %.4f (%s score)\n", *r.ValidationScore, r.Validation)
 		if r.TestAccuracy != nil {
