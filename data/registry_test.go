@@ -8,8 +8,8 @@ import (
 // The built-in datasets register themselves with their published sizes and
 // shapes (LeCun et al. 1998; Krizhevsky 2009), listed MNIST first.
 func TestRegistry(t *testing.T) {
-	if got := Names(); !slices.Equal(got, []string{"mnist", "cifar10"}) {
-		t.Fatalf("Names() = %v, want [mnist cifar10]", got)
+	if got := Names(); !slices.Equal(got, []string{"mnist", "cifar10", "fashion-mnist"}) {
+		t.Fatalf("Names() = %v, want [mnist cifar10 fashion-mnist]", got)
 	}
 	for _, c := range []struct {
 		name                    string
@@ -19,6 +19,7 @@ func TestRegistry(t *testing.T) {
 	}{
 		{"mnist", 60000, 1, 28, 28, 10, "tb-mnist", "mnist-dphypo", true, false},
 		{"cifar10", 50000, 3, 32, 32, 10, "tb-cifar10", "cifar10-dphypo", false, true},
+		{"fashion-mnist", 60000, 1, 28, 28, 10, "tb-mnist", "mnist-dphypo", true, false},
 	} {
 		k, ok := Lookup(c.name)
 		switch {

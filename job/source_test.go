@@ -119,11 +119,12 @@ func TestWithSubsetSameInJobs(t *testing.T) {
 // 60,000 and 50,000 training examples).
 func TestDatasetsFromRegistry(t *testing.T) {
 	want := map[string]model.Arch{
-		"mnist":   {Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10},
-		"cifar10": {Spec: model.TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10},
+		"mnist":         {Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10},
+		"cifar10":       {Spec: model.TBCIFAR10, C: 3, H: 32, W: 32, Classes: 10},
+		"fashion-mnist": {Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10},
 	}
-	sizes := map[string]int{"mnist": 60000, "cifar10": 50000}
-	if got := DatasetNames(); !slices.Equal(got, []string{"mnist", "cifar10"}) {
+	sizes := map[string]int{"mnist": 60000, "cifar10": 50000, "fashion-mnist": 60000}
+	if got := DatasetNames(); !slices.Equal(got, []string{"mnist", "cifar10", "fashion-mnist"}) {
 		t.Fatalf("DatasetNames() = %v", got)
 	}
 	for _, name := range DatasetNames() {
@@ -146,7 +147,7 @@ func TestDatasetsFromRegistry(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ name, dir, want string }{
-		{"svhn", "", `unknown dataset "svhn" (want mnist or cifar10)`},
+		{"svhn", "", `unknown dataset "svhn" (want mnist, cifar10 or fashion-mnist)`},
 		{"cifar10", "", "a data directory is required for cifar10 (the directory holding its binary files)"},
 	} {
 		if _, err := Dataset(c.name, c.dir); !errors.Is(err, ErrInvalid) || err.Error() != c.want {
