@@ -114,6 +114,10 @@ type lineage struct {
 	// Data is the SHA-256 of the training and test sets the run read
 	// (dataDigest): a resume on other data is refused.
 	Data string `json:"data_digest"`
+	// Dir is the absolute checkpoint directory it was written in: a
+	// checkpoint copied elsewhere is not resumed there, so one checkpoint
+	// does not grow two continuations.
+	Dir string `json:"dir"`
 }
 
 // checkpoint is a checkpoint as read back, authenticated.
@@ -289,20 +293,35 @@ func keyName() string {
 }
 
 // checkpointKey reads the checkpoint key, creating it when create is true
-// and it is missing. Errors wrap ErrInvalid: no key to resume with, a key
-// file that is not 64 hex digits, one others can read.
-func checkpointKey(create bool) ([]byte, error) {
+// and it is missing (exclusively: of two runs creating it at once, both
+// read the one that was made first). Errors wrap ErrInvalid: no key to
+// resume with, a key file that is not 64 hex digits, one others can read,
+// one inside a directory in outside (a run's release or curator
+// directory, which others may read or write).
+func checkpointKey(create bool, outside ...string) ([]byte, error) {
 	path, err := CheckpointKeyFile()
 	if err != nil {
 		return nil, invalid(err)
+	}
+	if err := keyOutside(path, outside); err != nil {
+		return nil, err
 	}
 	b, err := fsx.ReadFile(path, 1<<10)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, invalidf("checkpoint key %s: %v", path, err)
 		}
-		k := randsrc.NewKey()
-		err = fsx.WriteFileAtomic(path, []byte(hex.EncodeToString(k[:])+"\n"), 0o600)
+		k, t := randsrc.NewKey(), randsrc.NewKey()
+		tmp := fmt.Sprintf("%s.%x.tmp", path, t[:6])
+		err = fsx.WriteFileAtomic(tmp, []byte(hex.EncodeToString(k[:])+"\n"), 0o600)
+		if err == nil {
+			// A link never replaces an existing file: whoever links first
+			// made the key.
+			if err = os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
+				err = nil
+			}
+			os.Remove(tmp)
+		}
 		if err != nil {
 			return nil, invalidf("checkpoint key %s: %v", path, err)
 		}
@@ -322,6 +341,32 @@ func checkpointKey(create bool) ([]byte, error) {
 		return nil, invalidf("checkpoint key %s: not 64 hex digits", path)
 	}
 	return key, nil
+}
+
+// keyOutside refuses a key file at path inside any of dirs (symbolic links
+// resolved): a key kept with what it authenticates protects nothing.
+func keyOutside(path string, dirs []string) error {
+	resolve := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		for d, rest := abs, ""; ; d, rest = filepath.Dir(d), filepath.Join(filepath.Base(d), rest) {
+			if r, err := filepath.EvalSymlinks(d); err == nil {
+				return filepath.Join(r, rest)
+			}
+			if d == filepath.Dir(d) {
+				return abs
+			}
+		}
+	}
+	key := resolve(path)
+	for _, d := range dirs {
+		if rel, err := filepath.Rel(resolve(d), key); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return invalidf("the checkpoint key %s is inside %s: keep it where the run's output is not (set $%s elsewhere)", path, d, checkpointKeyEnv)
+		}
+	}
+	return nil
 }
 
 // checkCuratorPath refuses a checkpoint directory dir, or a parent of it
@@ -426,13 +471,16 @@ func ResumeTrain(ctx context.Context, out string, hooks TrainHooks) (*Release, *
 		return nil, nil, err
 	}
 	defer unlock()
-	key, err := checkpointKey(false)
+	key, err := checkpointKey(false, out, CuratorDir(out))
 	if err != nil {
 		return nil, nil, err
 	}
 	ck, err := readCheckpoint(dir, key)
 	if err != nil {
 		return nil, nil, invalid(err)
+	}
+	if abs, err := filepath.Abs(dir); err != nil || abs != ck.Dir {
+		return nil, nil, invalidf("%s: the checkpoint was written in %s: a copied checkpoint is not resumed", dir, ck.Dir)
 	}
 	t := ck.settings
 	src, err := t.source()

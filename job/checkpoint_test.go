@@ -95,7 +95,12 @@ func checkpointedSpec(t *testing.T, dir, out string) TrainSpec {
 func TestFailedRunKeepsItsCheckpoint(t *testing.T) {
 	dir := writeMNISTFiles(t, 60)
 	out := filepath.Join(t.TempDir(), "out")
+	file := filepath.Join(t.TempDir(), "b.budget")
+	if err := budget.Init(file, 100, 1e-5, "mnist"); err != nil {
+		t.Fatal(err)
+	}
 	s := checkpointedSpec(t, dir, out)
+	s.Budget = file
 	s.engine = func(net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error) {
 		e, err := dpsgd.NewEngineWorkers(net, 10, 1)
 		return &failingEngine{Engine: e, after: 9}, err
@@ -135,6 +140,87 @@ func TestFailedRunKeepsItsCheckpoint(t *testing.T) {
 	}
 	if _, err := os.Stat(CuratorDir(out)); err == nil {
 		t.Error("the curator directory outlived the finished run")
+	}
+	// The budget file charges what the release states: the failed run at
+	// its worst case, then the resume's steps.
+	b, err := budget.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var charged accounting.Ledger
+	for _, r := range b.Releases {
+		charged.Entries = append(charged.Entries, r.Ledger.Entries...)
+	}
+	got, err := accounting.RDP{}.Epsilon(charged.Event(), 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Releases) != 2 || math.Abs(got.Epsilon-whole.Epsilon) > 1e-9*whole.Epsilon {
+		t.Errorf("the budget charged ε %v over %d releases, the release states %v", got.Epsilon, len(b.Releases), whole.Epsilon)
+	}
+}
+
+// interruptedRun trains checkpointedSpec into out and stops it after step
+// 8, leaving a checkpoint of 8 steps.
+func interruptedRun(t *testing.T, dir, out string) {
+	t.Helper()
+	s := checkpointedSpec(t, dir, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.Progress = func(p TrainProgress) {
+		if p.Step == 8 {
+			cancel()
+		}
+	}
+	if _, _, err := Train(ctx, s); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Train: %v", err)
+	}
+}
+
+// A resume is in its checkpoint's lineage before its first step: stopped
+// before any step (or killed then), the checkpoint already names it, so a
+// later resume counts it. A checkpoint copied to another run's curator
+// directory is not resumed there, and a key inside a run's output is
+// refused.
+func TestResumeJoinsTheLineageFirst(t *testing.T) {
+	dir := writeMNISTFiles(t, 60)
+	out := filepath.Join(t.TempDir(), "out")
+	interruptedRun(t, dir, out)
+	key, err := checkpointKey(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := readCheckpoint(CheckpointPath(out), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filepath.Join(t.TempDir(), "copy")
+	if err := os.CopyFS(CuratorDir(copied), os.DirFS(CuratorDir(out))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ResumeTrain(context.Background(), copied, TrainHooks{}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "copied") {
+		t.Errorf("a copied checkpoint: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, _, err := ResumeTrain(ctx, out, TrainHooks{Started: func(dpsgd.Config) { cancel() }}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a resume stopped before its first step: %v", err)
+	}
+	after, err := readCheckpoint(CheckpointPath(out), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Start != before.state.Step || len(after.Prior.Entries) <= len(before.Prior.Entries) || !strings.Contains(after.settings.Label, "(resumed)") {
+		t.Errorf("after a resume stopped before its first step the checkpoint says start %d, prior %d entries, label %q (before: step %d, prior %d)",
+			after.Start, len(after.Prior.Entries), after.settings.Label, before.state.Step, len(before.Prior.Entries))
+	}
+	// A key of its own, beside (not inside) another run's output.
+	t.Setenv(checkpointKeyEnv, filepath.Join(out, "checkpoint.key"))
+	if _, _, err := Train(context.Background(), checkpointedSpec(t, dir, out+"2")); err != nil {
+		t.Fatalf("a key outside the output: %v", err)
+	}
+	t.Setenv(checkpointKeyEnv, filepath.Join(out+"3", "checkpoint.key"))
+	if _, _, err := Train(context.Background(), checkpointedSpec(t, dir, out+"3")); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "inside") {
+		t.Errorf("a key inside the run's output: %v", err)
 	}
 }
 

@@ -382,7 +382,8 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		return nil, nil, err
 	}
 	if s.Checkpoint != "" && s.resume == nil {
-		if s.checkpointKey, err = checkpointKey(true); err != nil {
+		curator := filepath.Dir(s.Checkpoint)
+		if s.checkpointKey, err = checkpointKey(true, curator, strings.TrimSuffix(curator, "-curator")); err != nil {
 			return nil, nil, err
 		}
 		unlock, err := openCheckpointDir(s.Checkpoint)
@@ -390,6 +391,10 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			return nil, nil, err
 		}
 		defer unlock()
+		if _, err := os.Stat(filepath.Join(s.Checkpoint, checkpointFile)); err == nil {
+			// Written by a run that held the lock until a moment ago.
+			return nil, nil, invalidf("%s holds an unfinished run: continue it with --resume, or remove it to start over", s.Checkpoint)
+		}
 	}
 	if s.Checkpoint != "" {
 		defer func() {
@@ -461,6 +466,9 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	var lin lineage
 	if s.Checkpoint != "" {
 		lin.Data = dataDigest(train, test)
+		if lin.Dir, err = filepath.Abs(s.Checkpoint); err != nil {
+			return nil, nil, resv.done(accounting.Ledger{}, err)
+		}
 		if ck := s.resume; ck != nil {
 			if lin.Data != ck.Data {
 				return nil, nil, resv.done(accounting.Ledger{}, invalidf("%s: the data is not the data the checkpointed run read (its digest differs): resume refused, the checkpoint is kept", s.Checkpoint))
@@ -486,6 +494,12 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			kept = ck.settings
 			kept.Label = s.Label
 			cfg.Resume = ck.state
+			// This process is in the lineage from now on, before its first
+			// step: a resume of a resume killed before its next checkpoint
+			// still counts it (and settles its reservation).
+			if err := writeCheckpoint(s.Checkpoint, s.checkpointKey, kept, lin, *ck.state); err != nil {
+				return nil, nil, resv.done(accounting.Ledger{}, err)
+			}
 		}
 		cfg.CheckpointEvery = steps / s.Epochs
 		cfg.Checkpoint = func(st dpsgd.State) error { return writeCheckpoint(s.Checkpoint, s.checkpointKey, kept, lin, st) }
@@ -562,6 +576,9 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		// released alone.
 		rep.Failed, rel.Failed = trainErr.Error(), true
 		if _, err := os.Stat(filepath.Join(s.Checkpoint, checkpointFile)); s.Checkpoint != "" && err == nil {
+			// A resume may continue it, and counts it at its worst case:
+			// so does the budget file.
+			resv.whole = true
 			trainErr = fmt.Errorf("%w (the checkpoint of the last epoch is kept in %s: --resume continues from it)", trainErr, s.Checkpoint)
 		}
 		return rel, diag, resv.done(ledger, trainErr)

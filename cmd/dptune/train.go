@@ -193,6 +193,9 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 			return usagef("%s has no unfinished run to resume (no checkpoint in %s)", f.resume, job.CheckpointPath(f.resume))
 		}
 		f.out = f.resume
+		if err := job.CheckOut(f.out); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
 		fmt.Fprintf(w, "resuming the run in %s from its last checkpoint\n", f.out)
 		rel, diag, err = job.ResumeTrain(ctx, f.out, job.TrainHooks{Progress: epochProgress(w, false), Warn: warner(w), Started: func(c job.TrainConfig) {
 			fmt.Fprintf(w, "σ = %.4f, C = %g, q = %.6g, %d steps\n", c.NoiseMultiplier, c.ClipNorm, c.SamplingRate, c.Steps)

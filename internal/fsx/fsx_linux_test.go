@@ -59,3 +59,29 @@ func TestReadsRegularFilesAndLinksToThem(t *testing.T) {
 		t.Errorf("flags %#x, %v: O_NONBLOCK still set", fl, err)
 	}
 }
+
+// TryLock refuses a lock held by another open file at once, and a lock
+// file removed while held (its directory removed by the holder) does not
+// leave two holders: the next TryLock locks the file now at the path.
+func TestTryLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	unlock, err := TryLock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TryLock(path); !errors.Is(err, ErrLocked) {
+		t.Errorf("a held lock: %v, want ErrLocked", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	second, err := TryLock(path)
+	if err != nil {
+		t.Fatalf("the lock file anew: %v", err)
+	}
+	if _, err := TryLock(path); !errors.Is(err, ErrLocked) {
+		t.Errorf("the new lock file's lock: %v, want ErrLocked", err)
+	}
+	second()
+	unlock()
+}
