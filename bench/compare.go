@@ -127,6 +127,14 @@ type CompareConfig struct {
 	// compose, so at the noise of the others they alone would exceed a
 	// small budget (32 scores at 20 spend ε ≈ 1.4 at δ = 10⁻⁵).
 	GridScoreNoise float64
+	// Baselines adds the rows BaselineEntries name (the default run of
+	// Default, and the not-private selection and oracle over every
+	// candidate at the whole budget) at every budget and seed, and each
+	// tuner's paired difference to the default (CompareReport.Versus).
+	Baselines bool
+	// Default are the default row's settings, with their source; nil: the
+	// network's published settings on the dataset (job.NetworkDefaultsOn).
+	Default *job.TrainDefaults
 	// Options are the tuners' own settings by name: those a comparison
 	// takes as flags (CompareOptions), and any other of a tuner's
 	// options (tuning.Tuner.Options, e.g. the GP tuner's); a missing one
@@ -214,6 +222,9 @@ type CompareSettings struct {
 	ValSize     int            `json:"val_size"`
 	ScoreNoise  float64        `json:"score_noise"`
 	GridScore   float64        `json:"grid_score_noise"`
+	// Default are the default baseline's settings and their source; nil
+	// without baselines.
+	Default *job.TrainDefaults `json:"default_settings,omitempty"`
 	// The tuners' own settings, each under its tuner's name (each
 	// declared in its tuner's benchmark file).
 	gpSettings
@@ -227,6 +238,9 @@ type CompareReport struct {
 	// Infeasible are the entries and budgets no noise can meet.
 	Infeasible []CompareInfeasible `json:"infeasible,omitempty"`
 	Cells      []CompareCell       `json:"cells"`
+	// Versus is each private tuner's paired difference to the default
+	// baseline, with its verdict; empty without baselines.
+	Versus []CompareVersus `json:"versus_default,omitempty"`
 	// Vote is DP-Hype's separate table (client-level guarantee, its own
 	// split): nil unless run.
 	Vote     []VoteCompareCell `json:"vote,omitempty"`
@@ -250,7 +264,7 @@ func (cfg CompareConfig) settings() CompareSettings {
 // fingerprint identifies the settings one tuning depends on.
 func (s CompareSettings) fingerprint(e CompareEntry) string {
 	k := s
-	k.Entries, k.Budgets, k.Seeds = []CompareEntry{e}, nil, nil
+	k.Entries, k.Budgets, k.Seeds, k.Default = []CompareEntry{e}, nil, nil, nil
 	b, _ := json.Marshal(k)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
@@ -280,8 +294,23 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 		return nil, err
 	}
 	rep := &CompareReport{Settings: cfg.settings(), Infeasible: infeasible, CPUs: runtime.NumCPU(), LoadAvg: []string{LoadAvg()}}
+	var def job.TrainDefaults
+	if cfg.Baselines {
+		if def, err = cfg.defaultSettings(); err != nil {
+			return nil, err
+		}
+		rep.Settings.Default = &def
+	}
 	for _, seed := range cfg.Seeds {
 		for _, eps := range cfg.Budgets {
+			if cfg.Baselines {
+				rows, cached, err := rep.baselineRows(ctx, cfg, def, eps, seed)
+				if err != nil {
+					return nil, fmt.Errorf("bench: the baselines at ε = %g, seed %d: %w", eps, seed, err)
+				}
+				rep.Rows = append(rep.Rows, rows...)
+				rep.Cached += cached
+			}
 			for _, e := range cfg.Entries {
 				if rep.infeasible(e, eps) {
 					continue
@@ -307,7 +336,12 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 			}
 		}
 	}
-	rep.Cells = compareCells(cfg.Entries, cfg.Budgets, rep.Rows)
+	entries := cfg.Entries
+	if cfg.Baselines {
+		entries = append(slices.Clone(BaselineEntries), entries...)
+		rep.Versus = rep.versusDefault(entries, cfg.Budgets)
+	}
+	rep.Cells = compareCells(entries, cfg.Budgets, rep.Rows)
 	rep.LoadAvg = append(rep.LoadAvg, LoadAvg())
 	rep.Wall = time.Since(start).Seconds()
 	rep.Finished = time.Now().UTC().Format(time.RFC3339)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/dptune/dptune/tuning"
 	"io"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -31,6 +32,19 @@ func PlotCompare(rep *CompareReport, path string) error {
 			}
 		}
 		if err := addErrorLine(p, xy, errs, i, false, e.Name()); err != nil {
+			return err
+		}
+	}
+	if rep.Settings.Default != nil {
+		var xy plotter.XYs
+		var errs plotter.YErrors
+		for _, c := range rep.Cells {
+			if c.Tuner == BaselineDefault {
+				xy = append(xy, plotter.XY{X: c.Budget, Y: c.Accuracy})
+				errs = append(errs, struct{ Low, High float64 }{c.CI95, c.CI95})
+			}
+		}
+		if err := addErrorLine(p, xy, errs, len(rep.Settings.Entries)+1, true, "default: one run of published settings"); err != nil {
 			return err
 		}
 	}
@@ -100,8 +114,12 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		fmt.Fprintf(w, "Every run trained on a fixed subset of the training set: each example kept when its hash keyed with %d falls in the first %.4g of the range (about n = %d examples).\n\n", u.Key, u.Fraction, s.NominalSize)
 	}
 	head("tuner")
-	for _, e := range s.Entries {
-		fmt.Fprintf(w, "| %s |", e.Name())
+	entries := s.Entries
+	if s.Default != nil {
+		entries = append(slices.Clone(BaselineEntries), entries...)
+	}
+	for _, e := range entries {
+		fmt.Fprintf(w, "| %s |", baselineLabel(e))
 		for _, b := range budgets {
 			if c, ok := rep.cell(e.Tuner, e.Variant, b); ok {
 				fmt.Fprintf(w, " %s |", meanWithCI(c.Accuracy, c.CI95, c.Seeds))
@@ -113,19 +131,24 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		}
 		fmt.Fprintln(w)
 	}
+	if d := s.Default; d != nil {
+		fmt.Fprintf(w, "\n\"default\" is what a user does instead of tuning: one private run at the whole (ε, δ) on the whole training set (it needs no validation split) of batch %d, %d epochs, η = %g, momentum %g, C = %g: %s. The two rows marked *not private* train every candidate privately at the whole ε on the tuners' training split: \"non-private selection\" releases the best on the clean validation split with one run's ε (what most papers report), \"oracle\" the best test accuracy; neither selection is counted.\n",
+			d.BatchSize, d.Epochs, d.LearningRate, d.Momentum, d.ClipNorm, d.Source)
+		writeVersus(w, rep, budgets)
+	}
 	if len(rep.Infeasible) > 0 {
 		fmt.Fprintln(w, "\n\"infeasible\": no noise multiplier brings the tuner's whole pipeline within the budget (its fixed costs — the scores, the adaptive sampler's overhead, the search — alone exceed it).")
 	}
 	fmt.Fprintf(w, "\nAccounting and cost per tuning (means over seeds). ε by RDP is the calibrated, proved total; PLD where it counts every event; xiang-o is Xiang et al.'s Algorithm 3, an APPROXIMATION of random-stop's DP-SGD runs and selection only. Runs, epochs and seconds are the curator's (they reveal K).\n\n")
 	fmt.Fprintln(w, "| tuner | ε | ε (rdp) | ε (pld) | ε (xiang-o, approx.) | σ per run | runs | training epochs | seconds |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
-	for _, e := range s.Entries {
+	for _, e := range entries {
 		for _, b := range budgets {
 			c, ok := rep.cell(e.Tuner, e.Variant, b)
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %g | %.3f | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", e.Name(), b, c.EpsilonRDP, optional(c.EpsilonPLD), optional(c.EpsilonXiang),
+			fmt.Fprintf(w, "| %s | %g | %.3f | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", baselineLabel(e), b, c.EpsilonRDP, optional(c.EpsilonPLD), optional(c.EpsilonXiang),
 				c.Noise, c.Runs, c.TrainingEpochs, c.Seconds)
 		}
 	}
@@ -185,4 +208,51 @@ func meanWithCI(mean, ci95 float64, seeds int) string {
 		return fmt.Sprintf("%.4f", mean)
 	}
 	return fmt.Sprintf("%.4f ± %.4f", mean, ci95)
+}
+
+// baselineLabel is an entry's row label, with the baselines that are not
+// private marked so.
+func baselineLabel(e CompareEntry) string {
+	switch {
+	case e.Tuner == BaselineSelection || e.Tuner == BaselineOracle:
+		return e.Name() + " (*not private*)"
+	case e.IsBaseline():
+		return e.Name() + " (one run of published settings)"
+	}
+	return e.Name()
+}
+
+// writeVersus writes each private tuner's paired difference to the
+// default per budget, with its verdict.
+func writeVersus(w io.Writer, rep *CompareReport, budgets []float64) {
+	if len(rep.Versus) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nEach private tuner against the default: its test accuracy less the default's, paired by seed (mean ± 95%% Student-t interval), and the verdict: *%s* (the interval above 0), *%s* (below 0), *%s*.\n\n", VerdictPays, VerdictCosts, VerdictUnresolved)
+	fmt.Fprint(w, "| tuner |")
+	for _, b := range budgets {
+		fmt.Fprintf(w, " ε = %g |", b)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---|", len(budgets)))
+	for _, e := range rep.Settings.Entries {
+		fmt.Fprintf(w, "| %s |", e.Name())
+		for _, b := range budgets {
+			i := slices.IndexFunc(rep.Versus, func(v CompareVersus) bool { return v.Tuner == e.Tuner && v.Variant == e.Variant && v.Budget == b })
+			if i < 0 {
+				fmt.Fprint(w, " – |")
+				continue
+			}
+			v := rep.Versus[i]
+			fmt.Fprintf(w, " %s: %s |", signedWithCI(v.Mean, v.CI95, v.Seeds), v.Verdict)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// signedWithCI is a difference "+0.0123 ± 0.0045", or alone from one seed.
+func signedWithCI(mean, ci95 float64, seeds int) string {
+	if seeds < 2 {
+		return fmt.Sprintf("%+.4f", mean)
+	}
+	return fmt.Sprintf("%+.4f ± %.4f", mean, ci95)
 }

@@ -575,11 +575,14 @@ func SpaceNames() string { return tuning.SpacesList() }
 // c"), for help text and errors.
 func TunerNames(extra ...string) string { return tuning.NamesList(extra) }
 
-// Names of the search dimensions every built-in space has
-// (tuning.LearningRate, tuning.ClipNorm), for printing a selection.
+// Names of the search dimensions of a DP-SGD run (tuning.LearningRate,
+// tuning.ClipNorm, …), for printing a selection and reading settings.
 const (
 	LearningRate = tuning.LearningRate
 	ClipNorm     = tuning.ClipNorm
+	BatchSize    = tuning.BatchSize
+	Epochs       = tuning.Epochs
+	Momentum     = tuning.Momentum
 )
 
 // OtherSettings lists a selected candidate's dimensions beside the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,6 +34,9 @@ type benchCompareFlags struct {
 	vote                        bool
 	voteSubset, voteReps        int
 	trainSubset                 int
+	baselines                   bool
+	defaultSettings             string
+	defaultSource               string
 	run                         runnerFlags
 }
 
@@ -83,8 +87,62 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.BoolVar(&f.vote, job.Vote, true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
 	fl.IntVar(&f.voteReps, "vote-reps", 1000, fmt.Sprintf("DP-Hype: votes per seed and budget (the vote's noise only), 1 to %d", bench.MaxVoteReps))
+	fl.BoolVar(&f.baselines, "baselines", true, "also run the baselines at every budget and seed: the default (one private run of published settings at the whole ε), and, NOT PRIVATE, the best candidate on clean validation scores and the oracle best, each candidate trained at the whole ε; skipped with a note when the network has no published settings and no --default-settings")
+	fl.StringVar(&f.defaultSettings, "default-settings", "", "the default baseline's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
+	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
 	return cmd
+}
+
+// defaultTrain reads --default-settings and --default-source: nil when
+// not given. Every one of the five settings is required.
+func (f benchCompareFlags) defaultTrain() (*job.TrainDefaults, error) {
+	if f.defaultSettings == "" {
+		if f.defaultSource != "" {
+			return nil, usagef("--default-source needs --default-settings")
+		}
+		return nil, nil
+	}
+	if f.defaultSource == "" {
+		return nil, usagef("--default-settings needs --default-source: say where the settings come from")
+	}
+	d := job.TrainDefaults{Source: f.defaultSource}
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(f.defaultSettings, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		x, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, usagef("--default-settings: %q is not name=number", kv)
+		}
+		integer := func() (int, error) {
+			if x != math.Trunc(x) || x < 1 || x > math.MaxInt32 {
+				return 0, usagef("--default-settings: %s = %v is not a positive integer", k, v)
+			}
+			return int(x), nil
+		}
+		switch k {
+		case job.BatchSize:
+			d.BatchSize, err = integer()
+		case job.Epochs:
+			d.Epochs, err = integer()
+		case job.LearningRate:
+			d.LearningRate = x
+		case job.Momentum:
+			d.Momentum = x
+		case job.ClipNorm:
+			d.ClipNorm = x
+		default:
+			return nil, usagef("--default-settings: unknown setting %q (want %s, %s, %s, %s and %s)", k, job.BatchSize, job.Epochs, job.LearningRate, job.Momentum, job.ClipNorm)
+		}
+		if err != nil {
+			return nil, err
+		}
+		seen[k] = true
+	}
+	if len(seen) != 5 {
+		return nil, usagef("--default-settings needs all of %s, %s, %s, %s and %s", job.BatchSize, job.Epochs, job.LearningRate, job.Momentum, job.ClipNorm)
+	}
+	return &d, nil
 }
 
 // compareSubsetKey keys --train-subset's hash. It is public (membership is
@@ -105,6 +163,9 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	w := cmd.ErrOrStderr()
 	for _, x := range infeasible {
 		fmt.Fprintf(w, "infeasible, reported not run: %s\n", x.Reason)
+	}
+	if f.baselines && !cfg.Baselines {
+		fmt.Fprintf(w, "note: no baselines: %s has no published settings on %s (give --default-settings and --default-source)\n", src.Arch.Spec.Name, src.Name)
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
@@ -259,9 +320,19 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	for i := range seeds {
 		seeds[i] = uint64(i + 1)
 	}
+	def, err := f.defaultTrain()
+	if err != nil {
+		return cfg, whole, err
+	}
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		Options: options, Dir: f.out}
+		Options: options, Dir: f.out, Baselines: f.baselines, Default: def}
+	if _, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name); f.baselines && def == nil && !ok {
+		if cmd.Flags().Changed("baselines") {
+			return cfg, whole, usagef("--baselines: %s has no published settings on %s: give them with --default-settings and --default-source", src.Arch.Spec.Name, src.Name)
+		}
+		cfg.Baselines = false
+	}
 	return cfg, whole, nil
 }
 
