@@ -566,9 +566,15 @@ func (r *DoublingReport) Outcome() (sigma float64, selected map[string]float64, 
 
 // Cost is the curator-side cost of r's tuning over a space of candidates:
 // the DP-SGD runs (every candidate on each part, then the final run) and
-// their passes over the full training set.
+// their passes over the full training set: each part run PartEpochs over
+// 1/Partitions of it, the final run the selected candidate's epochs (its
+// epochs dimension, else Epochs).
 func (r *DoublingReport) Cost(candidates int) (runs int, trainingEpochs float64) {
-	return candidates*r.Partitions + 1, float64(candidates*r.PartEpochs + r.Epochs)
+	final := float64(r.Epochs)
+	if e, ok := r.Selected[Epochs]; ok {
+		final = e
+	}
+	return candidates*r.Partitions + 1, float64(candidates*r.PartEpochs) + final
 }
 
 // PrintSummary prints r for the curator's terminal: the selection, the test

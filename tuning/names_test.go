@@ -71,4 +71,10 @@ func TestDoublingReportCost(t *testing.T) {
 	if runs, epochs := r.Cost(24); runs != 241 || epochs != 74 {
 		t.Errorf("Cost(24) = %d runs, %v epochs, want 241 and 74", runs, epochs)
 	}
+	// The final run trains the selected candidate: its epochs, not the
+	// flag's, when the space sets them.
+	r.Selected = map[string]float64{Epochs: 20}
+	if _, epochs := r.Cost(24); epochs != 24*3+20 {
+		t.Errorf("with 20 selected epochs: %v training epochs, want %d", epochs, 24*3+20)
+	}
 }
