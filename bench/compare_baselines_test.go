@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -76,6 +78,19 @@ func TestCompareBaselines(t *testing.T) {
 	}
 	if again.Cached != len(rep.Rows) || len(again.Rows) != 8 {
 		t.Errorf("rerun: %d of %d rows from the cache", again.Cached, len(again.Rows))
+	}
+	raw, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer strings.Builder
+	if err := writeAnswer(&answer, []found{{kind: "compare.json", path: "compare.json", raw: raw}}); err != nil {
+		t.Fatal(err)
+	}
+	v := rep.Versus[0]
+	if row := fmt.Sprintf("| 4 | %s | randomstop (tnb): ", meanWithCI(rep.Cells[0].Accuracy, rep.Cells[0].CI95, 2)); !strings.Contains(answer.String(), "## Does private tuning pay?") ||
+		!strings.Contains(answer.String(), row) || !strings.Contains(answer.String(), signedWithCI(v.Mean, v.CI95, v.Seeds)+" |") || !strings.Contains(answer.String(), v.Verdict+" |") {
+		t.Errorf("the answer table lacks %q or the verdict:\n%s", row, answer.String())
 	}
 	var md strings.Builder
 	WriteCompareMarkdown(&md, rep)

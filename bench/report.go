@@ -170,6 +170,9 @@ func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
 	}
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# dptune benchmark report\n\nGenerated %s by `dptune bench report` from %d benchmark output(s).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(all))
+	if err := writeAnswer(&md, all); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
 	writeMachine(&md)
 	sum.Verdicts = withHeadlines(sum.Verdicts)
 	writeVerdicts(&md, sum.Verdicts)
