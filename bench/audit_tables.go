@@ -47,7 +47,7 @@ type Table3Row struct {
 	Mu          float64 `json:"mu"`
 	Published   float64 `json:"published"`
 	Lower       float64 `json:"epsilon_lower"`
-	UpperO      float64 `json:"epsilon_upper_o"` // Algorithm 3: exact for this game
+	UpperO      float64 `json:"epsilon_upper_o"` // Algorithm 3: an upper bound for this game
 	UpperP      float64 `json:"epsilon_upper_p"` // Papernot–Steinke
 	Seconds     float64 `json:"seconds"`
 }

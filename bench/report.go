@@ -43,7 +43,9 @@ type ReportSummary struct {
 // Verdict is one published result beside ours.
 type Verdict struct {
 	Paper, Result, Published, Ours string
-	// Outcome is "reproduced", "not reproduced", "not comparable" or
+	// Outcome is "reproduced", "partly reproduced" (ahead beyond the
+	// intervals at some budgets, within them at the others), "not
+	// reproduced", "not comparable" or
 	// "not run" (no input judges it: a seed paper's headline, see
 	// headlines); Why says why, in one line.
 	Outcome, Why string

@@ -109,6 +109,8 @@ func outcome(ahead, within, behind int, claim, other string) (string, string) {
 		return "reproduced", fmt.Sprintf("%s beyond the 95%% intervals at %d of %d budgets", claim, ahead, n)
 	case behind > 0:
 		return "not reproduced", fmt.Sprintf("%s behind %s beyond the 95%% intervals at %d of %d budgets", strings.Fields(claim)[0], other, behind, n)
+	case ahead > 0:
+		return "partly reproduced", fmt.Sprintf("%s beyond the 95%% intervals at %d of %d budgets, within them at the other %d", claim, ahead, n, within)
 	default:
 		return "not reproduced", fmt.Sprintf("within the 95%% intervals at %d of %d budgets (%d ahead): too few seeds or too small a gap to tell", within, n, ahead)
 	}

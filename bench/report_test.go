@@ -291,3 +291,17 @@ func TestDatasetNote(t *testing.T) {
 		t.Errorf("mnist: %q", n)
 	}
 }
+
+// A claim ahead beyond the intervals at some budgets and within them at
+// the others is partly reproduced, said so, not folded into "not
+// reproduced"; behind anywhere, it is not reproduced.
+func TestOutcomeGivesPartialResultsAsPartial(t *testing.T) {
+	for _, c := range []struct {
+		ahead, within, behind int
+		want                  string
+	}{{3, 1, 0, "reproduced"}, {2, 2, 0, "partly reproduced"}, {1, 3, 0, "partly reproduced"}, {0, 4, 0, "not reproduced"}, {3, 0, 1, "not reproduced"}} {
+		if got, why := outcome(c.ahead, c.within, c.behind, "random-stop ahead", "grid"); got != c.want {
+			t.Errorf("%d ahead, %d within, %d behind: %q (%s), want %q", c.ahead, c.within, c.behind, got, why, c.want)
+		}
+	}
+}
