@@ -204,6 +204,13 @@ func tunersSection(w *strings.Builder, f found) ([]Verdict, error) {
 			r.BatchSize, r.Landscape/3600, r.Wall, r.CPUs, strings.Join(r.Load, " → "), r.Done)
 	}
 	fmt.Fprint(w, "\n\n")
+	paired := len(r.Cells) > 0 && r.Cells[0].DifferenceStdErr > 0
+	if paired {
+		fmt.Fprint(w, "GP − Uniform is paired by repeat: both arms of a repeat draw from the same seed. ")
+	} else {
+		fmt.Fprint(w, "GP − Uniform's 2 s.e. treat the arms as independent (this tuners.json predates the paired difference; a rerun pairs them by repeat). ")
+	}
+	fmt.Fprint(w, "Each method's base σ is calibrated once, at the reference γ (0.01 by default), and kept at every γ: at a larger γ (fewer expected runs) a tuning spends less than ε.\n\n")
 	fmt.Fprint(w, "| γ | paper GP | paper Uniform | our GP | our Uniform | our GP − Uniform ± 2 s.e. |\n|---|---|---|---|---|---|\n")
 	ahead, n := 0, 0
 	var diffs []string
@@ -214,7 +221,8 @@ func tunersSection(w *strings.Builder, f found) ([]Verdict, error) {
 				pg, pu = fmt.Sprintf("%.3f", p[1]), fmt.Sprintf("%.3f", p[2])
 			}
 		}
-		d, se2 := c.GPAccuracy-c.UniformAccuracy, 2*math.Hypot(c.GPStdErr, c.UniformStdErr)
+		d, se := c.GapAndStdErr()
+		se2 := 2 * se
 		fmt.Fprintf(w, "| %g | %s | %s | %.3f | %.3f | %+.3f ± %.3f |\n", c.Gamma, pg, pu, c.GPAccuracy, c.UniformAccuracy, d, se2)
 		n++
 		if d > se2 {
@@ -258,9 +266,10 @@ func pooledGap(cells []TunerSimCell, repeats int) string {
 	var sum, v float64
 	half := make([]float64, len(cells))
 	for i, c := range cells {
-		sum += c.GPAccuracy - c.UniformAccuracy
-		v += c.GPStdErr*c.GPStdErr + c.UniformStdErr*c.UniformStdErr
-		half[i] = 2 * math.Hypot(c.GPStdErr, c.UniformStdErr)
+		d, se := c.GapAndStdErr()
+		sum += d
+		v += se * se
+		half[i] = 2 * se
 	}
 	n := float64(len(cells))
 	mean, se2 := sum/n, 2*math.Sqrt(v)/n

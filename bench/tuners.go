@@ -37,6 +37,33 @@ type TunerSimCell struct {
 	GPStdErr        float64 `json:"gp_stderr"`
 	UniformAccuracy float64 `json:"uniform_accuracy"`
 	UniformStdErr   float64 `json:"uniform_stderr"`
+	// Difference is GP − Uniform paired by repeat (both arms of a repeat
+	// draw from the same seed) and DifferenceStdErr its standard error;
+	// absent from cells written before they were kept.
+	Difference       float64 `json:"gp_minus_uniform,omitempty"`
+	DifferenceStdErr float64 `json:"gp_minus_uniform_stderr,omitempty"`
+}
+
+// GapAndStdErr is GP − Uniform and its standard error: paired by repeat
+// where the cell kept it, else from the two arms' standard errors as if
+// independent.
+func (c TunerSimCell) GapAndStdErr() (gap, se float64) {
+	if c.DifferenceStdErr > 0 {
+		return c.Difference, c.DifferenceStdErr
+	}
+	return c.GPAccuracy - c.UniformAccuracy, math.Hypot(c.GPStdErr, c.UniformStdErr)
+}
+
+// meanStdErr is the mean of x and its standard error.
+func meanStdErr(x []float64) (mean, se float64) {
+	var sum, sum2 float64
+	for _, a := range x {
+		sum += a
+		sum2 += a * a
+	}
+	n := float64(len(x))
+	mean = sum / n
+	return mean, math.Sqrt(math.Max(0, sum2/n-mean*mean) / n)
 }
 
 // landscapeTrainer scores a candidate from a landscape.
@@ -67,10 +94,12 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 			return nil, err
 		}
 		cell := TunerSimCell{Gamma: g, MeanRuns: rep.Mean()}
+		var arms [2][]float64
 		for m, l := range []Landscape{cfg.GP, cfg.Uniform} {
 			// The repeats are independent and seeded: one per core, each
 			// selection stored under its repeat and summed in order.
 			acc := make([]float64, cfg.Repeats)
+			arms[m] = acc
 			var mu sync.Mutex
 			err := runner.ForEach(ctx, 0, cfg.Repeats, func(ctx context.Context, r int) error {
 				seed := cfg.Seed + uint64(1_000_003*gi+r)
@@ -95,20 +124,18 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 			if err != nil {
 				return out, err
 			}
-			var sum, sum2 float64
-			for _, a := range acc {
-				sum += a
-				sum2 += a * a
-			}
-			n := float64(cfg.Repeats)
-			mean := sum / n
-			se := math.Sqrt(math.Max(0, sum2/n-mean*mean) / n)
+			mean, se := meanStdErr(acc)
 			if m == 0 {
 				cell.GPAccuracy, cell.GPStdErr = mean, se
 			} else {
 				cell.UniformAccuracy, cell.UniformStdErr = mean, se
 			}
 		}
+		diff := make([]float64, cfg.Repeats)
+		for r := range diff {
+			diff[r] = arms[0][r] - arms[1][r]
+		}
+		cell.Difference, cell.DifferenceStdErr = meanStdErr(diff)
 		out = append(out, cell)
 	}
 	return out, nil

@@ -47,6 +47,13 @@ func TestSimulateTuners(t *testing.T) {
 	if few.UniformAccuracy >= many.UniformAccuracy || few.GPAccuracy >= many.GPAccuracy {
 		t.Errorf("2 runs %+v not below 100 runs %+v", few, many)
 	}
+	// The paired difference has the arms' difference of means as its mean
+	// (linearity), and a standard error of its own.
+	for _, c := range cells {
+		if d, se := c.GapAndStdErr(); math.Abs(d-(c.GPAccuracy-c.UniformAccuracy)) > 1e-12 || !(se > 0) || c.DifferenceStdErr != se {
+			t.Errorf("γ = %v: paired GP − Uniform %v ± %v, arms %v − %v", c.Gamma, d, se, c.GPAccuracy, c.UniformAccuracy)
+		}
+	}
 	if err := PlotTuners(cells, filepath.Join(t.TempDir(), "t.png")); err != nil {
 		t.Fatal(err)
 	}

@@ -203,10 +203,8 @@ func printTunerTable(out io.Writer, cells []bench.TunerSimCell, ls [2]bench.Land
 	row("Geometric(γ)", func(c bench.TunerSimCell) string { return strconv.FormatFloat(c.Gamma, 'g', -1, 64) })
 	row("GP", func(c bench.TunerSimCell) string { return fmt.Sprintf("%.3f", c.GPAccuracy) })
 	row("Uniform", func(c bench.TunerSimCell) string { return fmt.Sprintf("%.3f", c.UniformAccuracy) })
-	row("GP − Uniform", func(c bench.TunerSimCell) string { return fmt.Sprintf("%+.3f", c.GPAccuracy-c.UniformAccuracy) })
-	row("± (2 s.e.)", func(c bench.TunerSimCell) string {
-		return fmt.Sprintf("%.3f", 2*math.Hypot(c.GPStdErr, c.UniformStdErr))
-	})
+	row("GP − Uniform (paired)", func(c bench.TunerSimCell) string { d, _ := c.GapAndStdErr(); return fmt.Sprintf("%+.3f", d) })
+	row("± (2 s.e.)", func(c bench.TunerSimCell) string { _, se := c.GapAndStdErr(); return fmt.Sprintf("%.3f", 2*se) })
 	tw.Flush()
 }
 
@@ -223,11 +221,12 @@ type tunerMachine struct {
 func writeTunerTable(dir string, cells []bench.TunerSimCell, ls [2]bench.Landscape, f benchTunersFlags, sigmaGP, sigmaU float64, m tunerMachine) error {
 	var b strings.Builder
 	cw := csv.NewWriter(&b)
-	cw.Write([]string{"gamma", "mean_runs", "gp_accuracy", "gp_stderr", "uniform_accuracy", "uniform_stderr"})
+	cw.Write([]string{"gamma", "mean_runs", "gp_accuracy", "gp_stderr", "uniform_accuracy", "uniform_stderr", "gp_minus_uniform", "gp_minus_uniform_stderr"})
 	for _, c := range cells {
 		cw.Write([]string{strconv.FormatFloat(c.Gamma, 'g', -1, 64), strconv.FormatFloat(c.MeanRuns, 'g', 6, 64),
 			strconv.FormatFloat(c.GPAccuracy, 'f', 5, 64), strconv.FormatFloat(c.GPStdErr, 'f', 5, 64),
-			strconv.FormatFloat(c.UniformAccuracy, 'f', 5, 64), strconv.FormatFloat(c.UniformStdErr, 'f', 5, 64)})
+			strconv.FormatFloat(c.UniformAccuracy, 'f', 5, 64), strconv.FormatFloat(c.UniformStdErr, 'f', 5, 64),
+			strconv.FormatFloat(c.Difference, 'f', 5, 64), strconv.FormatFloat(c.DifferenceStdErr, 'f', 5, 64)})
 	}
 	cw.Flush()
 	if err := os.WriteFile(filepath.Join(dir, "tuners.csv"), []byte(b.String()), 0o644); err != nil {
