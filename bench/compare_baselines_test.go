@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -91,6 +93,13 @@ func TestCompareBaselines(t *testing.T) {
 	if row := fmt.Sprintf("| 4 | %s | randomstop (tnb): ", meanWithCI(rep.Cells[0].Accuracy, rep.Cells[0].CI95, 2)); !strings.Contains(answer.String(), "## Does private tuning pay?") ||
 		!strings.Contains(answer.String(), row) || !strings.Contains(answer.String(), signedWithCI(v.Mean, v.CI95, v.Seeds)+" |") || !strings.Contains(answer.String(), v.Verdict+" |") {
 		t.Errorf("the answer table lacks %q or the verdict:\n%s", row, answer.String())
+	}
+	png := filepath.Join(t.TempDir(), "versus.png")
+	if err := PlotVersus(rep, png); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+		t.Errorf("no versus plot: %v", err)
 	}
 	var md strings.Builder
 	WriteCompareMarkdown(&md, rep)

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"fmt"
-	"github.com/dptune/dptune/tuning"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/dptune/dptune/tuning"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -56,6 +58,50 @@ func PlotCompare(rep *CompareReport, path string) error {
 			errs = append(errs, struct{ Low, High float64 }{c.CI95, c.CI95})
 		}
 		if err := addErrorLine(p, xy, errs, len(rep.Settings.Entries), true, "vote (client-level, own split)"); err != nil {
+			return err
+		}
+	}
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Add(plotter.NewGrid())
+	return p.Save(vg.Points(620), vg.Points(420), path)
+}
+
+// PlotVersus draws each private tuner's test accuracy less the default's,
+// paired by seed, with its 95% interval, at every budget (log scale, every
+// budget labelled; the tuners drawn side by side around it), over a line
+// at 0, as a PNG at path. It draws nothing without baselines.
+func PlotVersus(rep *CompareReport, path string) error {
+	if len(rep.Versus) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("private tuner − default (one run of published settings), %s", rep.Settings.Dataset)
+	p.X.Label.Text, p.Y.Label.Text = "total ε (log scale)", "test accuracy difference, paired by seed (95% interval)"
+	budgets := sortedBudgets(rep.Cells)
+	var ticks []plot.Tick
+	for _, b := range budgets {
+		ticks = append(ticks, plot.Tick{Value: b, Label: strconv.FormatFloat(b, 'g', -1, 64)})
+	}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.ConstantTicks(ticks)
+	p.X.Min, p.X.Max = budgets[0]/1.3, budgets[len(budgets)-1]*1.3
+	zero, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: 0}, {X: p.X.Max, Y: 0}})
+	if err != nil {
+		return err
+	}
+	zero.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
+	p.Add(zero)
+	entries := rep.Settings.Entries
+	for i, e := range entries {
+		var xy plotter.XYs
+		var errs plotter.YErrors
+		shift := 1 + 0.04*(float64(i)-float64(len(entries)-1)/2)
+		for _, v := range rep.Versus {
+			if v.Tuner == e.Tuner && v.Variant == e.Variant {
+				xy = append(xy, plotter.XY{X: v.Budget * shift, Y: v.Mean})
+				errs = append(errs, struct{ Low, High float64 }{v.CI95, v.CI95})
+			}
+		}
+		if err := addErrorLine(p, xy, errs, i, false, e.Name()); err != nil {
 			return err
 		}
 	}

@@ -232,6 +232,9 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if err := bench.PlotCompare(rep, filepath.Join(f.out, "compare-"+src.Name+".png")); err != nil {
 		return errors.Join(err, closeErr)
 	}
+	if err := bench.PlotVersus(rep, filepath.Join(f.out, "versus-default-"+src.Name+".png")); err != nil {
+		return errors.Join(err, closeErr)
+	}
 	fmt.Fprintf(w, "wall time %.0f s (%d tunings from the cache); compare.json, compare.md and the plot in %s\n", rep.Wall, rep.Cached, f.out)
 	return closeErr
 }
