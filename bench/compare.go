@@ -135,6 +135,10 @@ type CompareConfig struct {
 	// Default are the default row's settings, with their source; nil: the
 	// network's published settings on the dataset (job.NetworkDefaultsOn).
 	Default *job.TrainDefaults
+	// ReferenceSeeds, if positive, runs the two not-private baselines
+	// (every candidate at every budget) on the first ReferenceSeeds seeds
+	// only; the default runs on every seed.
+	ReferenceSeeds int
 	// Options are the tuners' own settings by name: those a comparison
 	// takes as flags (CompareOptions), and any other of a tuner's
 	// options (tuning.Tuner.Options, e.g. the GP tuner's); a missing one
@@ -301,10 +305,11 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 		}
 		rep.Settings.Default = &def
 	}
-	for _, seed := range cfg.Seeds {
+	for si, seed := range cfg.Seeds {
 		for _, eps := range cfg.Budgets {
 			if cfg.Baselines {
-				rows, cached, err := rep.baselineRows(ctx, cfg, def, eps, seed)
+				references := cfg.ReferenceSeeds <= 0 || si < cfg.ReferenceSeeds
+				rows, cached, err := rep.baselineRows(ctx, cfg, def, eps, seed, references)
 				if err != nil {
 					return nil, fmt.Errorf("bench: the baselines at ε = %g, seed %d: %w", eps, seed, err)
 				}

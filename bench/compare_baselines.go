@@ -147,7 +147,7 @@ type cachedCandidates struct {
 // baselineRows returns the three baseline rows at budget eps and seed,
 // from the cache in cfg.Dir/runs where it holds them, and how many came
 // from it.
-func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d job.TrainDefaults, eps float64, seed uint64) ([]CompareRow, int, error) {
+func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d job.TrainDefaults, eps float64, seed uint64, references bool) ([]CompareRow, int, error) {
 	fpDef, fpCand := rep.Settings.baselineFingerprints(d)
 	name := func(kind string) string {
 		return filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s-eps%s-seed%d.json", kind, strconv.FormatFloat(eps, 'g', -1, 64), seed))
@@ -167,6 +167,9 @@ func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d
 		if err := writeCompareRow(name(BaselineDefault), fpDef, def); err != nil {
 			return nil, 0, err
 		}
+	}
+	if !references {
+		return []CompareRow{def}, cached, nil
 	}
 	path := name("candidates")
 	var c cachedCandidates

@@ -180,6 +180,12 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 	if d := s.Default; d != nil {
 		fmt.Fprintf(w, "\n\"default\" is what a user does instead of tuning: one private run at the whole (ε, δ) on the whole training set (it needs no validation split) of batch %d, %d epochs, η = %g, momentum %g, C = %g: %s. The two rows marked *not private* train every candidate privately at the whole ε on the tuners' training split: \"non-private selection\" releases the best on the clean validation split with one run's ε (what most papers report), \"oracle\" the best test accuracy; neither selection is counted.\n",
 			d.BatchSize, d.Epochs, d.LearningRate, d.Momentum, d.ClipNorm, d.Source)
+		for _, c := range rep.Cells {
+			if c.Tuner == BaselineSelection && c.Seeds < len(s.Seeds) {
+				fmt.Fprintf(w, "The two not-private rows ran on the first %d of the %d seeds (each trains every candidate at every budget).\n", c.Seeds, len(s.Seeds))
+				break
+			}
+		}
 		writeVersus(w, rep, budgets)
 	}
 	if len(rep.Infeasible) > 0 {

@@ -35,6 +35,7 @@ type benchCompareFlags struct {
 	voteSubset, voteReps        int
 	trainSubset                 int
 	baselines                   bool
+	referenceSeeds              int
 	defaultSettings             string
 	defaultSource               string
 	run                         runnerFlags
@@ -88,6 +89,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
 	fl.IntVar(&f.voteReps, "vote-reps", 1000, fmt.Sprintf("DP-Hype: votes per seed and budget (the vote's noise only), 1 to %d", bench.MaxVoteReps))
 	fl.BoolVar(&f.baselines, "baselines", true, "also run the baselines at every budget and seed: the default (one private run of published settings at the whole ε), and, NOT PRIVATE, the best candidate on clean validation scores and the oracle best, each candidate trained at the whole ε; skipped with a note when the network has no published settings and no --default-settings")
+	fl.IntVar(&f.referenceSeeds, "reference-seeds", 0, "run the two not-private baselines (every candidate at every budget) on the first n seeds only; 0: every seed")
 	fl.StringVar(&f.defaultSettings, "default-settings", "", "the default baseline's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
 	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
@@ -329,7 +331,10 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		Options: options, Dir: f.out, Baselines: f.baselines, Default: def}
+		Options: options, Dir: f.out, Baselines: f.baselines, Default: def, ReferenceSeeds: f.referenceSeeds}
+	if f.referenceSeeds < 0 || f.referenceSeeds > f.seeds {
+		return cfg, whole, usagef("--reference-seeds %d is outside [0, --seeds %d]", f.referenceSeeds, f.seeds)
+	}
 	if _, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name); f.baselines && def == nil && !ok {
 		if cmd.Flags().Changed("baselines") {
 			return cfg, whole, usagef("--baselines: %s has no published settings on %s: give them with --default-settings and --default-source", src.Arch.Spec.Name, src.Name)

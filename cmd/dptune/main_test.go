@@ -115,6 +115,7 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"bench", "compare", "--budget", "b.json"},
 		{"bench", "compare", "--clip-stride", "0"},
 		{"bench", "compare", "--baselines"},
+		{"bench", "compare", "--reference-seeds", "9"},
 		{"bench", "compare", "--default-settings", "batch_size=256,epochs=1,learning_rate=1,momentum=0,clip_norm=1"},
 		{"bench", "compare", "--default-settings", "batch_size=256", "--default-source", "mine"},
 		{"bench", "compare", "--default-settings", "batch_size=2.5,epochs=1,learning_rate=1,momentum=0,clip_norm=1", "--default-source", "mine"},
