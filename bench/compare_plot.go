@@ -200,8 +200,12 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %g | %.3f | %s | %s | %.3f | %.1f | %.1f | %.0f |\n", baselineLabel(e), b, c.EpsilonRDP, optional(c.EpsilonPLD), optional(c.EpsilonXiang),
-				c.Noise, c.Runs, c.TrainingEpochs, c.Seconds)
+			secs := fmt.Sprintf("%.0f", c.Seconds)
+			if c.Seconds == 0 {
+				secs = "– (part scores reused from a smaller budget)"
+			}
+			fmt.Fprintf(w, "| %s | %g | %.3f | %s | %s | %.3f | %.1f | %.1f | %s |\n", baselineLabel(e), b, c.EpsilonRDP, optional(c.EpsilonPLD), optional(c.EpsilonXiang),
+				c.Noise, c.Runs, c.TrainingEpochs, secs)
 		}
 	}
 	if len(rep.Vote) > 0 {
