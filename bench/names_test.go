@@ -61,11 +61,11 @@ func TestReportKinds(t *testing.T) {
 	for _, k := range reportKinds {
 		names = append(names, k.name)
 	}
-	if want := []string{"compare.json", "persample", "tuners.json", "doubling.json", "audit-figures.json", "vote.json"}; !slices.Equal(names, want) {
+	if want := []string{"compare.json", "seeds.json", "persample", "tuners.json", "doubling.json", "audit-figures.json", "vote.json"}; !slices.Equal(names, want) {
 		t.Errorf("report kinds %v, want %v", names, want)
 	}
 	_, err := WriteReport(ReportConfig{Inputs: []string{t.TempDir()}, Out: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "(compare.json, tuners.json, doubling.json, audit-figures.json, vote.json, persample JSON)") {
+	if err == nil || !strings.Contains(err.Error(), "(compare.json, seeds.json, tuners.json, doubling.json, audit-figures.json, vote.json, persample JSON)") {
 		t.Errorf("WriteReport on nothing: %v", err)
 	}
 }

@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Reproducible measurements",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd(), newBenchDoublingCmd(), newBenchAuditCmd(), newBenchVoteCmd(), newBenchCompareCmd(), newBenchReportCmd(), newBenchScatterCmd())
+	cmd.AddCommand(newBenchPerSampleCmd(), newBenchTunersCmd(), newBenchDoublingCmd(), newBenchAuditCmd(), newBenchVoteCmd(), newBenchCompareCmd(), newBenchReportCmd(), newBenchScatterCmd(), newBenchSeedsCmd())
 	return cmd
 }
 
