@@ -346,6 +346,8 @@ func checkpointKey(create bool, outside ...string) ([]byte, error) {
 // keyOutside refuses a key file at path inside any of dirs (symbolic links
 // resolved): a key kept with what it authenticates protects nothing.
 func keyOutside(path string, dirs []string) error {
+	// resolve is p made absolute with the symbolic links of its longest
+	// existing prefix resolved (the rest may not exist yet).
 	resolve := func(p string) string {
 		abs, err := filepath.Abs(p)
 		if err != nil {

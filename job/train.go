@@ -382,8 +382,14 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		return nil, nil, err
 	}
 	if s.Checkpoint != "" && s.resume == nil {
-		curator := filepath.Dir(s.Checkpoint)
-		if s.checkpointKey, err = checkpointKey(true, curator, strings.TrimSuffix(curator, "-curator")); err != nil {
+		// The key must not be kept with what it authenticates: the run's
+		// curator and release directories (OUT-curator and OUT), or the
+		// checkpoint directory a Go caller named.
+		outside := []string{s.Checkpoint}
+		if curator := filepath.Dir(s.Checkpoint); strings.HasSuffix(curator, "-curator") {
+			outside = []string{curator, strings.TrimSuffix(curator, "-curator")}
+		}
+		if s.checkpointKey, err = checkpointKey(true, outside...); err != nil {
 			return nil, nil, err
 		}
 		unlock, err := openCheckpointDir(s.Checkpoint)
