@@ -471,7 +471,7 @@ func walkClass(root string, bad func(path string, r skipReason, err error)) []st
 			case mode.IsRegular():
 				d.files = append(d.files, p)
 			default:
-				bad(p, skipUnreadable, fmt.Errorf("%w (%s)", fsx.ErrNotRegular, fileKind(mode)))
+				bad(p, skipUnreadable, fmt.Errorf("%w (%s)", fsx.ErrNotRegular, fsx.Kind(mode)))
 			}
 		}
 		dirs = append(dirs, d)
@@ -486,19 +486,6 @@ func walkClass(root string, bad func(path string, r skipReason, err error)) []st
 		out = append(out, d.files...)
 	}
 	return out
-}
-
-// fileKind names what a file that is neither regular nor a directory is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
 }
 
 // folderFile is one image of a split and its label.

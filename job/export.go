@@ -253,7 +253,7 @@ func CheckExportOut(dir, out string) error {
 	}
 	if fi, err := os.Lstat(out); err == nil {
 		if !fi.Mode().IsRegular() {
-			return invalidf("--out %s is %s, not a regular file: an export replaces a regular file only", out, fileKind(fi.Mode()))
+			return invalidf("--out %s is %s, not a regular file: an export replaces a regular file only", out, fsx.Kind(fi.Mode()))
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return invalidf("--out %s: %v", out, err)
@@ -296,25 +296,6 @@ func CheckExportOut(dir, out string) error {
 		return invalidf("--out %s: %v", out, err)
 	}
 	return nil
-}
-
-// fileKind names what a file that is not a regular one is, for an error.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a regular file"
 }
 
 // Export writes the model saved in dir (by dptune train or tune) to out in

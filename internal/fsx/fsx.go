@@ -30,7 +30,7 @@ func Open(path string) (*os.File, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+		return nil, &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, Kind(fi.Mode()))}
 	}
 	return f, nil
 }
@@ -62,9 +62,12 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	return b, nil
 }
 
-// kind names what a non-regular file is, for an error message.
-func kind(m os.FileMode) string {
+// Kind names what a file of mode m that is not a regular file is ("a
+// symbolic link", "a directory", "a named pipe", …), for an error message.
+func Kind(m os.FileMode) string {
 	switch {
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	case m.IsDir():
 		return "a directory"
 	case m&os.ModeNamedPipe != 0:
