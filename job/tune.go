@@ -312,15 +312,7 @@ func (s TuneSpec) fixedReport() map[string]float64 {
 	if _, ok := NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name); !ok {
 		return nil
 	}
-	lr, clip := s.fixed()
-	out := map[string]float64{tuning.LearningRate: lr, tuning.ClipNorm: clip}
-	for _, d := range s.Space.Dims {
-		delete(out, d.Name)
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
+	return s.fixedUsed()
 }
 
 // Tune runs the tuner s.Tuner and releases only what its guarantee covers:
