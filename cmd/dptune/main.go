@@ -49,7 +49,7 @@ func newRoot() *cobra.Command {
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	addProfileFlag(root)
-	root.AddCommand(newTrainCmd(), newEvalCmd(), newPredictCmd(), newExportCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd(), newBudgetCmd(), newAuditCmd(), newVoteCmd(), newWorkerCmd())
+	root.AddCommand(newTrainCmd(), newEvalCmd(), newPredictCmd(), newExportCmd(), newAccountCmd(), newBenchCmd(), newTuneCmd(), newBudgetCmd(), newAuditCmd(), newVoteCmd(), newWorkerCmd(), newGenDocsCmd())
 	return root
 }
 
