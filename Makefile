@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist build run test onnxruntime compare-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev clean
+.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist build run test onnxruntime compare-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
 
 all: build
 
@@ -153,6 +153,12 @@ bench-torch: torch-deps build
 	done
 	/usr/bin/python3 $(TORCH_REF) --only bench --model tb-cifar10 --no-epoch --n-timed-naive 1 --n-timed 10 --out-prefix out/torch/tb-cifar10
 	./$(BIN) bench persample --dataset cifar10 --data-dir $(CIFAR_DIR) --model tb-cifar10 --batch-size 256 --steps 10 --json out/torch/dptune-tb-cifar10.json
+
+# The CLI reference in docs/reference/cli, one page per command, generated
+# from the cobra commands by the hidden `dptune gen-docs`; make test fails
+# (TestCLIReferenceCurrent) when the checked-in pages are stale.
+docs:
+	$(GO) run ./cmd/dptune gen-docs docs/reference/cli
 
 # Regenerate the gRPC code of DP-Hype's wire protocol and the ONNX types of
 # dptune export (checked in, so the build never needs protoc): Debian's
