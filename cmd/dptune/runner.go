@@ -27,7 +27,7 @@ type runnerFlags struct {
 }
 
 func addRunnerFlags(fl *pflag.FlagSet, f *runnerFlags) {
-	fl.StringVar(&f.kind, "runner", "local", "where the independent runs go: local (this process) or temporal (workers of --task-queue, see `dptune worker`; an interrupted invocation resumes when rerun with the same --out and settings, other settings start a new one with a fresh key)")
+	fl.StringVar(&f.kind, "runner", "local", "where the independent runs go: local (this process) or temporal (workers of --task-queue, see dptune worker; an interrupted invocation resumes when rerun with the same --out and settings, other settings start a new one with a fresh key)")
 	addTemporalFlags(fl, f)
 	fl.DurationVar(&f.heartbeat, "heartbeat-timeout", 30*time.Second, "temporal: a run whose worker is silent this long is retried on another worker")
 }
