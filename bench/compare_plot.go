@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/dptune/dptune/tuning"
@@ -23,7 +22,7 @@ func PlotCompare(rep *CompareReport, path string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("private tuners at one total budget: %s, %s, %d candidates", rep.Settings.Dataset, rep.Settings.Model, rep.Settings.Candidates)
 	p.X.Label.Text, p.Y.Label.Text = "total ε (tuning + released model), log scale", "test accuracy of the released model"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, valueTicks(sortedBudgets(rep.Cells))
 	for i, e := range rep.Settings.Entries {
 		var xy plotter.XYs
 		var errs plotter.YErrors
@@ -63,7 +62,7 @@ func PlotCompare(rep *CompareReport, path string) error {
 	}
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Add(plotter.NewGrid())
-	return p.Save(vg.Points(620), vg.Points(420), path)
+	return savePlot(p, vg.Points(620), vg.Points(420), path)
 }
 
 // PlotVersus draws each private tuner's test accuracy less the default's,
@@ -75,14 +74,10 @@ func PlotVersus(rep *CompareReport, path string) error {
 		return nil
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("private tuner − default (one run of published settings), %s", rep.Settings.Dataset)
+	p.Title.Text = fmt.Sprintf("%s: private tuner − default (one run of published settings)", rep.Settings.Dataset)
 	p.X.Label.Text, p.Y.Label.Text = "total ε (log scale)", "test accuracy difference, paired by seed (95% interval)"
 	budgets := sortedBudgets(rep.Cells)
-	var ticks []plot.Tick
-	for _, b := range budgets {
-		ticks = append(ticks, plot.Tick{Value: b, Label: strconv.FormatFloat(b, 'g', -1, 64)})
-	}
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.ConstantTicks(ticks)
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, valueTicks(budgets)
 	p.X.Min, p.X.Max = budgets[0]/1.3, budgets[len(budgets)-1]*1.3
 	zero, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: 0}, {X: p.X.Max, Y: 0}})
 	if err != nil {
@@ -107,7 +102,7 @@ func PlotVersus(rep *CompareReport, path string) error {
 	}
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Add(plotter.NewGrid())
-	return p.Save(vg.Points(620), vg.Points(420), path)
+	return savePlot(p, vg.Points(620), vg.Points(420), path)
 }
 
 // addErrorLine adds a line with points and vertical error bars.

@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -153,7 +155,7 @@ func DoublingFigures(ctx context.Context, dir string, seeds, reps int) (Doubling
 	if err := writeCSV(filepath.Join(dir, "figure4.csv"), []string{"k_epsilon", "n", "g", "mean_T", "sd_T"}, rows); err != nil {
 		return sum, err
 	}
-	if err := p4.Save(vg.Points(560), vg.Points(380), filepath.Join(dir, "figure4.png")); err != nil {
+	if err := savePlot(p4, vg.Points(560), vg.Points(380), filepath.Join(dir, "figure4.png")); err != nil {
 		return sum, err
 	}
 
@@ -211,26 +213,20 @@ const fidelitySeeds = 8
 // make exactly the comparisons of fraction utilities with the noise
 // divided by 100 — kϵ multiplied by 100 — which is how they are run.
 func fidelityPanel(unit string, uniform func(uint64, int, float64) []float64, rows *[][]string) (*plot.Plot, []FidelityPoint, error) {
-	scale, title := 1.0, "utilities in [0, 1], noise for sensitivity 1/k (Lemma 2)"
+	scale := 1.0
 	if unit == "percent" {
-		scale, title = 100, "utilities in percent, the same noise (sensitivity taken as 1/k, not 100/k)"
+		scale = 100
 	}
-	p3 := plot.New()
-	p3.Title.Text = "Fidelity α_t = u_s*/u*: " + title
-	p3.X.Label.Text = "iteration"
-	p3.Y.Label.Text = "α_t"
-	p3.Y.Min, p3.Y.Max = 0, 1.05
-	var out []FidelityPoint
-	for ci, ke := range []float64{0.5, 5, 10, 100} {
-		var final float64
-		var first *plotter.Line
+	kes := []float64{0.5, 5, 10, 100}
+	traces := map[float64][][]float64{}
+	for _, ke := range kes {
 		for s := 0; s < fidelitySeeds; s++ {
 			u := uniform(uint64(100+s), 100, 1)
 			ustar := 0.0
 			for _, v := range u {
 				ustar = math.Max(ustar, v)
 			}
-			var pts plotter.XYs
+			var trace []float64
 			sel := -1
 			_, _, err := tuning.CappedSearch(u, tuning.CappedSearchConfig{Partitions: 10, Epsilon0: scale * ke / 10, Granularity: 0.01, MaxIterations: 10000},
 				randsrc.Seeded(uint64(s), "noise"), false, func(it tuning.Iteration) {
@@ -241,27 +237,136 @@ func fidelityPanel(unit string, uniform func(uint64, int, float64) []float64, ro
 					if sel >= 0 {
 						a = u[sel] / ustar
 					}
-					pts = append(pts, plotter.XY{X: float64(it.T), Y: a})
+					trace = append(trace, a)
 					*rows = append(*rows, []string{unit, fmtF(ke), strconv.Itoa(s), strconv.Itoa(it.T), fmtF(a)})
 				})
 			if err != nil {
 				return nil, nil, err
 			}
-			l, _ := plotter.NewLine(pts)
-			l.Color = plotutil.Color(ci)
-			p3.Add(l)
-			if s == 0 {
-				first = l
-			}
-			if len(pts) > 0 {
-				final += pts[len(pts)-1].Y / fidelitySeeds
-			}
+			traces[ke] = append(traces[ke], trace)
 		}
-		p3.Legend.Add(fmt.Sprintf("kϵ = %g (mean final α %.2f)", ke, final), first)
+	}
+	p, out := fidelityPlot(unit, kes, traces)
+	return p, out, nil
+}
+
+// fidelityPlot draws one panel of Figure 3: for each kϵ of kes, the mean
+// fidelity α_t of its searches (traces[kϵ], each α after iterations 1, 2,
+// …; a search that has stopped keeps its last α) with a band of ± 1
+// standard deviation, and the mean final α in the legend.
+func fidelityPlot(unit string, kes []float64, traces map[float64][][]float64) (*plot.Plot, []FidelityPoint) {
+	title := "α_t, utilities in [0, 1], Lemma 2's noise"
+	if unit == "percent" {
+		title = "α_t, percent utilities, the same noise (100× too little)"
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "iteration t"
+	p.Y.Label.Text = "α_t = u_s*/u*: mean ± 1 sd over searches"
+	p.Y.Min, p.Y.Max = 0, 1.05
+	var out []FidelityPoint
+	for ci, ke := range kes {
+		tr := traces[ke]
+		steps := 0
+		for _, t := range tr {
+			steps = max(steps, len(t))
+		}
+		if steps == 0 {
+			continue
+		}
+		var mean, lo, hi plotter.XYs
+		for t := 0; t < steps; t++ {
+			var x []float64
+			for _, trace := range tr {
+				if len(trace) > 0 {
+					x = append(x, trace[min(t, len(trace)-1)])
+				}
+			}
+			m, sd := meanSD(x)
+			mean = append(mean, plotter.XY{X: float64(t + 1), Y: m})
+			lo = append(lo, plotter.XY{X: float64(t + 1), Y: math.Max(0, m-sd)})
+			hi = append(hi, plotter.XY{X: float64(t + 1), Y: math.Min(1, m+sd)})
+		}
+		band := append(slices.Clone(hi), reversed(lo)...)
+		if poly, err := plotter.NewPolygon(band); err == nil {
+			r, g, b, _ := plotutil.Color(ci).RGBA()
+			poly.Color = color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 60}
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+		}
+		l, _ := plotter.NewLine(mean)
+		l.Color = plotutil.Color(ci)
+		l.Width = vg.Points(2)
+		p.Add(l)
+		final := mean[len(mean)-1].Y
+		p.Legend.Add(fmt.Sprintf("kϵ = %g (mean final α %.2f)", ke, final), l)
 		out = append(out, FidelityPoint{Utilities: unit, KEpsilon: ke, Fidelity: final})
 	}
-	p3.Legend.Top = false
-	return p3, out, nil
+	p.Legend.Top = false
+	return p, out
+}
+
+func reversed(xy plotter.XYs) plotter.XYs {
+	out := slices.Clone(xy)
+	slices.Reverse(out)
+	return out
+}
+
+// fidelityCSV reads figure3.csv (DoublingFigures) back into Figure 3's
+// panels, in the file's order of units and kϵ.
+func fidelityCSV(path string) ([2]*plot.Plot, error) {
+	var panels [2]*plot.Plot
+	f, err := os.Open(path)
+	if err != nil {
+		return panels, err
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return panels, err
+	}
+	if len(recs) < 2 || strings.Join(recs[0], ",") != "utilities,k_epsilon,seed,iteration,fidelity" {
+		return panels, fmt.Errorf("%s: not Figure 3's data", path)
+	}
+	type key struct {
+		ke   float64
+		seed string
+	}
+	var units []string
+	kes := map[string][]float64{}
+	traces := map[string]map[key][]float64{}
+	var order = map[string][]key{}
+	for i, r := range recs[1:] {
+		ke, err1 := strconv.ParseFloat(r[1], 64)
+		a, err2 := strconv.ParseFloat(r[4], 64)
+		if err1 != nil || err2 != nil {
+			return panels, fmt.Errorf("%s: line %d: %q", path, i+2, strings.Join(r, ","))
+		}
+		u := r[0]
+		if traces[u] == nil {
+			units = append(units, u)
+			traces[u] = map[key][]float64{}
+		}
+		if !slices.Contains(kes[u], ke) {
+			kes[u] = append(kes[u], ke)
+		}
+		k := key{ke, r[2]}
+		if _, ok := traces[u][k]; !ok {
+			order[u] = append(order[u], k)
+		}
+		traces[u][k] = append(traces[u][k], a)
+	}
+	if len(units) != 2 {
+		return panels, fmt.Errorf("%s: %d units of utilities, want 2", path, len(units))
+	}
+	for i, u := range units {
+		by := map[float64][][]float64{}
+		for _, k := range order[u] {
+			by[k.ke] = append(by[k.ke], traces[u][k])
+		}
+		panels[i], _ = fidelityPlot(u, kes[u], by)
+	}
+	return panels, nil
 }
 
 func fmtF(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
@@ -392,7 +497,7 @@ func doublingSection(w *strings.Builder, f found) ([]Verdict, error) {
 		fr = append(fr, fmt.Sprintf("%.2f", x[0]))
 		pc = append(pc, fmt.Sprintf("%.2f", x[1]))
 	}
-	fmt.Fprintln(w, "\nThe published Figure 3 (α → 1 from kϵ = 5) matches the right-hand column: utilities that are percentages but noised as accuracies in [0, 1]. On percent utilities the sensitivity of a part-averaged score is 100/k, not Lemma 2's 1/k, so that noise is 100-fold too small; with the noise the lemma prescribes, α stays near 0.5–0.6 up to kϵ = 10.")
+	fmt.Fprintln(w, "\nThe published Figure 3 (α → 1 from kϵ = 5) matches the right-hand column: utilities that are percentages but noised as accuracies in [0, 1]. On percent utilities the sensitivity of a part-averaged score is 100/k, not Lemma 2's 1/k, so that noise is 100-fold too small; with the noise the lemma prescribes, α stays near 0.5–0.6 up to kϵ = 10. The Figure 3 below draws, per kϵ, the mean α_t of the searches with a band of ± 1 standard deviation (a search that has stopped keeps its last α); Figure 1 draws each search's (u, step) path.")
 	fmt.Fprintln(w)
 	v4 := Verdict{Paper: "Ding et al. (doubling)", Result: "Figure 4: iterations T ≈ c·log₂ n", Published: "c ≈ 3", Ours: fmt.Sprintf("c = %.2f", s.FitLog2)}
 	if s.FitLog2 >= 2 && s.FitLog2 <= 4 {

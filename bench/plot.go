@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -89,9 +91,51 @@ func savePair(left, right *plot.Plot, path string) error {
 	return savePanels([][]*plot.Plot{{left, right}}, vg.Points(900), vg.Points(380), path)
 }
 
+// valueTicks labels every one of xs on an axis (a log axis's LogTicks
+// label the powers of ten alone: an axis of ε = 1, 2, 4, 8 showed "1").
+func valueTicks(xs []float64) plot.Ticker {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	ticks := make(plot.ConstantTicks, len(xs))
+	for i, x := range xs {
+		l := strconv.FormatFloat(x, 'g', 3, 64)
+		if strings.ContainsRune(l, 'e') && x >= 1 {
+			l = strconv.FormatFloat(x, 'f', 0, 64)
+		}
+		ticks[i] = plot.Tick{Value: x, Label: l}
+	}
+	return ticks
+}
+
+// fitTitle shrinks p's title font until the title fits width w, less a
+// margin, so that no title is cut at its image's edge.
+func fitTitle(p *plot.Plot, w vg.Length) {
+	const minSize = 7
+	for p.Title.Text != "" && p.Title.TextStyle.Width(p.Title.Text) > w-vg.Points(12) && p.Title.TextStyle.Font.Size > vg.Points(minSize) {
+		p.Title.TextStyle.Font.Size -= vg.Points(0.5)
+	}
+}
+
+// titleFits reports whether p's title fits width w (fitTitle's margin).
+func titleFits(p *plot.Plot, w vg.Length) bool {
+	return p.Title.TextStyle.Width(p.Title.Text) <= w-vg.Points(12)
+}
+
+// savePlot saves p as a w × h PNG at path, its title fitted to w.
+func savePlot(p *plot.Plot, w, h vg.Length, path string) error {
+	fitTitle(p, w)
+	return p.Save(w, h, path)
+}
+
 // savePanels draws a grid of plots (rows of equal length) into a w × h PNG
-// at path.
+// at path, each title fitted to its panel's width.
 func savePanels(rows [][]*plot.Plot, w, h vg.Length, path string) error {
+	for _, row := range rows {
+		for _, p := range row {
+			fitTitle(p, (w-vg.Points(20))/vg.Length(len(row))-vg.Points(20))
+		}
+	}
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
 	tiles := draw.Tiles{Rows: len(rows), Cols: len(rows[0]), PadX: vg.Points(20), PadY: vg.Points(20), PadTop: vg.Points(10), PadBottom: vg.Points(10), PadLeft: vg.Points(10), PadRight: vg.Points(10)}
@@ -123,7 +167,11 @@ func PlotTuners(cells []TunerSimCell, path string) error {
 	p.X.Label.Text = "mean number of runs 1/γ"
 	p.Y.Label.Text = "accuracy of the selected candidate"
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	runs := make([]float64, len(cells))
+	for i, c := range cells {
+		runs[i] = c.MeanRuns
+	}
+	p.X.Tick.Marker = valueTicks(runs)
 	for k, name := range []string{"GP", "Uniform"} {
 		pts := make(plotter.XYs, len(cells))
 		errs := make(plotter.YErrors, len(cells))
@@ -153,5 +201,5 @@ func PlotTuners(cells []TunerSimCell, path string) error {
 	}
 	p.Legend.Top = false
 	p.Add(plotter.NewGrid())
-	return p.Save(vg.Points(560), vg.Points(380), path)
+	return savePlot(p, vg.Points(560), vg.Points(380), path)
 }

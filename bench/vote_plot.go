@@ -43,7 +43,11 @@ func PlotVoteReal(pts []VoteRealPoint, final, title string, path string) error {
 			p.Title.Text = fmt.Sprintf("%s: Dirichlet α = %g, n = %d", title, k.alpha, k.n)
 		}
 		p.X.Label.Text, p.Y.Label.Text = "ε (log scale)", "test accuracy"
-		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
+		var eps []float64
+		for _, q := range by[k] {
+			eps = append(eps, q.Epsilon)
+		}
+		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, valueTicks(eps)
 		p.Y.Min, p.Y.Max = 0, 1
 		var opt, guess, hype plotter.XYs
 		var errs plotter.YErrors
