@@ -19,7 +19,8 @@ import (
 	"github.com/dptune/dptune/privacy/accounting"
 )
 
-// Default learning rates and momenta, chosen by the sweep in README.md:
+// Default learning rates and momenta, chosen by the sweep described in
+// docs/guide/train.md ("The CLI's default learning rates"):
 // DP-SGD with C = 1 takes plain SGD at η = 0.5 (also the learning rate of a
 // tuning whose space has no learning-rate dimension); non-private training
 // (unclipped gradients, no noise) takes η = 0.02 with momentum 0.9.

@@ -84,7 +84,7 @@ func TestGaussianSelectBelowPapernotSteinke(t *testing.T) {
 // Table 4 of Xiang et al. (binary ξ, N = 500 DP-SGD steps, δ = 1e-5), a few
 // cells at τ = 1 where both reductions agree with the paper to 0.02: the
 // base run's σ is calibrated by RDP to ε_B, μ = τ√N/σ (ε_U-O). The whole
-// table and where it differs are in README.md.
+// table and where it differs are in docs/explanation/accounting.md.
 func TestGaussianSelectTable4Cells(t *testing.T) {
 	for _, c := range []struct {
 		epsB float64
