@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist build run test onnxruntime compare-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
+.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist build run test onnxruntime compare-mnist cost-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
 
 all: build
 
@@ -74,17 +74,31 @@ bench:
 # resumable: rerun the same target and the finished tunings come from the
 # cache kept with the report's data. SEEDS=n reports the first n seeds.
 SEEDS ?= 5
-COMPARE_FLAGS = --momentum 0.9 --lr-stride 1 --clip-stride 1 --seeds $(SEEDS) --epsilon 1,2,4,8 --vote=false --partitions 500 --part-epochs 30
+COMPARE_SEEDS_EPS = --seeds $(SEEDS) --epsilon 1,2,4,8
+COMPARE_FLAGS = --momentum 0.9 --lr-stride 1 --clip-stride 1 $(COMPARE_SEEDS_EPS) --vote=false --partitions 500 --part-epochs 30
 # The default baseline of each: Tramèr & Boneh's published ScatterNet +
 # linear settings for the dataset (their code's README), on the
 # comparison's network, which normalises with group normalisation where
 # theirs used private batch normalisation.
 TB_SOURCE = their code's README), on this network with group normalisation in 27 groups where theirs normalised with private batch normalisation
+MNIST_DEFAULT = --default-settings batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 \
+	--default-source "Tramèr & Boneh's MNIST ScatterNet + linear settings ($(TB_SOURCE)"
 compare-mnist: build
 	./$(BIN) bench compare --dataset mnist --model examples/scatter-gn-linear-mnist.json \
 		--space examples/spaces/compare-scatter-mnist.json $(COMPARE_FLAGS) --out docs/report/data/compare-mnist \
-		--default-settings batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 \
-		--default-source "Tramèr & Boneh's MNIST ScatterNet + linear settings ($(TB_SOURCE)"
+		$(MNIST_DEFAULT)
+# What each tuner costs, measured in one sitting: compare-mnist's network,
+# space and flags at one seed and ε = 4, every tuning and baseline run and
+# timed now (--cost-sitting reads nothing from the cache of --out), with
+# wall and CPU seconds per tuning and the doubling tuner's part runs apart
+# from its final run; the report shows it as "What each tuner costs (one
+# sitting)". Run it with NOTHING ELSE on the machine: it takes both cores
+# for about 15–25 minutes, and another process's load would be timed with it.
+cost-mnist: COMPARE_SEEDS_EPS = --seeds 1 --epsilon 4
+cost-mnist: build
+	./$(BIN) bench compare --dataset mnist --model examples/scatter-gn-linear-mnist.json \
+		--space examples/spaces/compare-scatter-mnist.json $(COMPARE_FLAGS) --out docs/report/data/cost-mnist --cost-sitting \
+		$(MNIST_DEFAULT)
 # Fashion-MNIST over a space that holds Tramèr & Boneh's published settings
 # (batch 8,192, η = 16, 40 epochs) as a candidate, on their network.
 compare-fashion-mnist: build
@@ -124,9 +138,8 @@ vote-cifar10: build
 
 # The checked-in report, regenerated from the benchmark outputs kept in
 # docs/report/data (each benchmark's JSON and figures, written there by its
-# --out).
+# --out); bench report first removes the figures an earlier report wrote.
 report: build
-	rm -rf docs/report/figures
 	./$(BIN) bench report --from docs/report/data --out docs/report
 
 # Debian's PyTorch, for the side-by-side reference below (needs root).

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -150,6 +151,13 @@ type CompareConfig struct {
 	// Dir holds compare.json and the cache of finished tunings
 	// (Dir/runs/*.json), which a rerun with the same settings reuses.
 	Dir string
+	// CostSitting times every tuning in this sitting: it reads no cached
+	// tuning or baseline (each runs here; what it finishes is still
+	// cached), starts each partitioned tuning without its part-score cache
+	// (that file under Dir/curator is removed first), and marks the
+	// report so that `bench report` shows it as what each tuner costs, not
+	// as a comparison.
+	CostSitting bool
 	// Progress, if not nil, receives a line per tuning started; RunProgress
 	// the runs within it (curator-side: they show K).
 	Progress    func(string)
@@ -183,6 +191,20 @@ type CompareRow struct {
 	// PartsReused marks a partitioned tuning whose part scores came from an
 	// earlier budget of the same seed (its Seconds leave them out).
 	PartsReused bool `json:"parts_reused,omitempty"`
+	// CPUSeconds is the user and system CPU time of this process during
+	// the tuning (getrusage; a comparison runs one tuning at a time), nil
+	// where it was not measured: a row cached by a dptune that did not
+	// record it, or runs sent to another runner than this process's pool.
+	CPUSeconds *float64 `json:"cpu_seconds,omitempty"`
+	// A partitioned tuning's cost in two phases, nil where not measured:
+	// its part runs (from the tuning's start, loading the data included,
+	// to the last part run's end; nil when every part score came from the
+	// cache) and its final run (the rest: the search, the final DP-SGD run
+	// and its test).
+	PartSeconds     *float64 `json:"part_runs_seconds,omitempty"`
+	PartCPUSeconds  *float64 `json:"part_runs_cpu_seconds,omitempty"`
+	FinalSeconds    *float64 `json:"final_run_seconds,omitempty"`
+	FinalCPUSeconds *float64 `json:"final_run_cpu_seconds,omitempty"`
 }
 
 // CompareCell is one entry at one budget over the seeds: the mean test
@@ -247,13 +269,16 @@ type CompareReport struct {
 	Versus []CompareVersus `json:"versus_default,omitempty"`
 	// Vote is DP-Hype's separate table (client-level guarantee, its own
 	// split): nil unless run.
-	Vote     []VoteCompareCell `json:"vote,omitempty"`
-	Command  string            `json:"command,omitempty"`
-	CPUs     int               `json:"cpus"`
-	LoadAvg  []string          `json:"load_avg"` // at the start and at the end
-	Cached   int               `json:"tunings_from_cache"`
-	Wall     float64           `json:"wall_seconds"`
-	Finished string            `json:"finished"`
+	Vote []VoteCompareCell `json:"vote,omitempty"`
+	// CostSitting marks a comparison run to time the tuners
+	// (CompareConfig.CostSitting): every tuning ran in this sitting.
+	CostSitting bool     `json:"cost_sitting,omitempty"`
+	Command     string   `json:"command,omitempty"`
+	CPUs        int      `json:"cpus"`
+	LoadAvg     []string `json:"load_avg"` // at the start and at the end
+	Cached      int      `json:"tunings_from_cache"`
+	Wall        float64  `json:"wall_seconds"`
+	Finished    string   `json:"finished"`
 }
 
 // settings is cfg's public summary, which also fingerprints the cache.
@@ -297,7 +322,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &CompareReport{Settings: cfg.settings(), Infeasible: infeasible, CPUs: runtime.NumCPU(), LoadAvg: []string{LoadAvg()}}
+	rep := &CompareReport{Settings: cfg.settings(), Infeasible: infeasible, CostSitting: cfg.CostSitting, CPUs: runtime.NumCPU(), LoadAvg: []string{LoadAvg()}}
 	var def job.TrainDefaults
 	if cfg.Baselines {
 		if def, err = cfg.defaultSettings(); err != nil {
@@ -322,7 +347,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 				}
 				path := filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s-eps%s-seed%d.json", e.ID(), strconv.FormatFloat(eps, 'g', -1, 64), seed))
 				fp := rep.Settings.fingerprint(e)
-				if row, ok := readCompareRow(path, fp); ok {
+				if row, ok := readCompareRow(path, fp); ok && !cfg.CostSitting {
 					rep.Rows = append(rep.Rows, row)
 					rep.Cached++
 					continue
@@ -450,18 +475,49 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 		return row, err
 	}
 	tu, _ := tuning.Lookup(e.Tuner)
-	if _, ok := tu.(tuning.Partitioned); ok {
+	_, partitioned := tu.(tuning.Partitioned)
+	if partitioned {
 		// Its part scores' file, an option naming a curator's file.
 		for _, o := range tu.Options() {
 			if p, _ := spec.Options[o.Name].(string); o.CuratorFile != "" {
+				if cfg.CostSitting && p != "" {
+					if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						return row, err
+					}
+				}
 				_, statErr := os.Stat(p)
 				row.PartsReused = statErr == nil
 			}
 		}
 	}
-	start := time.Now()
+	_, local := cfg.Runner.(runner.Local) // its runs are this process's: getrusage counts them
+	start := startClock(local)
+	// The last part run's end divides a partitioned tuning's cost: its
+	// scorer reports each part run, one call at a time, and the calls are
+	// over before job.Tune returns.
+	var partsDone *clock
+	if partitioned {
+		progress := spec.Progress
+		spec.Progress = func(done, total int) {
+			if done == total {
+				c := startClock(local)
+				partsDone = &c
+			}
+			if progress != nil {
+				progress(done, total)
+			}
+		}
+	}
 	rel, diag, err := job.Tune(ctx, spec)
-	row.Seconds = time.Since(start).Seconds()
+	row.Seconds, row.CPUSeconds = start.since()
+	if partitioned {
+		if partsDone != nil {
+			row.PartSeconds, row.PartCPUSeconds = measured(start.until(*partsDone))
+			row.FinalSeconds, row.FinalCPUSeconds = measured(partsDone.since())
+		} else { // every part score came from the cache
+			row.FinalSeconds, row.FinalCPUSeconds = measured(row.Seconds, row.CPUSeconds)
+		}
+	}
 	if err != nil {
 		return row, err
 	}

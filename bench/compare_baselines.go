@@ -9,7 +9,6 @@ import (
 
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
@@ -142,6 +141,9 @@ type cachedCandidates struct {
 	Fingerprint string             `json:"settings_sha256"`
 	Runs        []job.CandidateRun `json:"runs"`
 	Seconds     float64            `json:"seconds"`
+	// CPUSeconds is this process's CPU time over the runs (CompareRow's),
+	// absent from files written before it was recorded.
+	CPUSeconds *float64 `json:"cpu_seconds,omitempty"`
 }
 
 // baselineRows returns the three baseline rows at budget eps and seed,
@@ -154,7 +156,7 @@ func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d
 	}
 	cached := 0
 	def, ok := readCompareRow(name(BaselineDefault), fpDef)
-	if ok {
+	if ok && !cfg.CostSitting {
 		cached++
 	} else {
 		if cfg.Progress != nil {
@@ -173,7 +175,7 @@ func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d
 	}
 	path := name("candidates")
 	var c cachedCandidates
-	if b, err := fsx.ReadFile(path, maxReportInput); err == nil && json.Unmarshal(b, &c) == nil && c.Fingerprint == fpCand && len(c.Runs) == cfg.Space.Size() {
+	if b, err := fsx.ReadFile(path, maxReportInput); err == nil && !cfg.CostSitting && json.Unmarshal(b, &c) == nil && c.Fingerprint == fpCand && len(c.Runs) == cfg.Space.Size() {
 		cached += 2
 	} else {
 		if cfg.Progress != nil {
@@ -181,12 +183,13 @@ func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d
 		}
 		spec := job.TuneSpec{Data: cfg.Data, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs, BatchSize: cfg.BatchSize,
 			Momentum: cfg.Momentum, ValSize: cfg.ValSize, Seed: &seed}
-		start := time.Now()
+		start := startClock(true) // the runs are this process's
 		runs, err := job.EveryCandidate(ctx, spec, cfg.RunProgress)
 		if err != nil {
 			return nil, 0, err
 		}
-		c = cachedCandidates{Fingerprint: fpCand, Runs: runs, Seconds: time.Since(start).Seconds()}
+		c = cachedCandidates{Fingerprint: fpCand, Runs: runs}
+		c.Seconds, c.CPUSeconds = start.since()
 		b, err := json.MarshalIndent(c, "", "  ")
 		if err != nil {
 			return nil, 0, err
@@ -205,10 +208,10 @@ func defaultRow(ctx context.Context, cfg CompareConfig, d job.TrainDefaults, eps
 	row := CompareRow{Tuner: BaselineDefault, Budget: eps, Seed: seed, Runs: 1, TrainingEpochs: float64(d.Epochs),
 		Selected: map[string]float64{tuning.LearningRate: d.LearningRate, tuning.ClipNorm: d.ClipNorm, tuning.BatchSize: float64(d.BatchSize),
 			tuning.Epochs: float64(d.Epochs), tuning.Momentum: d.Momentum}}
-	start := time.Now()
+	start := startClock(true) // one run in this process
 	rel, _, err := job.Train(ctx, job.TrainSpec{Data: cfg.Data, Epsilon: eps, Delta: cfg.Delta, ClipNorm: d.ClipNorm, BatchSize: d.BatchSize,
 		Epochs: d.Epochs, LearningRate: d.LearningRate, Momentum: d.Momentum, Seed: &seed})
-	row.Seconds = time.Since(start).Seconds()
+	row.Seconds, row.CPUSeconds = start.since()
 	if err != nil {
 		return row, err
 	}
@@ -235,7 +238,7 @@ func candidateRows(cfg CompareConfig, c cachedCandidates, eps float64, seed uint
 		}
 		epochs += e
 	}
-	base := CompareRow{Budget: eps, Seed: seed, EpsilonRDP: eps, Runs: len(c.Runs), TrainingEpochs: epochs, Seconds: c.Seconds}
+	base := CompareRow{Budget: eps, Seed: seed, EpsilonRDP: eps, Runs: len(c.Runs), TrainingEpochs: epochs, Seconds: c.Seconds, CPUSeconds: c.CPUSeconds}
 	sel, ora = base, base
 	sel.Tuner, ora.Tuner = BaselineSelection, BaselineOracle
 	bestVal, bestTest := -1.0, -1.0

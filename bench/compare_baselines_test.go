@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -74,6 +75,12 @@ func TestCompareBaselines(t *testing.T) {
 	if len(rep.Versus) != 1 || rep.Versus[0].Seeds != 2 || rep.Versus[0].Verdict != verdict(rep.Versus[0].Mean, rep.Versus[0].CI95, 2) {
 		t.Errorf("versus the default: %+v", rep.Versus)
 	}
+	// Every row ran here, in this process: its CPU seconds are measured.
+	for _, r := range rep.Rows {
+		if r.CPUSeconds == nil || *r.CPUSeconds <= 0 || !(r.Seconds > 0) {
+			t.Errorf("%s, seed %d: %v s, CPU %v", r.Tuner, r.Seed, r.Seconds, r.CPUSeconds)
+		}
+	}
 	again, err := Compare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -81,14 +88,26 @@ func TestCompareBaselines(t *testing.T) {
 	if again.Cached != len(rep.Rows) || len(again.Rows) != 8 {
 		t.Errorf("rerun: %d of %d rows from the cache", again.Cached, len(again.Rows))
 	}
+	// A cost sitting reads none of that cache: every tuning runs again.
+	sitting := cfg
+	sitting.CostSitting, sitting.Seeds = true, []uint64{1}
+	timed, err := Compare(context.Background(), sitting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !timed.CostSitting || timed.Cached != 0 || len(timed.Rows) != 4 {
+		t.Errorf("cost sitting: %d of %d rows from the cache (cost sitting %v)", timed.Cached, len(timed.Rows), timed.CostSitting)
+	}
 	raw, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var answer strings.Builder
-	if err := writeAnswer(&answer, []found{{kind: "compare.json", path: "compare.json", raw: raw}}); err != nil {
+	reps, err := answerReports([]found{{kind: "compare.json", path: "compare.json", raw: raw}})
+	if err != nil {
 		t.Fatal(err)
 	}
+	var answer strings.Builder
+	writeAnswer(&answer, reps, answerRows(reps))
 	v := rep.Versus[0]
 	if row := fmt.Sprintf("| 4 | %s | randomstop (tnb): ", meanWithCI(rep.Cells[0].Accuracy, rep.Cells[0].CI95, 2)); !strings.Contains(answer.String(), "## Does private tuning pay?") ||
 		!strings.Contains(answer.String(), row) || !strings.Contains(answer.String(), signedWithCI(v.Mean, v.CI95, v.Seeds)+" |") || !strings.Contains(answer.String(), v.Verdict+" |") {
@@ -119,6 +138,44 @@ func TestVerdicts(t *testing.T) {
 	}{{0.02, 0.01, 5, VerdictPays}, {-0.02, 0.01, 5, VerdictCosts}, {0.005, 0.01, 5, VerdictUnresolved}, {0.5, 0, 1, VerdictOneSeed}} {
 		if got := verdict(c.mean, c.half, c.n); got != c.want {
 			t.Errorf("%+.3f ± %.3f over %d: %q, want %q", c.mean, c.half, c.n, got, c.want)
+		}
+	}
+}
+
+// A doubling tuning's cost is timed in two phases: its part runs and its
+// final run, which add up to the tuning's. At the second budget of a seed
+// its part scores come from the first's cache: only its final run is
+// timed; a cost sitting removes that cache and times the parts again.
+func TestCompareTimesDoublingPhases(t *testing.T) {
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.5, 0.05}}}}
+	cfg := CompareConfig{Data: tinySource(600), Space: space, Entries: []CompareEntry{{Tuner: tuning.DoublingName}}, Budgets: []float64{4, 8},
+		Delta: 1e-5, Seeds: []uint64{1}, Epochs: 1, BatchSize: 50, MeanRuns: 2, ValSize: 100, ScoreNoise: 5, GridScoreNoise: 5,
+		Options: tuning.Values{"partitions": 2}, Dir: t.TempDir()}
+	rep, err := Compare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 2 {
+		t.Fatalf("%d rows", len(rep.Rows))
+	}
+	first, second := rep.Rows[0], rep.Rows[1]
+	if first.PartsReused || first.PartSeconds == nil || first.PartCPUSeconds == nil || first.FinalSeconds == nil || first.FinalCPUSeconds == nil || first.CPUSeconds == nil {
+		t.Fatalf("first budget: %+v", first)
+	}
+	if sum := *first.PartSeconds + *first.FinalSeconds; math.Abs(sum-first.Seconds) > 0.01*first.Seconds+1e-3 {
+		t.Errorf("part runs %v s + final run %v s ≠ the tuning's %v s", *first.PartSeconds, *first.FinalSeconds, first.Seconds)
+	}
+	if !second.PartsReused || second.PartSeconds != nil || second.FinalSeconds == nil || second.FinalCPUSeconds == nil {
+		t.Errorf("second budget, parts from the cache: %+v", second)
+	}
+	cfg.CostSitting = true
+	timed, err := Compare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range timed.Rows {
+		if r.PartsReused || r.PartSeconds == nil || r.FinalSeconds == nil {
+			t.Errorf("cost sitting at ε = %g: %+v", r.Budget, r)
 		}
 	}
 }

@@ -203,6 +203,8 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 				c.Noise, c.Runs, c.TrainingEpochs, secs)
 		}
 	}
+	fmt.Fprintln(w)
+	writeCostTable(w, rep)
 	if len(rep.Vote) > 0 {
 		fmt.Fprintf(w, "\nDP-Hype (its own table: the vote's ε/2 is client-level, on a split of the training data among %d clients; the winner is trained by DP-SGD federated averaging at example-level ε/2). Mean ± 95%% interval over seeds of the mean over %d votes:\n\n", rep.Vote[0].Clients, rep.Vote[0].Reps)
 		fmt.Fprint(w, "| tuner |")

@@ -464,9 +464,28 @@ func (cfg CompareConfig) tunerSettings() tunerSettings {
 	return s
 }
 
+// partitionedPhases is a doubling tuning's cost in its two phases, from
+// the comparison's settings and the candidate it selected: its part runs
+// (every candidate on each of the k parts, each run part-epochs over 1/k
+// of the training set) and the final run's epochs (the selected
+// candidate's, else the comparison's). ok is false for another tuner.
+func (s CompareSettings) partitionedPhases(r CompareRow) (partRuns int, partEpochs, finalEpochs float64, ok bool) {
+	if r.Tuner != tuning.DoublingName || r.Variant != "" {
+		return 0, 0, 0, false
+	}
+	finalEpochs = float64(s.Epochs)
+	if e, ok := r.Selected[tuning.Epochs]; ok {
+		finalEpochs = e
+	}
+	d := s.Doubling
+	return s.Candidates * d.Partitions, float64(s.Candidates * d.PartEpochs), finalEpochs, true
+}
+
 // The report's section on `bench doubling`'s doubling.json: Figures 4 and 3
 // beside the paper's.
-func init() { registerReportKind(reportKind{"doubling.json", 40, doublingSection}) }
+func init() {
+	registerReportKind(reportKind{name: "doubling.json", rank: 40, section: doublingSection, figures: doublingReportFigures})
+}
 
 func doublingSection(w *strings.Builder, f found) ([]Verdict, error) {
 	var s DoublingSummary

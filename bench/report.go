@@ -16,6 +16,7 @@ import (
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
 
 	"github.com/dptune/dptune/internal/fsx"
 )
@@ -59,21 +60,23 @@ type found struct {
 
 // reportKind is one benchmark output a report reads: its file name
 // ("persample" for `bench persample --json` files, found by their
-// content), its place in the report (rank, increasing) and its section.
+// content), its place in the report (rank, increasing), its section, and
+// the figures the section shows (nil: every PNG beside the output).
 type reportKind struct {
 	name    string
 	rank    int
 	section func(w *strings.Builder, f found) ([]Verdict, error)
+	figures func(fw *figureWriter, f found) error
 }
 
 // reportKinds are the outputs a report reads, in report order: these, and
 // those a benchmark's own file registers (registerReportKind).
 var reportKinds = []reportKind{
-	{"compare.json", 10, compareSection},
-	{"persample", 20, persampleSection},
-	{"tuners.json", 30, tunersSection},
-	{"audit-figures.json", 50, auditSection},
-	{"vote.json", 60, voteSection},
+	{name: "compare.json", rank: 10, section: compareSection, figures: compareFigures},
+	{name: "persample", rank: 20, section: persampleSection, figures: noFigures},
+	{name: "tuners.json", rank: 30, section: tunersSection, figures: tunersFigures},
+	{name: "audit-figures.json", rank: 50, section: auditSection},
+	{name: "vote.json", rank: 60, section: voteSection, figures: voteFigures},
 }
 
 // registerReportKind adds k to the report, in its rank's place (from an
@@ -151,18 +154,23 @@ func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
 	sort.SliceStable(all, func(i, j int) bool {
 		return reportKindIndex(all[i].kind) < reportKindIndex(all[j].kind)
 	})
-	if err := os.MkdirAll(filepath.Join(cfg.Out, "figures"), 0o755); err != nil {
+	figDir := filepath.Join(cfg.Out, "figures")
+	if err := clearFigures(figDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(figDir, 0o755); err != nil {
 		return nil, err
 	}
 	sum := &ReportSummary{}
 	var body bytes.Buffer
+	once := map[string]bool{}
 	for i, f := range all {
-		figs, err := copyFigures(f, i, cfg.Out)
-		if err != nil {
-			return nil, err
+		fw := &figureWriter{dir: figDir, prefix: fmt.Sprintf("%02d-", i), once: once}
+		if err := reportFigures(fw, f); err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", f.path, err)
 		}
-		sum.Figures = append(sum.Figures, figs...)
-		sec, v, err := reportSection(f, figs)
+		sum.Figures = append(sum.Figures, fw.names...)
+		sec, v, err := reportSection(f, fw.names)
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s: %w", f.path, err)
 		}
@@ -170,45 +178,40 @@ func WriteReport(cfg ReportConfig) (*ReportSummary, error) {
 		sum.Verdicts = append(sum.Verdicts, v...)
 		body.WriteString(sec)
 	}
-	var md bytes.Buffer
-	fmt.Fprintf(&md, "# dptune benchmark report\n\nGenerated %s by `dptune bench report` from %d benchmark output(s).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(all))
-	if err := writeAnswer(&md, all); err != nil {
+	sum.Verdicts = withHeadlines(sum.Verdicts)
+	reps, err := answerReports(all)
+	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	writeMachine(&md)
-	sum.Verdicts = withHeadlines(sum.Verdicts)
-	writeVerdicts(&md, sum.Verdicts)
-	md.Write(body.Bytes())
-	if err := os.WriteFile(filepath.Join(cfg.Out, "report.md"), md.Bytes(), 0o644); err != nil {
+	// The report opens with its answer: an abstract and the answer table;
+	// then its contents, a glossary, and the rest.
+	var head, rest bytes.Buffer
+	fmt.Fprintf(&head, "# dptune benchmark report\n\nGenerated %s by `dptune bench report` from %d benchmark output(s).\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"), len(all))
+	answers := answerRows(reps)
+	writeAbstract(&head, reps, answers, sum.Verdicts, costSittings(all))
+	writeAnswer(&head, reps, answers)
+	writeGlossary(&rest)
+	writeMachine(&rest)
+	writeVerdicts(&rest, sum.Verdicts)
+	rest.Write(body.Bytes())
+	md := withContents(head.Bytes(), rest.Bytes())
+	if err := os.WriteFile(filepath.Join(cfg.Out, "report.md"), md, 0o644); err != nil {
 		return nil, err
 	}
-	html, err := renderHTML(md.Bytes())
+	html, err := renderHTML(md)
 	if err != nil {
 		return nil, err
 	}
 	return sum, os.WriteFile(filepath.Join(cfg.Out, "report.html"), html, 0o644)
 }
 
-// copyFigures copies the PNGs beside f into out/figures, prefixed by the
-// output's index so that two outputs' figure1.png do not collide.
-func copyFigures(f found, i int, out string) ([]string, error) {
-	pngs, _ := filepath.Glob(filepath.Join(filepath.Dir(f.path), "*.png"))
-	if f.kind == "persample" {
-		pngs = nil // a directory of persample JSON holds other benchmarks' figures
+// reportFigures writes f's figures into the report (fw): those its kind
+// draws or picks, or every PNG beside it.
+func reportFigures(fw *figureWriter, f found) error {
+	if i := reportKindIndex(f.kind); i >= 0 && reportKinds[i].figures != nil {
+		return reportKinds[i].figures(fw, f)
 	}
-	var names []string
-	for _, p := range pngs {
-		b, err := fsx.ReadFile(p, maxReportInput)
-		if err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("%02d-%s", i, filepath.Base(p))
-		if err := os.WriteFile(filepath.Join(out, "figures", name), b, 0o644); err != nil {
-			return nil, err
-		}
-		names = append(names, name)
-	}
-	return names, nil
+	return fw.copyAll(f)
 }
 
 // writeMachine describes the machine the report was made on.
@@ -254,7 +257,7 @@ func reportSection(f found, figs []string) (string, []Verdict, error) {
 		return "", nil, err
 	}
 	for _, fig := range figs {
-		fmt.Fprintf(&b, "![%s](figures/%s)\n\n", fig, fig)
+		fmt.Fprintf(&b, "![%s](figures/%s)\n\n", figureCaption(fig), fig)
 	}
 	return b.String(), vs, nil
 }
@@ -262,7 +265,10 @@ func reportSection(f found, figs []string) (string, []Verdict, error) {
 // renderHTML renders the report's markdown as a standalone HTML page.
 func renderHTML(md []byte) ([]byte, error) {
 	var body bytes.Buffer
-	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(md, &body); err != nil {
+	// Headings get the ids GitHub gives them, which the contents link to.
+	ctx := parser.NewContext(parser.WithIDs(&headingIDs{slugs: newSlugger()}))
+	gm := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithParserOptions(parser.WithAutoHeadingID()))
+	if err := gm.Convert(md, &body, parser.WithContext(ctx)); err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/dptune/dptune/data"
@@ -299,11 +298,8 @@ func timeTransform(ctx context.Context, s *scatter.Scattering, sz ScatterSize, w
 // cpuTime is the process's user and system CPU time so far (0 where
 // getrusage fails).
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	t, _ := processCPU()
+	return t
 }
 
 // errNoBuild stops features.Load when the cache it was given cannot be

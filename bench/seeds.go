@@ -197,4 +197,4 @@ func seedsSection(w *strings.Builder, f found) ([]Verdict, error) {
 	return nil, nil
 }
 
-func init() { registerReportKind(reportKind{"seeds.json", 15, seedsSection}) }
+func init() { registerReportKind(reportKind{name: "seeds.json", rank: 15, section: seedsSection}) }

@@ -38,6 +38,7 @@ type benchCompareFlags struct {
 	referenceSeeds              int
 	defaultSettings             string
 	defaultSource               string
+	costSitting                 bool
 	run                         runnerFlags
 }
 
@@ -92,6 +93,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.IntVar(&f.referenceSeeds, "reference-seeds", 0, "run the two not-private baselines (every candidate at every budget) on the first n seeds only; 0: every seed")
 	fl.StringVar(&f.defaultSettings, "default-settings", "", "the default baseline's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
 	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
+	fl.BoolVar(&f.costSitting, "cost-sitting", false, "time every tuning in this sitting (run it with nothing else on the machine): read nothing from --out's cache (every tuning and baseline runs; the doubling tuner's part-score cache there is removed first), and mark compare.json so that bench report shows it as what each tuner costs in wall and CPU seconds, not as a comparison")
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
 	return cmd
 }
@@ -183,6 +185,9 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	start := time.Now()
 	fmt.Fprintf(w, "comparing %d tuners × %d budgets × %d seeds on %s (%s, %d candidates of %s), runs in %s; cache %s\n",
 		len(entries), len(f.budgets), f.seeds, src.Name, src.Arch.Spec.Name, space.Size(), space.Name, describeRunner(run), filepath.Join(f.out, "runs"))
+	if cfg.CostSitting {
+		fmt.Fprintf(w, "cost sitting: every tuning runs and is timed now, none read from the cache; load average %s (keep the machine otherwise idle)\n", bench.LoadAvg())
+	}
 	var b *bar
 	var stage string
 	cfg.Progress = func(s string) {
@@ -331,7 +336,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		Options: options, Dir: f.out, Baselines: f.baselines, Default: def, ReferenceSeeds: f.referenceSeeds}
+		Options: options, Dir: f.out, Baselines: f.baselines, Default: def, ReferenceSeeds: f.referenceSeeds, CostSitting: f.costSitting}
 	if f.referenceSeeds < 0 || f.referenceSeeds > f.seeds {
 		return cfg, whole, usagef("--reference-seeds %d is outside [0, --seeds %d]", f.referenceSeeds, f.seeds)
 	}

@@ -19,9 +19,11 @@ func newBenchReportCmd() *cobra.Command {
 		Use:   "report",
 		Short: "one report.html and report.md from every benchmark's output, with the figures and the papers' numbers beside ours",
 		Long: wrapText("report searches the --from directories for the outputs of the other bench commands — "+bench.ReportInputs()+
-			" (beside PyTorch's, from make bench-torch) — and writes --out/report.md and --out/report.html: a section per benchmark with"+
-			" its tables, figures (copied to --out/figures), command, machine and load, and a table of each paper result we reran"+
-			" beside the published one with a verdict (reproduced, not reproduced and why, or not comparable).", 77),
+			" (beside PyTorch's, from make bench-torch) — and writes --out/report.md and --out/report.html. They open with an abstract"+
+			" and the answer table (does private tuning beat one run of published settings?), then contents, a glossary and a table of"+
+			" each paper result we reran beside the published one with a verdict (reproduced, partly, not reproduced and why, or not"+
+			" comparable), then a section per benchmark with its tables, figures (drawn from its data or copied into --out/figures, whose"+
+			" figures from an earlier report are removed first), command, machine and load, and a comparison's cost per tuner.", 77),
 		Example: `  dptune bench report --from out/bench-compare,out/bench-tuners,out/torch --out out/report`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
