@@ -34,7 +34,7 @@ build: deps
 # model (fixed scattering features, private data normalisation, one linear
 # layer) at ε = 3, δ = 1e-5 with the network's own settings (batch 4,096,
 # C = 0.1, η = 4, momentum 0.9, 40 epochs; σ calibrated to meet ε). The
-# features are computed on the first run and cached; the README says how
+# features are computed on the first run and cached; docs/guide/train.md says how
 # the settings were chosen.
 run: build
 	./$(BIN) train --dataset mnist --model scatter-linear-mnist --epsilon 3 --delta 1e-5 --out out/mnist

@@ -17,7 +17,7 @@ type headline struct {
 var headlines = []headline{
 	{Paper: "Papernot & Steinke 2022", Result: "random-stop tuning beats grid search at one total budget",
 		Published: "Theorem 2: ε of one run plus O(log E[K]) overhead",
-		Missing:   "no `bench compare` output among the inputs: run `dptune bench compare` (see its section in the README)"},
+		Missing:   "no `bench compare` output among the inputs: run `dptune bench compare` (see docs/guide/benchmarks.md)"},
 	{Paper: "Wang et al. 2023 (DP-HyPO)", Result: "Table 1: GP ahead of Uniform on MNIST at ε = 15 (semi-real simulation)",
 		Published: "GP − Uniform = +0.002 to +0.003 at every γ (320 candidates, 5 CNN runs of 10 epochs per point and method)",
 		Missing: "not run at the paper's scale: its landscapes are 320 points × 5 runs × 2 noise multipliers = 3,200 CNN runs of 10 epochs " +

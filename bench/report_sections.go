@@ -314,29 +314,15 @@ func auditSection(w *strings.Builder, f found) ([]Verdict, error) {
 	}
 	fmt.Fprintf(w, "## Xiang et al.'s audit of random-stop tuning (`dptune bench audit`)\n\nCommand: `dptune bench audit --trials %d --dpsgd-trials %d --dpsgd-steps %d`. δ = %g, N = %d DP-SGD iterations per base run.\n\n", r.Trials, r.DTrials, r.DSteps, r.Delta, r.Steps)
 	fmt.Fprint(w, "| τ | K | ε_B | ε_U-P (generic) | ε_U-G | ε_U-O | ε_L (audit) |\n|---|---|---|---|---|---|---|\n")
-	bad, pts := 0, 0
-	var ratio float64
 	for _, p := range r.Figure6 {
 		for _, a := range p.Points {
 			fmt.Fprintf(w, "| %g | %s | %g | %.3f | %.3f | %.3f | %.3f |\n", p.Tau, p.Repetitions, a.BaseEpsilon, a.UpperP, a.UpperG, a.UpperO, a.Lower)
-			pts++
-			ratio += a.UpperO / a.UpperP
-			if a.Lower > a.UpperO+1e-9 || a.UpperO > a.UpperG+1e-6 || a.UpperG > a.UpperP+1e-6 {
-				bad++
-			}
 		}
 	}
 	fmt.Fprintln(w)
-	if pts == 0 {
+	v, ok := xiangFigure6Verdict(r.Figure6)
+	if !ok {
 		return verdicts, nil
-	}
-	v := Verdict{Paper: "Xiang et al. (Selection leaks privacy)", Result: "Figure 6: ε_L ≤ ε_U-O ≤ ε_U-G ≤ ε_U-P, the new bounds well below the generic one",
-		Published: "ε_U-O about half of ε_U-P, audits below every bound",
-		Ours:      fmt.Sprintf("mean ε_U-O / ε_U-P = %.2f over %d points; %d ordering violations", ratio/float64(pts), pts, bad)}
-	if bad == 0 && ratio/float64(pts) < 1 {
-		v.Outcome, v.Why = "reproduced", "every point keeps the order, and no audit exceeds a claimed ε"
-	} else {
-		v.Outcome, v.Why = "not reproduced", fmt.Sprintf("%d points break the order", bad)
 	}
 	return append(verdicts, v), nil
 }
@@ -376,24 +362,9 @@ func voteSection(w *strings.Builder, f found) ([]Verdict, error) {
 		fmt.Fprintln(w)
 		return []Verdict{voteRealVerdict(ds, r.Real)}, nil
 	}
-	good, n := 0, 0
-	for _, p := range r.Sim {
-		if p.Figure == "2a" && p.Epsilon >= 1 && p.VotesPerClient <= 5 && p.LossStddev <= 0.5 {
-			n++
-			if p.Success >= 0.9 {
-				good++
-			}
-		}
-	}
-	if n == 0 {
+	v, ok := dpHypeFigure2aVerdict(r.Sim)
+	if !ok {
 		return nil, nil
-	}
-	v := Verdict{Paper: "DP-Hype", Result: "Figure 2a (simulation): a good hyperparameter is chosen with high probability once ε ≥ 1 (ℓ ≤ 5, moderate non-IID)",
-		Published: "accuracy ≈ 1 except at very small ε", Ours: fmt.Sprintf("P(good) ≥ 0.9 at %d of %d such points", good, n)}
-	if good == n {
-		v.Outcome, v.Why = "reproduced", "every point with ε ≥ 1, ℓ ≤ 5 and loss sd ≤ 0.5 selects a good candidate with probability ≥ 0.9"
-	} else {
-		v.Outcome, v.Why = "not reproduced", fmt.Sprintf("%d points fall below 0.9", n-good)
 	}
 	return []Verdict{v}, nil
 }
