@@ -348,7 +348,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 				path := filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s-eps%s-seed%d.json", e.ID(), strconv.FormatFloat(eps, 'g', -1, 64), seed))
 				fp := rep.Settings.fingerprint(e)
 				if row, ok := readCompareRow(path, fp); ok && !cfg.CostSitting {
-					rep.Rows = append(rep.Rows, row)
+					rep.Rows = append(rep.Rows, rep.Settings.recountPartitioned(row))
 					rep.Cached++
 					continue
 				}

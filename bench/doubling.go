@@ -481,6 +481,17 @@ func (s CompareSettings) partitionedPhases(r CompareRow) (partRuns int, partEpoc
 	return s.Candidates * d.Partitions, float64(s.Candidates * d.PartEpochs), finalEpochs, true
 }
 
+// recountPartitioned is r with a partitioned tuning's runs and training
+// epochs counted from s and its selected candidate (part runs, then one
+// final run of the selected candidate's epochs). Rows cached by an earlier
+// dptune counted the final run at the --epochs flag's value instead.
+func (s CompareSettings) recountPartitioned(r CompareRow) CompareRow {
+	if pr, pe, fe, ok := s.partitionedPhases(r); ok {
+		r.Runs, r.TrainingEpochs = pr+1, pe+fe
+	}
+	return r
+}
+
 // The report's section on `bench doubling`'s doubling.json: Figures 4 and 3
 // beside the paper's.
 func init() {
