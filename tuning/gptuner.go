@@ -112,6 +112,9 @@ func GPTune(ctx context.Context, cfg Config, opt GPOptions) (Result, error) {
 	if cfg.Repetitions.Distribution != accounting.TNB {
 		return Result{}, fmt.Errorf("tuning: DP-HyPO's guarantee needs TNB repetitions, have %s", cfg.Repetitions)
 	}
+	if cfg.Default != nil {
+		return Result{}, fmt.Errorf("tuning: the GP tuner does not take the default among its candidates")
+	}
 	return run(ctx, cfg, newGPSampler(cfg.Space, opt), SelectionEvent(cfg.Trainer.Event(), cfg.Repetitions, &opt), gpLabel(cfg.Repetitions, opt))
 }
 

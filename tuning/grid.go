@@ -20,9 +20,10 @@ func GridEvent(base accounting.Event, n int) accounting.Event {
 // cost is GridEvent — the composition of all runs, which the accountant
 // counts in full, so at a fixed total budget each run gets far more noise
 // than random-stop's. cfg.Repetitions is ignored (K is the space's size,
-// public).
+// public). With cfg.Default the default is trained once more, last: K is
+// |S| + 1, and the trainer's event covers the default's run.
 func Grid(ctx context.Context, cfg Config) (Result, error) {
-	n := cfg.Space.Size()
+	n := cfg.candidates()
 	cfg.Repetitions = accounting.FixedRepetitions(n)
 	var i int
 	return run(ctx, cfg, sequence{&i}, GridEvent(cfg.Trainer.Event(), n), gridLabel(n))
@@ -53,22 +54,26 @@ func (gridTuner) Example() string {
 	}
 	return "--space " + small + " --epochs 1 --epsilon 8"
 }
-func (gridTuner) Uses() Uses { return Uses{TrainerScores: true, Diagnostics: true} }
+func (gridTuner) Uses() Uses { return Uses{TrainerScores: true, Diagnostics: true, Default: true} }
 
-// Check refuses a space too large to count K = |S| and any accountant but
-// rdp.
+// Check refuses a space too large to count K = |S| (|S| + 1 with the
+// default), a weight on the default (grid trains it once) and any
+// accountant but rdp.
 func (gridTuner) Check(s Spec) error {
-	if err := accounting.FixedRepetitions(s.Space.Size()).Check(); err != nil {
+	if err := accounting.FixedRepetitions(s.Candidates()).Check(); err != nil {
 		return invalid(err)
+	}
+	if s.DefaultWeight != 0 {
+		return invalidf("the grid tuner trains the default once: it takes no weight on it")
 	}
 	return checkRDPOnly(s)
 }
 
 func (gridTuner) Accountant(Spec) accounting.Accountant { return accounting.RDP{} }
 func (gridTuner) Event(base accounting.Event, s Spec) accounting.Event {
-	return GridEvent(base, s.Space.Size())
+	return GridEvent(base, s.Candidates())
 }
-func (gridTuner) Label(s Spec) string { return gridLabel(s.Space.Size()) }
+func (gridTuner) Label(s Spec) string { return gridLabel(s.Candidates()) }
 func (gridTuner) Run(ctx context.Context, s Spec, t Trainer, r runner.Runner) (Result, error) {
 	return Grid(ctx, s.config(t, r))
 }

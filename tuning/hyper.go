@@ -175,6 +175,9 @@ type Hyper struct {
 	// epochs runs this many. Zero refuses a BatchSize dimension without an
 	// Epochs one.
 	Epochs int
+	// Default, if not nil, is a candidate the tuning may run beside the
+	// space's (DefaultCandidate): Event and CheckRuns cover its run too.
+	Default *Candidate
 }
 
 // Run returns candidate c's network and run. The error names a network
@@ -266,11 +269,50 @@ func shapes(s Space) []Candidate {
 	return out
 }
 
+// runShapes is shapes(s) and, if not nil, h.Default.
+func (h Hyper) runShapes(s Space) []Candidate {
+	out := shapes(s)
+	if h.Default != nil {
+		out = append(out, *h.Default)
+	}
+	return out
+}
+
+// DefaultCandidate is the candidate that runs settings — values by
+// dimension name among LearningRate, ClipNorm, Momentum, BatchSize and
+// Epochs: a network's published default settings — beside space s's grid,
+// at index s.Size(). A dimension it leaves out takes the tuning's own
+// value, as for any candidate; its network is the tuning's own (no Network
+// label) and its schedule the tuning's. The error, wrapping ErrInvalid,
+// names a setting that is not one of those dimensions or whose value such
+// a dimension may not take (CheckDPSGDSpace's rules).
+func DefaultCandidate(s Space, settings map[string]float64) (Candidate, error) {
+	if len(settings) == 0 {
+		return Candidate{}, invalidf("the default settings are empty")
+	}
+	one := Space{Name: "the default settings"}
+	for _, name := range slices.Sorted(maps.Keys(settings)) {
+		if categorical, known := dpsgdDims[name]; !known || categorical {
+			return Candidate{}, invalidf("the default settings name %q: want %s, %s, %s, %s or %s", name, LearningRate, ClipNorm, Momentum, BatchSize, Epochs)
+		}
+		one.Dims = append(one.Dims, Dim{Name: name, Values: []float64{settings[name]}})
+	}
+	if err := CheckDPSGDSpace(one); err != nil {
+		return Candidate{}, invalid(err)
+	}
+	return Candidate{Index: s.Size(), Values: maps.Clone(settings)}, nil
+}
+
+// isDefault reports whether c is d (not nil): the same values and labels.
+func isDefault(c Candidate, d *Candidate) bool {
+	return d != nil && maps.Equal(c.Values, d.Values) && maps.Equal(c.Labels, d.Labels)
+}
+
 // CheckRuns returns an error if some candidate of s cannot run (Run's
 // errors), checked over its combinations of batch sizes, epochs and
 // networks.
 func (h Hyper) CheckRuns(s Space) error {
-	for _, c := range shapes(s) {
+	for _, c := range h.runShapes(s) {
 		if _, _, err := h.Run(c); err != nil {
 			return err
 		}
@@ -288,7 +330,7 @@ func (h Hyper) CheckRuns(s Space) error {
 func (h Hyper) Event(s Space, sigma float64) (accounting.Event, error) {
 	var events []accounting.Event
 	seen := map[string]bool{}
-	for _, c := range shapes(s) {
+	for _, c := range h.runShapes(s) {
 		_, cfg, err := h.Run(c)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package tuning
 
 import (
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/dptune/dptune/privacy/accounting"
@@ -14,12 +15,46 @@ import (
 // and the best run's candidate, model and score are released. Its cost is
 // accounting.RepeatAndSelect of the trainer's event (Papernot & Steinke,
 // Theorems 2 and 6).
+//
+// With cfg.Default (the published default settings), each run draws the
+// default with probability cfg.DefaultWeight = w and otherwise a candidate
+// of the space uniformly. The default is never forced in: Papernot &
+// Steinke's Theorems 2 and 6 need the K runs to be i.i.d. draws of one
+// fixed, data-independent randomised algorithm, and a run that first draws
+// its candidate from this fixed prior (w on the default, (1 − w)/|S| on each
+// grid point: it depends on no score and no data) is such an algorithm, so
+// the same RepeatAndSelect event counts it — the trainer's event then
+// covers the default's run too (DPSGDTrainer.Default). A deterministic
+// "always run the default once" would not be an i.i.d. repetition and is
+// outside their theorems.
 func RandomStop(ctx context.Context, cfg Config) (Result, error) {
+	var s sampler = uniform{cfg.Space.Size()}
+	if cfg.Default != nil {
+		if err := checkWeight(cfg.DefaultWeight); err != nil {
+			return Result{}, err
+		}
+		s = weighted{n: cfg.Space.Size(), w: cfg.DefaultWeight}
+	}
 	ev := SelectionEvent(cfg.Trainer.Event(), cfg.Repetitions, nil)
-	return run(ctx, cfg, uniform{cfg.Space.Size()}, ev, randomStopLabel(cfg.Repetitions))
+	return run(ctx, cfg, s, ev, randomStopLabel(cfg.Repetitions, cfg.Default != nil, cfg.DefaultWeight))
 }
 
-func randomStopLabel(rep accounting.Repetitions) string {
+// DefaultWeight is random-stop's prior weight on the default candidate
+// when none is given: each run draws the default with probability 1/4.
+const DefaultWeight = 0.25
+
+// checkWeight refuses a prior weight on the default outside (0, 1).
+func checkWeight(w float64) error {
+	if !(w > 0 && w < 1) {
+		return invalidf("the default's weight %v is outside (0, 1)", w)
+	}
+	return nil
+}
+
+func randomStopLabel(rep accounting.Repetitions, withDefault bool, w float64) string {
+	if withDefault {
+		return fmt.Sprintf("random-stop tuning, %s runs, each the default with probability %g, best released", rep, w)
+	}
 	return "random-stop tuning, " + rep.String() + " runs, best released"
 }
 
@@ -78,14 +113,24 @@ func (randomStop) Summary() string {
 }
 func (randomStop) Options() []Option { return nil }
 func (randomStop) Uses() Uses {
-	return Uses{Repetitions: true, DefaultRuns: accounting.Poisson, TrainerScores: true, Diagnostics: true}
+	return Uses{Repetitions: true, DefaultRuns: accounting.Poisson, TrainerScores: true, Diagnostics: true, Default: true}
 }
 
-// Check refuses a K whose mean is above accounting.MaxMeanRuns, and the
-// xiang-o accountant except for public validation without a budget file.
+// Check refuses a K whose mean is above accounting.MaxMeanRuns, a weight
+// on the default outside (0, 1), and the xiang-o accountant except for
+// public validation without a budget file (and without the default, whose
+// run need not share the space's DP-SGD shape).
 func (randomStop) Check(s Spec) error {
 	if err := s.Repetitions.CheckSampled(); err != nil {
 		return invalid(err)
+	}
+	if s.Default != nil {
+		if err := checkWeight(s.DefaultWeight); err != nil {
+			return err
+		}
+		if s.Accountant == XiangO {
+			return invalidf("the xiang-o accountant does not count the default among the candidates")
+		}
 	}
 	switch s.Accountant {
 	case "", "rdp":
@@ -118,9 +163,9 @@ func (randomStop) Event(base accounting.Event, s Spec) accounting.Event {
 
 func (randomStop) Label(s Spec) string {
 	if s.Accountant == XiangO {
-		return randomStopLabel(s.Repetitions) + " (Xiang et al., Algorithm 3: APPROXIMATE)"
+		return randomStopLabel(s.Repetitions, false, 0) + " (Xiang et al., Algorithm 3: APPROXIMATE)"
 	}
-	return randomStopLabel(s.Repetitions)
+	return randomStopLabel(s.Repetitions, s.Default != nil, s.DefaultWeight)
 }
 
 // Run is RandomStop. Its ledger holds the proved event (RepeatAndSelect),

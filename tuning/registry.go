@@ -144,6 +144,9 @@ type Uses struct {
 	TrainerScores bool
 	// Diagnostics: Result.Diagnostics is filled when asked for.
 	Diagnostics bool
+	// Default: the tuner can put the published default settings among its
+	// candidates (Spec.Default).
+	Default bool
 }
 
 // Option is one of a tuner's own settings. Default's type (int, float64,
@@ -186,6 +189,12 @@ type Spec struct {
 	Budget bool
 	// Options are the tuner's own settings (Tuner.Options).
 	Options Values
+	// Default, if not nil, is one more candidate beside the space's grid:
+	// the published default settings (DefaultCandidate), for a tuner whose
+	// Uses.Default is true; the Trainer's event must count its run.
+	// DefaultWeight is random-stop's prior weight on it (Config).
+	Default       *Candidate
+	DefaultWeight float64
 
 	// Seed, Key, Progress, Jobs and Diagnostics are as in Config.
 	Seed        *uint64
@@ -198,7 +207,26 @@ type Spec struct {
 // config is the shared loop's Config of a spec.
 func (s Spec) config(t Trainer, r runner.Runner) Config {
 	return Config{Space: s.Space, Trainer: t, Repetitions: s.Repetitions, Seed: s.Seed, Key: s.Key, Progress: s.Progress,
-		Runner: r, Jobs: s.Jobs, Diagnostics: s.Diagnostics}
+		Runner: r, Jobs: s.Jobs, Diagnostics: s.Diagnostics, Default: s.Default, DefaultWeight: s.DefaultWeight}
+}
+
+// Candidates is the number of candidates of s: its space's, and Default.
+func (s Spec) Candidates() int { return s.config(nil, nil).candidates() }
+
+// CheckDefault refuses s.Default for a tuner that cannot take it (tu's
+// Uses.Default), and a default weight without a default. The error wraps
+// ErrInvalid. The tuner's Check refuses a weight it does not take.
+func CheckDefault(tu Tuner, s Spec) error {
+	if s.Default == nil {
+		if s.DefaultWeight != 0 {
+			return invalidf("a default weight needs the default among the candidates")
+		}
+		return nil
+	}
+	if !tu.Uses().Default {
+		return invalidf("the %s tuner cannot take the default among its candidates", tu.Name())
+	}
+	return nil
 }
 
 // value returns option name of tu in s, or its default.

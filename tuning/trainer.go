@@ -82,7 +82,10 @@ type DPSGDTrainer struct {
 	NominalN, Epochs int
 	Networks         map[string]model.Arch
 	Space            Space
-	ScoreNoise       float64 // noise multiplier of the private count; 0: Val is public
+	// Default, if not nil, is the one candidate beside Space's grid that
+	// Train accepts (DefaultCandidate): Event counts its run too.
+	Default    *Candidate
+	ScoreNoise float64 // noise multiplier of the private count; 0: Val is public
 	// Noise is how the runs draw their Gaussian noise (dpsgd.NoiseAuto:
 	// secure without a seed). A caller that seeds every run from a secret
 	// key (a durable runner's) sets dpsgd.NoiseSecure.
@@ -120,8 +123,10 @@ func (t *DPSGDTrainer) Event() accounting.Event { return t.EventFor(t.NoiseMulti
 // (dpsgd.ErrDiverged) fails: it returns a Run without a model, and its
 // score is −∞, so it is never selected.
 func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Run, error) {
-	if err := Covers(t.Space, c); err != nil {
-		return Run{}, err
+	if !isDefault(c, t.Default) {
+		if err := Covers(t.Space, c); err != nil {
+			return Run{}, err
+		}
 	}
 	arch, cfg, err := t.Hyper().Run(c)
 	if err != nil {
@@ -154,7 +159,7 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 
 // Hyper is how the trainer turns a candidate into a run.
 func (t *DPSGDTrainer) Hyper() Hyper {
-	return Hyper{Arch: t.Arch, Networks: t.Networks, NominalN: t.NominalN, Epochs: t.Epochs,
+	return Hyper{Arch: t.Arch, Networks: t.Networks, NominalN: t.NominalN, Epochs: t.Epochs, Default: t.Default,
 		Config: dpsgd.Config{SamplingRate: t.SamplingRate, ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps,
 			LearningRate: t.LearningRate, ClipNorm: t.ClipNorm, Momentum: t.Momentum, Schedule: t.Schedule}}
 }

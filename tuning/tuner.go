@@ -40,6 +40,33 @@ type Config struct {
 	// Result.Diagnostics. NOT PRIVATE: they reveal K and the other runs'
 	// scores, which the guarantee needs hidden; for the data curator only.
 	Diagnostics bool
+	// Default, if not nil, is one more candidate beside the space's grid,
+	// at index Space.Size(): the published default settings
+	// (DefaultCandidate), for a tuner whose Uses.Default is true. Grid
+	// trains it once more; random-stop draws it with probability
+	// DefaultWeight at each run. The Trainer's Event must count its run
+	// (DPSGDTrainer.Default).
+	Default *Candidate
+	// DefaultWeight is random-stop's prior weight w ∈ (0, 1) on Default.
+	DefaultWeight float64
+}
+
+// candidates is the number of candidates: the space's, and Default.
+func (cfg Config) candidates() int {
+	if cfg.Default != nil {
+		return cfg.Space.Size() + 1
+	}
+	return cfg.Space.Size()
+}
+
+// at is candidate i: the space's, or Default at index Space.Size().
+func (cfg Config) at(i int) Candidate {
+	if cfg.Default != nil && i == cfg.Space.Size() {
+		c := *cfg.Default
+		c.Index = i
+		return c
+	}
+	return cfg.Space.At(i)
 }
 
 // Result is all that a tuner releases, plus the curator's diagnostics when
@@ -121,7 +148,7 @@ type loop struct {
 
 // record learns run r of candidate i and keeps it if it is the best.
 func (l *loop) record(i int, r Run) {
-	c := l.cfg.Space.At(i)
+	c := l.cfg.at(i)
 	if l.cfg.Diagnostics {
 		rec := RunRecord{Candidate: c, Score: r.Score, Failed: r.Failed}
 		if rec.Failed {
@@ -177,7 +204,7 @@ func (l *loop) viaRunner(ctx context.Context, k int) error {
 		tasks := make([]runner.Task, n)
 		for t := range n {
 			idx[t] = l.s.next(l.rng)
-			task, err := cfg.Jobs.Task(fmt.Sprintf("run %d", j0+t), cfg.Space.At(idx[t]), l.seedOf(j0+t), l.keyOf(j0+t))
+			task, err := cfg.Jobs.Task(fmt.Sprintf("run %d", j0+t), cfg.at(idx[t]), l.seedOf(j0+t), l.keyOf(j0+t))
 			if err != nil {
 				return err
 			}
@@ -185,7 +212,7 @@ func (l *loop) viaRunner(ctx context.Context, k int) error {
 		}
 		runs := make([]Run, n)
 		err := cfg.Runner.Run(ctx, tasks, func(t int, out []byte) error {
-			r, err := cfg.Jobs.Decode(cfg.Space.At(idx[t]), out)
+			r, err := cfg.Jobs.Decode(cfg.at(idx[t]), out)
 			if err != nil {
 				return fmt.Errorf("tuning: %s: %w", tasks[t].ID, err)
 			}
@@ -220,7 +247,7 @@ func (l *loop) inProcess(ctx context.Context, k int) error {
 			l.cfg.Progress(j, k)
 		}
 		i := l.s.next(l.rng)
-		r, err := l.cfg.Trainer.Train(ctx, l.cfg.Space.At(i), l.seedOf(j))
+		r, err := l.cfg.Trainer.Train(ctx, l.cfg.at(i), l.seedOf(j))
 		if err != nil {
 			return fmt.Errorf("tuning: a training run failed: %w", err)
 		}
@@ -237,6 +264,23 @@ type uniform struct{ n int }
 func (u uniform) next(rng *rand.Rand) int { return rng.IntN(u.n) }
 func (uniform) observe(int, float64)      {}
 func (uniform) nonAdaptive()              {}
+
+// weighted draws the default candidate (index n) with probability w and
+// otherwise a candidate of the space uniformly: a fixed distribution that
+// depends on no score and no data.
+type weighted struct {
+	n int
+	w float64
+}
+
+func (u weighted) next(rng *rand.Rand) int {
+	if rng.Float64() < u.w {
+		return u.n
+	}
+	return rng.IntN(u.n)
+}
+func (weighted) observe(int, float64) {}
+func (weighted) nonAdaptive()         {}
 
 // sequence visits candidates 0, 1, …, in order: grid search.
 type sequence struct{ i *int }
