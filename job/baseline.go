@@ -29,11 +29,12 @@ type Baseline struct {
 	SelectedIsBaseline *bool `json:"selected_is_baseline,omitempty"`
 }
 
-// Baseline returns the baseline of the tuning s (see Baseline), and false
-// when its network has no published settings on its dataset.
+// Baseline returns the baseline of the tuning s (see Baseline): the
+// default settings given (s.Default), else the network's published ones;
+// false when there are neither.
 func (s TuneSpec) Baseline() (*Baseline, bool) {
 	spec := s.Data.Arch.Spec
-	d, ok := NetworkDefaultsOn(spec, s.Data.Name)
+	d, ok := s.defaultsOf()
 	if !ok {
 		return nil, false
 	}
@@ -44,6 +45,9 @@ func (s TuneSpec) Baseline() (*Baseline, bool) {
 		data += " --data-dir DIR"
 	}
 	cmd := fmt.Sprintf("dptune train %s --model %s --epsilon %g --delta %g", data, spec.Name, s.Epsilon, s.Delta)
+	if s.Default != nil {
+		cmd += fmt.Sprintf(" --batch-size %d --epochs %d --lr %g --momentum %g --clip-norm %g", d.BatchSize, d.Epochs, d.LearningRate, d.Momentum, d.ClipNorm)
+	}
 	return &Baseline{Network: spec.Name, Dataset: s.Data.Name, BatchSize: d.BatchSize, Epochs: d.Epochs, LearningRate: d.LearningRate,
 		Momentum: d.Momentum, ClipNorm: d.ClipNorm, Source: d.Source, Command: cmd}, true
 }

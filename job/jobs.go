@@ -273,12 +273,15 @@ type runInput struct {
 	Networks map[string]model.Arch `json:"networks,omitempty"`
 	// Space is the tuning's, whose runs the ledger counts: the worker's
 	// trainer refuses a candidate outside it (tuning.Covers).
-	Space      tuning.Space     `json:"space"`
-	ScoreNoise float64          `json:"score_noise"`
-	ValSize    int              `json:"val_size"`
-	Noise      dpsgd.NoiseMode  `json:"noise"`
-	Candidate  tuning.Candidate `json:"candidate"`
-	Seed       *uint64          `json:"seed"`
+	Space tuning.Space `json:"space"`
+	// Default is the default candidate the tuning may run beside the
+	// space's (tuning.DPSGDTrainer.Default).
+	Default    *tuning.Candidate `json:"default,omitempty"`
+	ScoreNoise float64           `json:"score_noise"`
+	ValSize    int               `json:"val_size"`
+	Noise      dpsgd.NoiseMode   `json:"noise"`
+	Candidate  tuning.Candidate  `json:"candidate"`
+	Seed       *uint64           `json:"seed"`
 	// Key is the run's secret key (a keyed invocation's run), instead of
 	// Seed; it travels only inside sealed payloads.
 	Key *randsrc.Key `json:"key,omitempty"`
@@ -332,7 +335,7 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	t := &tuning.DPSGDTrainer{Arch: in.Arch, Data: l.train, Val: l.val, ValSize: in.ValSize, NoiseMultiplier: in.NoiseMultiplier,
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
 		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, Schedule: in.Schedule, NominalN: in.NominalN, Epochs: in.Epochs,
-		Networks: in.Networks, Space: in.Space, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
+		Networks: in.Networks, Space: in.Space, Default: in.Default, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 	}
@@ -365,7 +368,7 @@ func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64, key *randsr
 	t := j.t
 	b, err := json.Marshal(runInput{Data: j.data, Arch: t.Arch, NoiseMultiplier: t.NoiseMultiplier, SamplingRate: t.SamplingRate,
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
-		ClipNorm: t.ClipNorm, Schedule: t.Schedule, NominalN: t.NominalN, Epochs: t.Epochs, Networks: t.Networks, Space: t.Space,
+		ClipNorm: t.ClipNorm, Schedule: t.Schedule, NominalN: t.NominalN, Epochs: t.Epochs, Networks: t.Networks, Space: t.Space, Default: t.Default,
 		ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }

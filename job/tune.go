@@ -39,6 +39,31 @@ type TuneSpec struct {
 	// missing one takes its default.
 	Options tuning.Values
 
+	// IncludeDefault puts the published default settings among the
+	// candidates (tuning.DefaultCandidate), for a tuner that can take them
+	// (tuning.Uses.Default: grid trains them once more; random-stop draws
+	// them at each run with probability DefaultWeight, 0 for
+	// tuning.DefaultWeight): Default, or else the network's own
+	// (NetworkDefaultsOn). Refused with neither, and for any other tuner.
+	// Every run is then counted as the costliest of the space's runs and
+	// the default's.
+	IncludeDefault bool
+	Default        *TrainDefaults
+	DefaultWeight  float64
+	// SelectionShare s ∈ (0, 1), if not 0, splits the budget between a
+	// selection and a final run: the tuner releases only the selected
+	// hyperparameters (and the selected run's score), and one final
+	// DP-SGD run of them on the whole training set (validation split
+	// included) is the released model. The share is defined by the final
+	// run: its noise multiplier is calibrated so that the final run alone
+	// meets ε_final = (1 − s)·Epsilon at Delta; then the selection's base
+	// noise multiplier so that the RDP composition of the selection and
+	// the final run meets (Epsilon, Delta). The selection's ε alone is
+	// then at most — and, RDP composition being sub-additive after
+	// conversion, usually more than — s·Epsilon. For a tuning.Runner
+	// tuner under the rdp accountant only.
+	SelectionShare float64
+
 	// Validation is "private" (scores on ValSize examples held out of the
 	// training data by a keyed hash, released as integer counts with
 	// discrete Gaussian noise of multiplier ScoreNoise, counted) or "public"
@@ -96,6 +121,9 @@ type TuneStart struct {
 	Tuner           string
 	Candidates      int
 	NoiseMultiplier float64 // each run's σ (a partitioned tuner: the final run's)
+	// FinalNoiseMultiplier is the final run's σ of a tuning with a
+	// selection share, else 0.
+	FinalNoiseMultiplier float64
 }
 
 // TuneReport is report.json of a tuning around whole runs (a
@@ -151,9 +179,31 @@ type TuneReport struct {
 	Failed       string `json:"failed,omitempty"`
 	// Approximate marks an ε that is not a proved bound (xiang-o), and
 	// GenericEpsilon is then Papernot & Steinke's proved ε of the same run.
-	Approximate    bool              `json:"approximate,omitempty"`
-	GenericEpsilon *float64          `json:"papernot_steinke_epsilon,omitempty"`
-	Ledger         accounting.Ledger `json:"ledger"`
+	Approximate    bool     `json:"approximate,omitempty"`
+	GenericEpsilon *float64 `json:"papernot_steinke_epsilon,omitempty"`
+	// IncludesDefault says the default settings were among the
+	// candidates (TuneSpec.IncludeDefault), with DefaultWeight, random-stop's
+	// prior weight on them.
+	IncludesDefault bool    `json:"includes_default,omitempty"`
+	DefaultWeight   float64 `json:"default_weight,omitempty"`
+	// SelectionShare is TuneSpec.SelectionShare: the released model is
+	// then the final run's, at FinalNoiseMultiplier, FinalSamplingRate
+	// and FinalSteps on the whole training set (0 when nothing was
+	// selected).
+	SelectionShare       float64 `json:"selection_share,omitempty"`
+	FinalNoiseMultiplier float64 `json:"final_noise_multiplier,omitempty"`
+	FinalSamplingRate    float64 `json:"final_sampling_rate,omitempty"`
+	FinalSteps           int     `json:"final_steps,omitempty"`
+	// EpsilonComponents are the parts of the ledger, each with its ε
+	// alone at Delta: "selection" (the tuner's event; without a selection
+	// share the released model is the selected run's, so it is the
+	// whole), and with a selection share "final run" and, for a network
+	// with private data normalisation, the final run's "data
+	// normalisation" (part of the final run's ε). They do not add up to
+	// Epsilon: the total is the RDP composition of the parts converted to
+	// (ε, δ) once, which is less than the sum of the parts' ε.
+	EpsilonComponents []EpsilonComponent `json:"epsilon_components,omitempty"`
+	Ledger            accounting.Ledger  `json:"ledger"`
 }
 
 // XiangEpsilon is the ε at r's δ of Xiang et al.'s Algorithm 3 (the
@@ -196,6 +246,9 @@ type tunePlan struct {
 	tuner   tuning.Tuner
 	spec    tuning.Spec
 	trainer *tuning.DPSGDTrainer
+	// final is the final run of a tuning with a selection share, its σ in
+	// Config.NoiseMultiplier; nil without.
+	final *tuning.Hyper
 }
 
 // plan looks up s.Tuner, checks s and calibrates the base run (for a
@@ -212,8 +265,14 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	if runs == parts {
 		return nil, invalidf("the %s tuner cannot run as a job", s.Tuner)
 	}
+	if err := s.checkShare(); err != nil {
+		return nil, err
+	}
 	if err := s.checkCommon(); err != nil {
 		return nil, err
+	}
+	if s.SelectionShare != 0 && parts {
+		return nil, invalidf("the %s tuner trains its own final run: it takes no selection share", s.Tuner)
 	}
 	uses := tu.Uses()
 	n := s.Data.NominalN
@@ -266,21 +325,42 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	spec := tuning.Spec{Space: s.Space, Repetitions: s.Repetitions, Accountant: s.Accountant, Validation: validation, ValSize: s.ValSize,
 		TrainN: n, BatchSize: s.BatchSize, Epochs: s.Epochs, Momentum: s.Momentum, Budget: s.Budget != "", Options: s.Options,
 		Seed: s.Seed, Progress: s.Progress, Diagnostics: s.Diagnostics}
+	if spec.Default, spec.DefaultWeight, err = s.defaultCandidate(uses); err != nil {
+		return nil, err
+	}
 	if err := tuning.CheckOptions(tu, spec); err != nil {
+		return nil, invalid(err)
+	}
+	if err := tuning.CheckDefault(tu, spec); err != nil {
 		return nil, invalid(err)
 	}
 	if err := tu.Check(spec); err != nil {
 		return nil, invalid(err)
 	}
+	if s.SelectionShare != 0 && s.Accountant != "" && s.Accountant != "rdp" {
+		return nil, invalidf("a selection share composes proved bounds only: accountant %q", s.Accountant)
+	}
 	lr, clip := s.fixed()
 	t := &tuning.DPSGDTrainer{Arch: s.Data.Arch, SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize),
 		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: lr, ClipNorm: clip,
-		NominalN: n, Epochs: s.Epochs, Networks: networks, Space: s.Space}
+		NominalN: n, Epochs: s.Epochs, Networks: networks, Space: s.Space, Default: spec.Default}
 	if err := t.Hyper().CheckRuns(s.Space); err != nil {
 		return nil, invalid(err)
 	}
 	if validation == "private" && uses.TrainerScores {
 		t.ScoreNoise, t.ValSize = s.ScoreNoise, s.ValSize
+	}
+	if s.SelectionShare != 0 {
+		final, err := s.finalHyper(t.Hyper())
+		if err != nil {
+			return nil, err
+		}
+		sel, fin, err := s.calibrateSplit(ctx, tu, spec, t.EventFor, final)
+		if err != nil {
+			return nil, err
+		}
+		t.NoiseMultiplier, final.Config.NoiseMultiplier = sel, fin
+		return &tunePlan{tuner: tu, spec: spec, trainer: t, final: &final}, nil
 	}
 	sigma, err := tuning.Calibrate(ctx, tu, spec, t.EventFor, s.Epsilon, s.Delta)
 	if err != nil {
@@ -337,6 +417,12 @@ func (s TuneSpec) fixedReport() map[string]float64 {
 func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
 	if tu, err := tuning.Lookup(s.Tuner); err == nil {
 		if fed, ok := tu.(tuning.Federated); ok {
+			if s.IncludeDefault || s.SelectionShare != 0 {
+				if err := s.checkShare(); err != nil {
+					return nil, nil, err
+				}
+				return nil, nil, invalidf("the %s tuner takes neither the default among its candidates nor a selection share", s.Tuner)
+			}
 			return withInput(s.Data)(s.tuneFederated(ctx, fed))
 		}
 	}
@@ -356,12 +442,19 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	if s.Runner, err = s.openRunner(ctx); err != nil {
 		return nil, nil, err
 	}
-	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec)))
+	worst := ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec))
+	var finalSigma float64
+	if p.final != nil {
+		// The budget is charged once for the selection and the final run.
+		finalSigma = p.final.Config.NoiseMultiplier
+		worst.Add(finalLabel, finalEvent(*p.final, s.Space, finalSigma))
+	}
+	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, worst)
 	if err != nil {
 		return nil, nil, err
 	}
 	if s.Started != nil {
-		s.Started(TuneStart{Tuner: s.Tuner, Candidates: s.Space.Size(), NoiseMultiplier: trainer.NoiseMultiplier})
+		s.Started(TuneStart{Tuner: s.Tuner, Candidates: spec.Candidates(), NoiseMultiplier: trainer.NoiseMultiplier, FinalNoiseMultiplier: finalSigma})
 	}
 	train, test, err := s.Data.loadCtx(ctx, s.Warn)
 	if err != nil {
@@ -395,6 +488,13 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	cachePut(cacheKey(ref), loaded{train: trainer.Data, val: trainer.Val})
 	spec.Seed, spec.Key, spec.Jobs = seed, key, dpsgdJobs{t: trainer, data: ref, model: true}
 	res, tuneErr := tu.Run(ctx, spec, trainer, run)
+	var finalNorm accounting.Event
+	if p.final != nil && tuneErr == nil && res.Selected != nil && res.Model != nil {
+		// Only the selected hyperparameters leave the selection: the
+		// released model is one final run of them on the whole training
+		// set.
+		res.Model, finalNorm, tuneErr = trainFinal(ctx, *p.final, s.Space, *res.Selected, train, seed, key, trainer.Noise, &res.Ledger)
+	}
 	interrupted := errors.Is(tuneErr, context.Canceled)
 	accName, acc := "rdp", tu.Accountant(spec)
 	if spec.Accountant != "" {
@@ -403,7 +503,8 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	rep := &TuneReport{Tuner: s.Tuner, Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Space: s.Space.Name, Validation: s.Validation,
 		ValidationSize: trainer.ValSize, Delta: s.Delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
 		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
-		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted, Ledger: res.Ledger}
+		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space) || spec.Default != nil, Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted,
+		IncludesDefault: spec.Default != nil, DefaultWeight: spec.DefaultWeight, SelectionShare: s.SelectionShare, Ledger: res.Ledger}
 	rep.Baseline, _ = s.Baseline()
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	diag := &NotPrivateDiagnostics{Runs: res.Diagnostics}
@@ -424,6 +525,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	} else if tuneErr == nil {
 		tuneErr = err
 	}
+	rep.EpsilonComponents = epsilonComponents(rel.Ledger, p.final != nil, finalNorm, acc, s.Delta)
 	if tuneErr != nil && !interrupted {
 		// The runs so far touched the data: the ledger is released alone.
 		rep.Failed, rel.Failed = tuneErr.Error(), true
@@ -449,11 +551,18 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 			rep.TestAccuracy = &m.Accuracy
 		}
 		rel.Model, rel.Selected, rel.Score = res.Model, rep.Selected, rep.ValidationScore
-		q, steps := rep.SamplingRate, rep.Steps
-		if _, cfg, err := trainer.Hyper().Run(*res.Selected); err == nil {
+		q, steps, sigma := rep.SamplingRate, rep.Steps, rep.BaseNoiseMultiplier
+		h := trainer.Hyper()
+		if p.final != nil {
+			h, sigma = *p.final, p.final.Config.NoiseMultiplier
+		}
+		if _, cfg, err := h.Run(*res.Selected); err == nil {
 			q, steps = cfg.SamplingRate, cfg.Steps // the released model's own run
 		}
-		rel.hyper = map[string]any{"selected": rep.Selected, "selected_choices": rep.SelectedChoices, "noise_multiplier": rep.BaseNoiseMultiplier,
+		if p.final != nil {
+			rep.FinalNoiseMultiplier, rep.FinalSamplingRate, rep.FinalSteps = sigma, q, steps
+		}
+		rel.hyper = map[string]any{"selected": rep.Selected, "selected_choices": rep.SelectedChoices, "noise_multiplier": sigma,
 			"sampling_rate": q, "steps": steps, "tuner": rep.Tuner}
 	}
 	if interrupted {

@@ -1,0 +1,234 @@
+package job
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning"
+)
+
+// The names of a tuning's ε components (TuneReport.EpsilonComponents).
+const (
+	// ComponentSelection is the tuner's selection: its whole event (every
+	// run, every private score). Without a selection share the released
+	// model is the selected run's, and this is the whole tuning.
+	ComponentSelection = "selection"
+	// ComponentFinal is the final DP-SGD run of a tuning with a selection
+	// share, with its data normalisation if any.
+	ComponentFinal = "final run"
+	// ComponentDataNorm is the final run's own private data normalisation
+	// (a network with a datanorm layer): part of ComponentFinal's ε.
+	ComponentDataNorm = "data normalisation"
+)
+
+// EpsilonComponent is one part of a tuning's ledger and its ε alone at the
+// tuning's δ. The components' ε do not add up to the total: the total is
+// the RDP composition of the parts, converted to (ε, δ) once, which is less
+// than the sum of each part converted at the same δ.
+type EpsilonComponent struct {
+	Name string `json:"name"`
+	// Epsilon is the component's ε alone at the tuning's δ (nats); nil
+	// when the accountant cannot bound it.
+	Epsilon *float64 `json:"epsilon"`
+	// Note says what the component holds, where that is not plain.
+	Note string `json:"note,omitempty"`
+}
+
+// defaultsOf returns the settings of the default candidate of s: s.Default,
+// or else the network's published settings (NetworkDefaultsOn).
+func (s TuneSpec) defaultsOf() (TrainDefaults, bool) {
+	if s.Default != nil {
+		return *s.Default, true
+	}
+	return NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name)
+}
+
+// defaultCandidate checks the default-as-candidate settings of s and
+// returns its candidate (nil without IncludeDefault) and the weight the
+// tuner gets: random-stop's prior weight (tuning.DefaultWeight when s
+// gives none), 0 for a tuner that trains every candidate.
+func (s TuneSpec) defaultCandidate(uses tuning.Uses) (*tuning.Candidate, float64, error) {
+	if !s.IncludeDefault {
+		if s.Default != nil || s.DefaultWeight != 0 {
+			return nil, 0, invalidf("default settings and their weight need the default among the candidates (IncludeDefault)")
+		}
+		return nil, 0, nil
+	}
+	d, ok := s.defaultsOf()
+	if !ok {
+		return nil, 0, invalidf("the default among the candidates needs default settings: %s has no published settings on %s; give them", s.Data.Arch.Spec.Name, s.Data.Name)
+	}
+	c, err := tuning.DefaultCandidate(s.Space, map[string]float64{tuning.LearningRate: d.LearningRate, tuning.ClipNorm: d.ClipNorm,
+		tuning.Momentum: d.Momentum, tuning.BatchSize: float64(d.BatchSize), tuning.Epochs: float64(d.Epochs)})
+	if err != nil {
+		return nil, 0, invalid(err)
+	}
+	w := s.DefaultWeight
+	if w == 0 && uses.Repetitions {
+		w = tuning.DefaultWeight
+	}
+	return &c, w, nil
+}
+
+// checkShare refuses a selection share outside (0, 1) (0: none).
+func (s TuneSpec) checkShare() error {
+	if s.SelectionShare != 0 && !(s.SelectionShare > 0 && s.SelectionShare < 1) {
+		return invalidf("selection share %v is outside (0, 1)", s.SelectionShare)
+	}
+	return nil
+}
+
+// finalHyper is the final run of a tuning with a selection share: the
+// selected candidate trained once on the whole training set (the nominal
+// size s.Data.NominalN, validation split included), every setting it
+// leaves out the tuning's own, as sel's (the selection's runs).
+func (s TuneSpec) finalHyper(sel tuning.Hyper) (tuning.Hyper, error) {
+	n := s.Data.NominalN
+	q := float64(s.BatchSize) / float64(n)
+	if err := dpsgd.CheckEpochs(s.Epochs, q); err != nil {
+		return tuning.Hyper{}, invalidf("the final run: epochs %d: %v", s.Epochs, err)
+	}
+	h := sel
+	h.NominalN = n
+	h.Config.SamplingRate, h.Config.ExpectedBatchSize, h.Config.Steps = q, float64(s.BatchSize), dpsgd.StepsForEpochs(s.Epochs, q)
+	if err := h.CheckRuns(s.Space); err != nil {
+		return tuning.Hyper{}, invalid(err)
+	}
+	return h, nil
+}
+
+// finalEvent is the final run's event at noise multiplier sigma: any
+// candidate's run (the space's or the default), counted as the costliest
+// when they differ, since which one it trains is the selection's outcome.
+func finalEvent(h tuning.Hyper, space tuning.Space, sigma float64) accounting.Event {
+	e, err := h.Event(space, sigma)
+	if err != nil {
+		return accounting.NonPrivate{Reason: err.Error()}
+	}
+	return e
+}
+
+// finalLabel labels the final run's planned event in a ledger.
+const finalLabel = "final DP-SGD run of the selected hyperparameters on the whole training set"
+
+// calibrateSplit calibrates a tuning with a selection share s.SelectionShare
+// = sh: the final run's σ_f so that the final run alone meets
+// ε_f = (1 − sh)·ε at δ, then the selection's base σ so that the RDP
+// composition of the selection (the tuner's event of base(σ)) and the
+// final run at σ_f meets the total (ε, δ). Both are before any data is
+// read; an infeasible share is an error wrapping ErrInvalid that names it.
+func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuning.Spec, base func(float64) accounting.Event, final tuning.Hyper) (sel, fin float64, err error) {
+	sh := s.SelectionShare
+	fin, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event { return finalEvent(final, s.Space, z) }, (1-sh)*s.Epsilon, s.Delta)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return 0, 0, err
+		}
+		return 0, 0, invalidWrapf(err, "selection share %g: the final run's ε = (1 − %g)·%g = %g at δ = %g is too small: %v", sh, sh, s.Epsilon, (1-sh)*s.Epsilon, s.Delta, err)
+	}
+	fe := finalEvent(final, s.Space, fin)
+	sel, err = accounting.CalibrateNoise(ctx, tu.Accountant(spec), func(z float64) accounting.Event {
+		return accounting.Composed{Events: []accounting.Event{tu.Event(base(z), spec), fe}}
+	}, s.Epsilon, s.Delta)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return 0, 0, err
+		}
+		return 0, 0, invalidWrapf(err, "selection share %g: no noise multiplier of the selection's runs fits its share of ε = %g at δ = %g beside the final run: %v", sh, s.Epsilon, s.Delta, err)
+	}
+	return sel, fin, nil
+}
+
+// trainFinal trains the final run of the selected candidate c on the whole
+// training set train at h's σ (h.Config.NoiseMultiplier), its randomness
+// from seed or key (stream "final run"), and adds its cost to l: the
+// planned event when the candidates' runs differ (counted as the
+// costliest), else its data normalisation and its steps as they ran. It
+// also returns the event of the run's data normalisation (nil for a
+// network without a datanorm layer).
+func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tuning.Candidate, train *data.Dataset, seed *uint64, key *randsrc.Key, mode dpsgd.NoiseMode, l *accounting.Ledger) (*model.Net, accounting.Event, error) {
+	arch, cfg, err := h.Run(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	var norm accounting.Event
+	if cfg.DataNorm != nil {
+		norm = cfg.DataNorm.Event()
+	}
+	worst, err := h.Event(space, h.Config.NoiseMultiplier)
+	if err != nil {
+		return nil, norm, err
+	}
+	cfg.NoiseMultiplier, cfg.Noise = h.Config.NoiseMultiplier, mode
+	initRNG := randsrc.Crypto()
+	switch {
+	case key != nil:
+		cfg.Key = key.Derive("final run")
+		initRNG = cfg.Key.Stream("init")
+	case seed != nil:
+		v := randsrc.Seeded(*seed, "final run").Uint64()
+		cfg.Seed = &v
+		initRNG = randsrc.New(&v, "init")
+	}
+	net, err := model.New(arch, initRNG)
+	if err != nil {
+		return nil, norm, err
+	}
+	res, err := dpsgd.Train(ctx, net, train, cfg, nil, nil)
+	if _, ok := worst.(accounting.WorstCase); ok {
+		l.Add(finalLabel+", counted as the costliest candidate's (with its data normalisation, if any)", worst)
+	} else {
+		if res.NormEvent != nil {
+			l.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", res.NormEvent)
+		}
+		if res.Event != nil {
+			l.Add(finalLabel, res.Event)
+		}
+	}
+	if err != nil {
+		return nil, norm, err
+	}
+	return net, norm, nil
+}
+
+// epsilonComponents is report.json's EpsilonComponents of a tuning's
+// ledger l: its first entry is the selection; with a selection share the
+// rest is the final run, and norm (if not nil) the final run's data
+// normalisation. Each is its ε alone at delta under acc.
+func epsilonComponents(l accounting.Ledger, split bool, norm accounting.Event, acc accounting.Accountant, delta float64) []EpsilonComponent {
+	if len(l.Entries) == 0 {
+		return nil
+	}
+	eps := func(e accounting.Event) *float64 {
+		g, err := acc.Epsilon(e, delta)
+		v, _, _ := finiteEpsilon(g, err)
+		return v
+	}
+	sel := EpsilonComponent{Name: ComponentSelection, Epsilon: eps(l.Entries[0].Event)}
+	if !split {
+		sel.Note = "the released model is the selected run's: the selection is the whole tuning"
+		return []EpsilonComponent{sel}
+	}
+	sel.Note = "only the selected hyperparameters (and the selected run's score) are released from it"
+	out := []EpsilonComponent{sel}
+	rest := l.Entries[1:]
+	if len(rest) == 0 {
+		return out // nothing was selected: no final run
+	}
+	var events []accounting.Event
+	for _, e := range rest {
+		events = append(events, e.Event)
+	}
+	out = append(out, EpsilonComponent{Name: ComponentFinal, Epsilon: eps(accounting.Composed{Events: events}),
+		Note: "the released model's run, on the whole training set"})
+	if norm != nil {
+		out = append(out, EpsilonComponent{Name: ComponentDataNorm, Epsilon: eps(norm),
+			Note: "the final run's own estimate, inside the final run's ε; each selection run estimates its own, inside the selection's ε"})
+	}
+	return out
+}
