@@ -6,17 +6,20 @@ import (
 )
 
 // CanaryGradientNorm is the L2 norm of a Dirac canary's gradient before
-// clipping, in units of the clipping norm C: the gradient is
-// CanaryGradientNorm·C·e_j, and DP-SGD's own clipping (dpsgd.ClipFactor)
-// is what brings its contribution down to C. An implementation that skips
-// clipping lets it count fourfold, which the audit sees.
+// clipping, in units of the clipping norm C (1 under automatic clipping):
+// the gradient is CanaryGradientNorm·C·e_j, and DP-SGD's own clipping
+// (dpsgd.Clip.Factor: ClipFactor, or AutoClipFactor) is what brings its
+// contribution down to C (to 4/(4 + γ) < 1 under automatic clipping). An
+// implementation that skips clipping lets it count fourfold, which the
+// audit sees.
 const CanaryGradientNorm = 4
 
 // NewDiracCanaries returns an AUDIT-ONLY engine hook (never use it to
 // train a model for release): the examples at indices first, first+1, …,
 // first+len(coords)−1 are Dirac gradient canaries — example first+k has
-// the gradient CanaryGradientNorm·C·e_{coords[k]}, clipped by
-// dpsgd.ClipFactor to C·e_{coords[k]} — the worst-case canary of Nasr et
+// the gradient CanaryGradientNorm·C·e_{coords[k]}, clipped by the run's
+// rule (dpsgd.Clip.Factor) to C·e_{coords[k]}, or under automatic clipping
+// to 4/(4 + γ)·e_{coords[k]} — the worst-case canary of Nasr et
 // al. 2023 and Xiang et al.'s ETCV setting (§4), and, many at once on
 // distinct coordinates, the white-box canaries of Steinke, Nasr &
 // Jagielski's one-run audit. Every other example goes to inner, or, when
@@ -32,10 +35,10 @@ type diracCanaries struct {
 	rest   []int
 }
 
-func (e *diracCanaries) ClippedSum(x []float32, y []uint8, idx []int, clip float64, sum []float32) (float64, error) {
+func (e *diracCanaries) ClippedSum(x []float32, y []uint8, idx []int, clip dpsgd.Clip, sum []float32) (float64, error) {
 	e.rest = e.rest[:0]
-	g := CanaryGradientNorm * clip
-	c := float32(float64(dpsgd.ClipFactor(g, clip)) * g)
+	g := CanaryGradientNorm * clip.Sensitivity()
+	c := float32(float64(clip.Factor(g)) * g)
 	for _, i := range idx {
 		if k := i - e.first; k >= 0 && k < len(e.coords) {
 			sum[e.coords[k]] += c

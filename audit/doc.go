@@ -53,7 +53,8 @@
 // DPSGDCanary is the worst-case DP-SGD game of Nasr et al. ("Tight
 // Auditing of Differentially Private Machine Learning", 2023): X = ∅, a
 // Dirac gradient canary whose gradient of norm CanaryGradientNorm·C goes
-// through dpsgd's own clipping (dpsgd.ClipFactor), dpsgd.Train's sampling,
+// through dpsgd's own clipping (dpsgd.ClipFactor, or AutoClipFactor under
+// automatic clipping: TestDPSGDCanaryAuditAutoClip), dpsgd.Train's sampling,
 // noise and update, on the four-parameter CanaryArch so that 10⁵ trials
 // take seconds; the adversary sees every iterate (ObserveAll: the per-step
 // likelihood ratio) or the last (ObserveLast: the summed update).

@@ -21,7 +21,9 @@ import (
 // dptune's real dpsgd.Train path — Poisson sampling at SamplingRate,
 // clipping, Gaussian noise of NoiseMultiplier·ClipNorm, division by the
 // nominal expected batch size — with the canary injected by an audit-only
-// engine hook. The adversary is white-box: it sees the whole trajectory and
+// engine hook. Under automatic clipping (Clipping, AutoClipGamma; ClipNorm
+// must then be 1, its sensitivity) the canary's clipped gradient is
+// 4/(4 + γ)·e₁ (CanaryGradientNorm) and the statistic is in units of 1. The adversary is white-box: it sees the whole trajectory and
 // its statistic is the sum of the first coordinate's updates, in units of
 // the clipping norm: under X ∅ it is N(0, T·σ²), under X′ the same shifted
 // by the number of steps that sampled z. With SamplingRate 1 that is the
@@ -39,8 +41,13 @@ type DPSGDCanary struct {
 	Size            int
 	NoiseMultiplier float64
 	ClipNorm        float64
-	SamplingRate    float64
-	Steps           int
+	// Clipping and AutoClipGamma are the run's clipping rule
+	// (dpsgd.Config's): flat clipping to ClipNorm (the zero value), or
+	// automatic clipping with stability constant AutoClipGamma.
+	Clipping      dpsgd.Clipping
+	AutoClipGamma float64
+	SamplingRate  float64
+	Steps         int
 }
 
 // The adversary's views of a DPSGDCanary run.
@@ -88,7 +95,9 @@ const (
 // Size outside [1, MaxCanarySize]; a noise multiplier that is not in
 // (0, accounting.MaxNoiseMultiplier]; a clipping norm outside
 // (0, MaxCanaryClipNorm]; a sampling rate outside
-// [MinCanarySamplingRate, 1]; steps outside [1, dpsgd.MaxSteps].
+// [MinCanarySamplingRate, 1]; steps outside [1, dpsgd.MaxSteps]; automatic
+// clipping with a stability constant that is not positive and finite, or
+// a clipping norm other than 1; flat clipping with a stability constant.
 func (p DPSGDCanary) Check() error {
 	switch {
 	case p.Base == nil && (p.Size < 1 || p.Size > MaxCanarySize):
@@ -103,6 +112,10 @@ func (p DPSGDCanary) Check() error {
 		return fmt.Errorf("audit: steps %d is outside [1, %d]", p.Steps, dpsgd.MaxSteps)
 	case p.Observe != "" && p.Observe != ObserveAll && p.Observe != ObserveLast:
 		return fmt.Errorf("audit: observe %q is neither %q nor %q", p.Observe, ObserveAll, ObserveLast)
+	case p.Clipping == dpsgd.AutomaticClipping && (dpsgd.CheckAutoClipGamma(p.AutoClipGamma) != nil || p.ClipNorm != 1):
+		return fmt.Errorf("audit: automatic clipping needs a positive, finite stability constant (have %v) and clipping norm 1 (have %v)", p.AutoClipGamma, p.ClipNorm)
+	case p.Clipping != dpsgd.AutomaticClipping && (p.Clipping != dpsgd.FlatClipping || p.AutoClipGamma != 0):
+		return fmt.Errorf("audit: clipping %v with stability constant %v", p.Clipping, p.AutoClipGamma)
 	}
 	return nil
 }
@@ -139,8 +152,9 @@ func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 	}
 	w0 := float64(net.Params[0])
 	const lr = 1
-	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, SamplingRate: p.SamplingRate, Steps: p.Steps,
-		ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast, DataNorm: dpsgd.DataNormOf(p.Arch)}
+	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, Clipping: p.Clipping, AutoClipGamma: p.AutoClipGamma,
+		SamplingRate: p.SamplingRate, Steps: p.Steps, ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast,
+		DataNorm: dpsgd.DataNormOf(p.Arch)}
 	var progress func(dpsgd.Progress)
 	var llr float64
 	if p.Observe == ObserveAll {

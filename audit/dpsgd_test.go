@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 )
@@ -12,8 +13,15 @@ import (
 // tightAudit plays the worst-case DP-SGD game (X = ∅, Dirac canary, every
 // example in every step, all iterates) for 50 steps, 10⁴ trials, claiming
 // the σ that RDP calibrates to ε = claimed at δ = 1e-5 but running at
-// scale·σ, and returns ε_L and the claim.
+// scale·σ, under flat clipping at C = 1, and returns ε_L and the claim.
 func tightAudit(t *testing.T, claimed, scale float64) (lower, claim float64) {
+	t.Helper()
+	return tightAuditClipped(t, claimed, scale, dpsgd.FlatClipping, 0)
+}
+
+// tightAuditClipped is tightAudit under the clipping rule clipping (with
+// stability constant gamma when automatic).
+func tightAuditClipped(t *testing.T, claimed, scale float64, clipping dpsgd.Clipping, gamma float64) (lower, claim float64) {
 	t.Helper()
 	const steps, trials = 50, 10000
 	sigma, err := accounting.CalibrateNoise(context.Background(), accounting.RDP{}, func(s float64) accounting.Event { return accounting.DPSGD(s, 1, steps) }, claimed, 1e-5)
@@ -24,7 +32,7 @@ func tightAudit(t *testing.T, claimed, scale float64) (lower, claim float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := DPSGDCanary{Arch: CanaryArch, Size: 1, NoiseMultiplier: scale * sigma, ClipNorm: 1, SamplingRate: 1, Steps: steps}
+	p := DPSGDCanary{Arch: CanaryArch, Size: 1, NoiseMultiplier: scale * sigma, ClipNorm: 1, Clipping: clipping, AutoClipGamma: gamma, SamplingRate: 1, Steps: steps}
 	s0, s1, err := Run(context.Background(), p, Config{Trials: trials, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +41,7 @@ func tightAudit(t *testing.T, claimed, scale float64) (lower, claim float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("σ %.4f claimed (ε %.3f), %.4f run: ε_L = %.3f (%d trials of %d steps)", sigma, c.Epsilon, scale*sigma, lb.EpsilonLower, trials, steps)
+	t.Logf("%v clipping: σ %.4f claimed (ε %.3f), %.4f run: ε_L = %.3f (%d trials of %d steps)", clipping, sigma, c.Epsilon, scale*sigma, lb.EpsilonLower, trials, steps)
 	return lb.EpsilonLower, c.Epsilon
 }
 
@@ -52,6 +60,33 @@ func TestDPSGDCanaryAudit(t *testing.T) {
 	}
 	if broken, claim := tightAudit(t, 2, 0.25); broken <= claim {
 		t.Errorf("σ/4 run at claimed σ not caught: ε_L %.3f ≤ claim %.3f", broken, claim)
+	}
+}
+
+// The standing check under automatic clipping (Bu et al. 2023, AUTO-S,
+// γ = 0.01): the ledger counts it as flat clipping at C = 1 (sensitivity
+// 1), and the tight audit's ε_L stays below that claim, and close to what
+// its trials certify (the canary's clipped gradient is 4/(4 + γ) of the
+// sensitivity, so the game is as tight as flat clipping's); a run at σ/4
+// is caught as under flat clipping.
+func TestDPSGDCanaryAuditAutoClip(t *testing.T) {
+	lower, claim := tightAuditClipped(t, 2, 1, dpsgd.AutomaticClipping, dpsgd.DefaultAutoClipGamma)
+	if lower > claim {
+		t.Errorf("automatic clipping: ε_L %.3f above the claim %.3f", lower, claim)
+	}
+	if lower < 0.5 {
+		t.Errorf("automatic clipping: ε_L %.3f: the worst-case audit is far looser than its trial count allows", lower)
+	}
+	if broken, claim := tightAuditClipped(t, 2, 0.25, dpsgd.AutomaticClipping, dpsgd.DefaultAutoClipGamma); broken <= claim {
+		t.Errorf("automatic clipping: σ/4 run at claimed σ not caught: ε_L %.3f ≤ claim %.3f", broken, claim)
+	}
+	bad := DPSGDCanary{Arch: CanaryArch, Size: 1, NoiseMultiplier: 1, ClipNorm: 0.5, Clipping: dpsgd.AutomaticClipping, AutoClipGamma: 0.01, SamplingRate: 1, Steps: 1}
+	if bad.Check() == nil {
+		t.Error("automatic clipping with clipping norm 0.5 accepted")
+	}
+	bad.ClipNorm, bad.AutoClipGamma = 1, 0
+	if bad.Check() == nil {
+		t.Error("automatic clipping with γ = 0 accepted")
 	}
 }
 

@@ -11,8 +11,17 @@ import (
 type Config struct {
 	// NoiseMultiplier σ: the noise added to the clipped sum is N(0, σ²C²) per coordinate.
 	NoiseMultiplier float64
-	// ClipNorm C: every example's gradient is clipped to L2 norm C over all parameters.
+	// ClipNorm C: every example's gradient is clipped to L2 norm C over all
+	// parameters. Under AutomaticClipping it must be 1: the bound of every
+	// clipped gradient's norm, the sum's sensitivity (see AutoClipFactor).
 	ClipNorm float64
+	// Clipping is how each example's gradient is bounded: FlatClipping
+	// (the zero value) to ClipNorm, or AutomaticClipping, g/(‖g‖ + γ) with
+	// γ = AutoClipGamma (Bu et al. 2023, AUTO-S; see AutoClipFactor).
+	Clipping Clipping
+	// AutoClipGamma is automatic clipping's stability constant γ > 0
+	// (DefaultAutoClipGamma = 0.01 is the paper's); 0 under flat clipping.
+	AutoClipGamma float64
 	// SamplingRate q ∈ (0, 1]: each example is in a step's batch with probability q;
 	// the expected batch size is qN.
 	SamplingRate float64
@@ -138,6 +147,61 @@ func (s Schedule) Rate(lr float64, t, steps int) float64 {
 	return lr
 }
 
+// Clipping is the rule DP-SGD bounds each example's gradient by.
+type Clipping int
+
+const (
+	// FlatClipping clips each example's gradient g to L2 norm C:
+	// g·min(1, C/(‖g‖ + 10⁻⁶)) (Abadi et al. 2016; ClipFactor).
+	FlatClipping Clipping = iota
+	// AutomaticClipping normalises it: g/(‖g‖ + γ), norm below 1 for every
+	// g, so the sum's sensitivity is 1 and the noise is N(0, σ²) — no
+	// clipping norm to choose (Bu et al. 2023, AUTO-S; AutoClipFactor).
+	AutomaticClipping
+)
+
+// ParseClipping reads a clipping rule's name: "flat" or "automatic".
+func ParseClipping(name string) (Clipping, error) {
+	for c := FlatClipping; c <= AutomaticClipping; c++ {
+		if c.String() == name {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown clipping %q (flat or automatic)", name)
+}
+
+func (c Clipping) String() string {
+	switch c {
+	case FlatClipping:
+		return "flat"
+	case AutomaticClipping:
+		return "automatic"
+	}
+	return fmt.Sprintf("Clipping(%d)", int(c))
+}
+
+// CheckAutoClipGamma returns an error unless gamma is a stability constant
+// automatic clipping can take: positive and finite.
+func CheckAutoClipGamma(gamma float64) error {
+	if !(gamma > 0) || math.IsInf(gamma, 1) {
+		return fmt.Errorf("automatic clipping's stability constant γ = %v must be positive and finite", gamma)
+	}
+	return nil
+}
+
+// Clip is the rule an Engine applies in a run of c: AutoClip(AutoClipGamma)
+// under automatic clipping, else FlatClip(ClipNorm), with ClipNorm 0 of a
+// non-private run meaning none (+Inf).
+func (c Config) Clip() Clip {
+	if c.Clipping == AutomaticClipping {
+		return AutoClip(c.AutoClipGamma)
+	}
+	if c.NonPrivate && c.ClipNorm == 0 {
+		return FlatClip(math.Inf(1))
+	}
+	return FlatClip(c.ClipNorm)
+}
+
 // NoiseMode says how DP-SGD draws its Gaussian noise.
 type NoiseMode int
 
@@ -217,6 +281,21 @@ func (c Config) Validate() error {
 		if err := c.DataNorm.Validate(); err != nil {
 			return err
 		}
+	}
+	switch c.Clipping {
+	case FlatClipping:
+		if c.AutoClipGamma != 0 {
+			return fmt.Errorf("flat clipping takes no stability constant (γ = %v is automatic clipping's)", c.AutoClipGamma)
+		}
+	case AutomaticClipping:
+		if err := CheckAutoClipGamma(c.AutoClipGamma); err != nil {
+			return err
+		}
+		if c.ClipNorm != 1 {
+			return fmt.Errorf("automatic clipping bounds every gradient's norm by 1: the clipping norm must be 1, not %v", c.ClipNorm)
+		}
+	default:
+		return fmt.Errorf("unknown clipping %d", c.Clipping)
 	}
 	if c.NonPrivate {
 		if c.NoiseMultiplier != 0 {

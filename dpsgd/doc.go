@@ -19,6 +19,18 @@
 // The privacy cost of T steps is the event
 // accounting.DPSGD(σ, q, T); Train returns it for the caller's ledger.
 //
+// # Automatic clipping
+//
+// With Config.Clipping = AutomaticClipping, step 3 is automatic clipping
+// (Bu et al. 2023, "Automatic Clipping: Differentially Private Deep
+// Learning Made Easier and Stronger", AUTO-S, Algorithm 1):
+// ḡ_i = g_i/(‖g_i‖₂ + γ), stability constant γ = Config.AutoClipGamma
+// (0.01 by default). Every ḡ_i has norm below 1, so the sum's sensitivity
+// is 1 and step 4 adds N(0, σ²): the mechanism, the event and ε are flat
+// clipping's at C = 1, and there is no clipping norm to choose. When every
+// gradient is clipped, automatic clipping at learning rate η steps as flat
+// clipping at C does with learning rate η/C (AutoClipFactor).
+//
 // # Data normalisation
 //
 // For a network with a datanorm layer (model.DataNormSpec), Train first

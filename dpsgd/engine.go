@@ -10,11 +10,65 @@ import (
 // Engine computes the sum of clipped per-example gradients of a batch.
 type Engine interface {
 	// ClippedSum runs the network on the examples idx of x ([N, C, H, W]) with
-	// labels y and adds Σ_i g_i·min(1, clipNorm/(‖g_i‖₂ + 10⁻⁶)) to sum
-	// (len = number of parameters), where g_i is example i's gradient of its
-	// cross-entropy loss. clipNorm = +Inf adds the unclipped sum. It returns
-	// the batch's summed loss (nats).
-	ClippedSum(x []float32, y []uint8, idx []int, clipNorm float64, sum []float32) (float64, error)
+	// labels y and adds Σ_i g_i·clip.Factor(‖g_i‖₂) to sum (len = number of
+	// parameters), where g_i is example i's gradient of its cross-entropy
+	// loss: flat clipping's min(1, C/(‖g_i‖₂ + 10⁻⁶)), or automatic
+	// clipping's 1/(‖g_i‖₂ + γ) (see Clip). FlatClip(+Inf) adds the
+	// unclipped sum. It returns the batch's summed loss (nats).
+	ClippedSum(x []float32, y []uint8, idx []int, clip Clip, sum []float32) (float64, error)
+}
+
+// Clip is the rule an Engine bounds each example's gradient g by before
+// the sum: flat clipping to L2 norm Norm (Abadi et al. 2016, Algorithm 1:
+// g·min(1, C/(‖g‖ + 10⁻⁶)), ClipFactor) when Gamma is 0, or automatic
+// clipping with stability constant Gamma (AutoClipFactor: g/(‖g‖ + γ)).
+// Config.Clip makes it from a run's settings. Either way every clipped
+// gradient has norm at most Sensitivity(), the L2 sensitivity of the sum
+// under add/remove adjacency, to which the noise σ·Sensitivity() is scaled.
+type Clip struct {
+	// Norm is flat clipping's C > 0 (+Inf: no clipping), and 1 under
+	// automatic clipping: the bound of every clipped gradient's norm.
+	Norm float64
+	// Gamma, if positive, selects automatic clipping with stability
+	// constant γ = Gamma.
+	Gamma float64
+}
+
+// FlatClip is flat clipping to norm c (+Inf: none).
+func FlatClip(c float64) Clip { return Clip{Norm: c} }
+
+// AutoClip is automatic clipping (AUTO-S) with stability constant gamma > 0.
+func AutoClip(gamma float64) Clip { return Clip{Norm: 1, Gamma: gamma} }
+
+// Automatic reports whether c is automatic clipping.
+func (c Clip) Automatic() bool { return c.Gamma > 0 }
+
+// Sensitivity is the bound on every clipped gradient's L2 norm: C for flat
+// clipping, 1 for automatic clipping.
+func (c Clip) Sensitivity() float64 { return c.Norm }
+
+// Factor is the number an example's gradient of L2 norm norm is scaled by:
+// AutoClipFactor(norm, γ) under automatic clipping, else ClipFactor(norm, C).
+func (c Clip) Factor(norm float64) float32 {
+	if c.Gamma > 0 {
+		return AutoClipFactor(norm, c.Gamma)
+	}
+	return ClipFactor(norm, c.Norm)
+}
+
+// check returns an error unless c is a rule an engine can apply: Norm
+// positive (+Inf allowed for flat clipping), Gamma 0 or positive and
+// finite with Norm 1.
+func (c Clip) check() error {
+	switch {
+	case !(c.Norm > 0):
+		return fmt.Errorf("dpsgd: clipping norm %v must be positive", c.Norm)
+	case !(c.Gamma >= 0) || math.IsInf(c.Gamma, 1):
+		return fmt.Errorf("dpsgd: automatic clipping's stability constant %v must be positive and finite", c.Gamma)
+	case c.Gamma > 0 && c.Norm != 1:
+		return fmt.Errorf("dpsgd: automatic clipping bounds every gradient's norm by 1, not %v", c.Norm)
+	}
+	return nil
 }
 
 // ClipFactor is Opacus's clipping factor min(1, C/(‖g‖ + 10⁻⁶)) for an
@@ -32,6 +86,57 @@ func ClipFactor(norm, clipNorm float64) float32 {
 		return 1
 	}
 	return float32(math.Min(1, clipNorm/(norm+1e-6)))
+}
+
+// DefaultAutoClipGamma is automatic clipping's default stability constant
+// γ = 0.01, the value of Bu et al.'s Algorithm 1 and their experiments.
+const DefaultAutoClipGamma = 0.01
+
+// AutoClipFactor is automatic clipping's factor 1/(‖g‖ + γ) for an example
+// whose gradient has L2 norm ‖g‖ = norm, γ = gamma > 0: AUTO-S of Bu,
+// Wang, Zha & Karypis, "Automatic Clipping: Differentially Private Deep
+// Learning Made Easier and Stronger" (NeurIPS 2023; Algorithm 1, line 4:
+// ĝ_i = g_i/(‖g_i‖₂ + 0.01)). Every engine scales each example's gradient
+// by it before the sum under automatic clipping, and the audit's canary
+// goes through it too.
+//
+// Sensitivity. The clipped gradient has norm ‖g‖/(‖g‖ + γ) < 1 for every
+// g, whatever its size, since γ > 0. Under add/remove adjacency the sum
+// Σ_i ĝ_i of two neighbouring batches differs by one example's ĝ, so its
+// L2 sensitivity is 1, and adding N(0, σ²I) is the Gaussian mechanism with
+// noise multiplier σ — exactly flat clipping's mechanism at C = 1 (Bu et
+// al. state the same: automatic clipping is as private as Abadi et al.'s
+// under any accountant for the same σ, sampling rate and steps). So the
+// ledger's event is accounting.DPSGD(σ, q, T), Sensitivity 1, and ε is
+// flat clipping's. To keep the bound strict in floating point the factor
+// is rounded to a float32 f with f·‖g‖ < 1 (it is float32(1/(‖g‖+γ)), one
+// step towards 0 when that rounded up past 1/‖g‖); the float32 products
+// and sums that follow are exact to float32 rounding, as flat clipping's
+// are. An example whose gradient is not finite gets factor 0 (dropped, as
+// ClipFactor does).
+//
+// The learning rate. When every gradient is large beside γ, g/(‖g‖ + γ) ≈
+// g/‖g‖, and flat clipping at C clips every example to C·g/‖g‖: DP-SGD
+// with automatic clipping at learning rate η then takes the steps of flat
+// clipping at C with learning rate η/C — the same update and the same
+// noise, σ·C·(η/C) = σ·η. Bu et al. make this exact for their R-dependent
+// variant (R·g/(‖g‖ + γ) at η equals R = 1 at η·R for SGD, with momentum
+// or not) and fix R = 1; their γ keeps small gradients from being blown up
+// to norm 1 (AUTO-V's g/‖g‖), shrinking them towards g/γ instead. So the
+// flat settings η, C carry over as η·C: scatter-linear-mnist's η = 4 at
+// C = 0.1 becomes η = 0.4.
+func AutoClipFactor(norm, gamma float64) float32 {
+	if math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return 0
+	}
+	if plantedNoClip {
+		return 1
+	}
+	f := float32(1 / (norm + gamma))
+	if float64(f)*norm >= 1 {
+		f = math.Nextafter32(f, 0)
+	}
+	return f
 }
 
 // graphPool holds graphs of one mode for a batch size and the smaller chunk
@@ -96,7 +201,7 @@ type batchGradEngine struct {
 // NewBatchGradEngine returns the non-private engine: one ParamGrads pass of
 // gorgonia's autodiff per chunk of up to batchSize examples, giving the
 // unclipped sum of the batch's gradients directly. It cannot clip: its
-// ClippedSum returns an error unless clipNorm is +Inf. Train uses it for
+// ClippedSum returns an error unless clip is FlatClip(+Inf). Train uses it for
 // non-private runs; it is the baseline DP-SGD's cost is measured against.
 func NewBatchGradEngine(net *model.Net, batchSize int) (Engine, error) {
 	pool, err := newGraphPool(net, batchSize, model.ParamGrads)
@@ -106,8 +211,8 @@ func NewBatchGradEngine(net *model.Net, batchSize int) (Engine, error) {
 	return &batchGradEngine{pool: pool}, nil
 }
 
-func (e *batchGradEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm float64, sum []float32) (float64, error) {
-	if !math.IsInf(clipNorm, 1) {
+func (e *batchGradEngine) ClippedSum(x []float32, y []uint8, idx []int, clip Clip, sum []float32) (float64, error) {
+	if !math.IsInf(clip.Norm, 1) || clip.Automatic() {
 		return 0, fmt.Errorf("dpsgd: the batch-gradient engine cannot clip per-example gradients")
 	}
 	var loss float64
@@ -146,7 +251,10 @@ func NewReferenceEngine(net *model.Net) (Engine, error) {
 	return &referenceEngine{net: net, g: g}, nil
 }
 
-func (e *referenceEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm float64, sum []float32) (float64, error) {
+func (e *referenceEngine) ClippedSum(x []float32, y []uint8, idx []int, clip Clip, sum []float32) (float64, error) {
+	if err := clip.check(); err != nil {
+		return 0, err
+	}
 	acc := make([]float64, len(sum))
 	var loss float64
 	for _, i := range idx {
@@ -157,7 +265,7 @@ func (e *referenceEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm
 			return 0, err
 		}
 		grad := e.g.ParamGrad()
-		f := float64(ClipFactor(math.Sqrt(sq(grad)), clipNorm))
+		f := float64(clip.Factor(math.Sqrt(sq(grad))))
 		if f == 0 {
 			continue
 		}

@@ -84,7 +84,7 @@ func perExampleNorms(t *testing.T, net *model.Net, x []float32, y []uint8, idx [
 	norms, maxAbs = make([]float64, len(idx)), make([]float64, len(idx))
 	for k, i := range idx {
 		g := make([]float32, net.NumParams())
-		if _, err := ref.ClippedSum(x, y, []int{i}, math.Inf(1), g); err != nil {
+		if _, err := ref.ClippedSum(x, y, []int{i}, FlatClip(math.Inf(1)), g); err != nil {
 			t.Fatal(err)
 		}
 		norms[k] = math.Sqrt(sq(g))
@@ -172,11 +172,11 @@ func checkAgainstReference(t *testing.T, arch model.Arch) {
 		for _, clip := range []float64{math.Inf(1), (lo + hi) / 2, lo / 4} {
 			a := make([]float32, net.NumParams())
 			b := make([]float32, net.NumParams())
-			la, err := fast.ClippedSum(x, y, idx, clip, a)
+			la, err := fast.ClippedSum(x, y, idx, FlatClip(clip), a)
 			if err != nil {
 				t.Fatal(err)
 			}
-			lb, _ := ref.ClippedSum(x, y, idx, clip, b)
+			lb, _ := ref.ClippedSum(x, y, idx, FlatClip(clip), b)
 			// Relative to the sum's largest entry, or to the largest entry
 			// of any one example's clipped gradient when the examples
 			// cancel in the sum: float32 sums are exact to a relative
@@ -217,7 +217,7 @@ func TestUnclippedSumIsBatchGradient(t *testing.T) {
 	}
 	fast, _ := NewEngine(net, 16)
 	sum := make([]float32, net.NumParams())
-	if _, err := fast.ClippedSum(x, y, idx, math.Inf(1), sum); err != nil {
+	if _, err := fast.ClippedSum(x, y, idx, FlatClip(math.Inf(1)), sum); err != nil {
 		t.Fatal(err)
 	}
 	if e := relErr(sum, g.ParamGrad()); e > 1e-5 {
@@ -304,14 +304,14 @@ func TestBatchGradEngine(t *testing.T) {
 	fast, _ := NewEngine(net, 16)
 	a := make([]float32, net.NumParams())
 	b := make([]float32, net.NumParams())
-	if _, err := bg.ClippedSum(x, y, idx, math.Inf(1), a); err != nil {
+	if _, err := bg.ClippedSum(x, y, idx, FlatClip(math.Inf(1)), a); err != nil {
 		t.Fatal(err)
 	}
-	fast.ClippedSum(x, y, idx, math.Inf(1), b)
+	fast.ClippedSum(x, y, idx, FlatClip(math.Inf(1)), b)
 	if e := relErr(a, b); e > 1e-5 {
 		t.Fatalf("relative error %.3g", e)
 	}
-	if _, err := bg.ClippedSum(x, y, idx, 1, a); err == nil {
+	if _, err := bg.ClippedSum(x, y, idx, FlatClip(1), a); err == nil {
 		t.Fatal("batch-gradient engine clipped")
 	}
 }
@@ -406,12 +406,12 @@ func TestFusedGroupNormLinearClipsUnderLargeShift(t *testing.T) {
 		}
 		for i := range n {
 			g := make([]float32, net.NumParams())
-			if _, err := e.ClippedSum(x, y, []int{i}, math.Inf(1), g); err != nil {
+			if _, err := e.ClippedSum(x, y, []int{i}, FlatClip(math.Inf(1)), g); err != nil {
 				t.Fatal(err)
 			}
 			clip := math.Sqrt(sq(g)) / 100
 			c := make([]float32, net.NumParams())
-			if _, err := e.ClippedSum(x, y, []int{i}, clip, c); err != nil {
+			if _, err := e.ClippedSum(x, y, []int{i}, FlatClip(clip), c); err != nil {
 				t.Fatal(err)
 			}
 			if got := math.Sqrt(sq(c)); got > clip*(1+1e-6) || got < clip*(1-1e-4) {
@@ -478,7 +478,7 @@ func TestEngineSumIndependentOfWorkers(t *testing.T) {
 					t.Fatal(err)
 				}
 				sum := make([]float32, net.NumParams())
-				loss, err := e.ClippedSum(x, y, idx, clip, sum)
+				loss, err := e.ClippedSum(x, y, idx, FlatClip(clip), sum)
 				if err != nil {
 					t.Fatal(err)
 				}

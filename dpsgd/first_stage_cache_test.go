@@ -44,7 +44,7 @@ func TestFirstStageCacheSameSums(t *testing.T) {
 	idx := []int{3, 17, 17, 42, 0, 59, 8, 21, 33, 34, 35}
 	sum := func(e *nativeEngine, x []float32) ([]float32, float64) {
 		s := make([]float32, net.NumParams())
-		loss, err := e.ClippedSum(x, y, idx, 0.7, s)
+		loss, err := e.ClippedSum(x, y, idx, FlatClip(0.7), s)
 		if err != nil {
 			t.Fatal(err)
 		}

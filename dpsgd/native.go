@@ -111,7 +111,7 @@ type job struct {
 	x           []float32
 	y           []uint8
 	idx         []int
-	clip        float64
+	clip        Clip
 	first, step int
 	acc         [][]float32
 	loss        []float64
@@ -144,8 +144,11 @@ type worker struct {
 // pass and per-example gradient or norm rule, registered under the kind's
 // type name (register), as Opacus's grad_sample/ registers one grad
 // sampler per layer type; NewEngine returns an error naming the first
-// layer whose type has no rules. With clipNorm = +Inf (non-private SGD) the per-example work is skipped and
-// every weight gradient is one GEMM.
+// layer whose type has no rules. With FlatClip(+Inf) (non-private SGD) the per-example work is skipped and
+// every weight gradient is one GEMM. The clipping factor of each example
+// (Clip.Factor: flat or automatic clipping) is computed in one place, once
+// its per-example norm is known from every layer (worker.chunk), and every
+// layer kind's clipped sum — the fused stages' too — scales by it.
 //
 // The batch is cut into 8 fixed shards, shared between GOMAXPROCS workers
 // (persistent goroutines, at most 8), each carrying chunks of up to 8
@@ -314,12 +317,12 @@ func (e *nativeEngine) prepare() {
 	}
 }
 
-func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm float64, sum []float32) (float64, error) {
+func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clip Clip, sum []float32) (float64, error) {
 	if len(sum) != e.net.NumParams() {
 		return 0, fmt.Errorf("dpsgd: gradient sum has %d entries, the network %d parameters", len(sum), e.net.NumParams())
 	}
-	if !(clipNorm > 0) {
-		return 0, fmt.Errorf("dpsgd: clipping norm %v must be positive", clipNorm)
+	if err := clip.check(); err != nil {
+		return 0, err
 	}
 	a := e.net.Arch
 	c, h, w := a.Input()
@@ -336,9 +339,9 @@ func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clipNorm fl
 		cache = e.cache
 	}
 	for w := 1; w < nw; w++ {
-		e.jobs[w-1] <- job{x, y, idx, clipNorm, w, nw, e.shards, e.shardLoss, cache}
+		e.jobs[w-1] <- job{x, y, idx, clip, w, nw, e.shards, e.shardLoss, cache}
 	}
-	e.workers[0].run(job{x, y, idx, clipNorm, 0, nw, e.shards, e.shardLoss, cache})
+	e.workers[0].run(job{x, y, idx, clip, 0, nw, e.shards, e.shardLoss, cache})
 	for w := 1; w < nw; w++ {
 		<-e.done
 	}
@@ -447,7 +450,7 @@ func (w *worker) forward(x []float32, y []uint8, idx []int, fw *[MaxLayers]time.
 
 // chunk runs forward, backward, per-example norms, clipping and the sum for
 // up to chunk examples, and returns their summed loss.
-func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) float64 {
+func (w *worker) chunk(x []float32, y []uint8, idx []int, clip Clip) float64 {
 	e := w.e
 	n := len(idx)
 	var fw, bw [MaxLayers]time.Duration
@@ -464,8 +467,8 @@ func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) floa
 		e.stages[i].backward(w.bufs[i], n, w.input(i, n), w.acts[i], w.grads[i], gIn)
 		bw[e.slot[i]] += sw.lap()
 	}
-	var perSample, clip time.Duration
-	if math.IsInf(clipNorm, 1) {
+	var perSample, clipTime time.Duration
+	if math.IsInf(clip.Norm, 1) && !clip.Automatic() {
 		for i, st := range e.stages {
 			if ps, ok := st.(paramStage); ok {
 				ps.sum(w.bufs[i], n, w.input(i, n), w.grads[i], w.acc)
@@ -474,7 +477,8 @@ func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) floa
 		}
 	} else {
 		// Per-example norms: instantiated layers add to norm2, ghost
-		// layers to ghost2, in layer order; then the clip factors.
+		// layers to ghost2, in layer order; then the clip factors (flat
+		// or automatic clipping: the one place that tells them apart).
 		norm2, ghost2, f := w.norm2[:n], w.ghost2[:n], w.factor[:n]
 		clear(norm2)
 		clear(ghost2)
@@ -492,14 +496,14 @@ func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) floa
 		}
 		for k := range f {
 			norm2[k] += ghost2[k]
-			f[k] = float64(ClipFactor(math.Sqrt(norm2[k]), clipNorm))
+			f[k] = float64(clip.Factor(math.Sqrt(norm2[k])))
 		}
 		for i, st := range e.stages {
 			if ps, ok := st.(paramStage); ok {
 				ps.clippedSum(w.bufs[i], n, w.input(i, n), w.grads[i], f, w.acc)
 			}
 		}
-		clip = sw.lap()
+		clipTime = sw.lap()
 	}
 
 	var ft, bt time.Duration
@@ -512,6 +516,6 @@ func (w *worker) chunk(x []float32, y []uint8, idx []int, clipNorm float64) floa
 	w.t.Phase[PhaseForward] += ft
 	w.t.Phase[PhaseBackward] += bt - perSample
 	w.t.Phase[PhasePerSample] += perSample
-	w.t.Phase[PhaseClip] += clip
+	w.t.Phase[PhaseClip] += clipTime
 	return loss
 }

@@ -46,7 +46,7 @@ func TestNewEngineNamesLayerWithoutRules(t *testing.T) {
 // left out: the clipped sum with it equals the clipped sum without it,
 // even when its activations are not finite either (a layer's product of
 // scaled output gradients and inputs must not see 0·∞ = NaN), so the
-// sum's sensitivity stays C.
+// sum's sensitivity stays C — under flat and automatic clipping alike.
 func TestNonFiniteExampleLeftOut(t *testing.T) {
 	for _, layers := range [][]model.LayerSpec{
 		{model.Conv2d(4, 3, 1, 1), model.LayerNorm(), model.SiLU(), model.Flatten(), model.LayerNorm(), model.Linear(6), model.GELU(), model.Linear(3)},
@@ -63,15 +63,17 @@ func TestNonFiniteExampleLeftOut(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		with, without := make([]float32, net.NumParams()), make([]float32, net.NumParams())
-		if _, err := e.ClippedSum(x, y, []int{0, 1, 2, 3}, 1, with); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.ClippedSum(x, y, []int{0, 1, 3}, 1, without); err != nil {
-			t.Fatal(err)
-		}
-		if e := relErr(with, without); !(e < 1e-6) {
-			t.Errorf("%v: relative difference %v with the non-finite example", a.Spec.Layers, e)
+		for _, clip := range []Clip{FlatClip(1), AutoClip(DefaultAutoClipGamma)} {
+			with, without := make([]float32, net.NumParams()), make([]float32, net.NumParams())
+			if _, err := e.ClippedSum(x, y, []int{0, 1, 2, 3}, clip, with); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.ClippedSum(x, y, []int{0, 1, 3}, clip, without); err != nil {
+				t.Fatal(err)
+			}
+			if e := relErr(with, without); !(e < 1e-6) {
+				t.Errorf("%v, %+v: relative difference %v with the non-finite example", a.Spec.Layers, clip, e)
+			}
 		}
 	}
 }

@@ -134,12 +134,10 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 	}
 	sampling, noiseRNG := rand.New(samplingSrc), rand.New(noiseSrc)
 	res.SecureNoise = secure
-	clip, std := cfg.ClipNorm, cfg.NoiseMultiplier*cfg.ClipNorm*plantedNoiseScale
+	clip := cfg.Clip()
+	std := cfg.NoiseMultiplier * clip.Sensitivity() * plantedNoiseScale
 	if cfg.NonPrivate {
 		std = 0
-		if clip == 0 {
-			clip = math.Inf(1)
-		}
 	}
 	if cfg.EMADecay > 0 {
 		ema = append([]float32(nil), net.Params...)

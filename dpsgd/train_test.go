@@ -18,7 +18,7 @@ type fakeEngine struct {
 	batches []int
 }
 
-func (f *fakeEngine) ClippedSum(_ []float32, _ []uint8, idx []int, _ float64, sum []float32) (float64, error) {
+func (f *fakeEngine) ClippedSum(_ []float32, _ []uint8, idx []int, _ Clip, sum []float32) (float64, error) {
 	v := f.add(idx)
 	for k := range sum {
 		sum[k] += v

@@ -69,7 +69,7 @@ type failingEngine struct {
 	calls, after int
 }
 
-func (e *failingEngine) ClippedSum(x []float32, y []uint8, idx []int, c float64, sum []float32) (float64, error) {
+func (e *failingEngine) ClippedSum(x []float32, y []uint8, idx []int, c dpsgd.Clip, sum []float32) (float64, error) {
 	e.calls++
 	if e.calls == e.after {
 		return 0, errors.New("planted engine failure")
