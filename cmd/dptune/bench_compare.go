@@ -101,18 +101,25 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 // defaultTrain reads --default-settings and --default-source: nil when
 // not given. Every one of the five settings is required.
 func (f benchCompareFlags) defaultTrain() (*job.TrainDefaults, error) {
-	if f.defaultSettings == "" {
-		if f.defaultSource != "" {
+	return parseDefaultSettings(f.defaultSettings, f.defaultSource)
+}
+
+// parseDefaultSettings reads --default-settings and --default-source (of
+// bench compare or tune): nil when not given. Every one of the five
+// settings is required.
+func parseDefaultSettings(settings, source string) (*job.TrainDefaults, error) {
+	if settings == "" {
+		if source != "" {
 			return nil, usagef("--default-source needs --default-settings")
 		}
 		return nil, nil
 	}
-	if f.defaultSource == "" {
+	if source == "" {
 		return nil, usagef("--default-settings needs --default-source: say where the settings come from")
 	}
-	d := job.TrainDefaults{Source: f.defaultSource}
+	d := job.TrainDefaults{Source: source}
 	seen := map[string]bool{}
-	for _, kv := range strings.Split(f.defaultSettings, ",") {
+	for _, kv := range strings.Split(settings, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		x, err := strconv.ParseFloat(v, 64)
 		if !ok || err != nil || math.IsNaN(x) || math.IsInf(x, 0) {

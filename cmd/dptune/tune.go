@@ -20,6 +20,7 @@ type tuneFlags struct {
 	epsilon, delta, eta, meanRuns, momentum, score float64
 	epochs, batchSize, valSize                     int
 	seed                                           uint64
+	split                                          splitFlags
 	options                                        tunerFlags
 	vote                                           voteFlags
 	run                                            runnerFlags
@@ -75,6 +76,7 @@ per dataset and kept in --feature-cache.`,
 	fl.Uint64Var(&f.seed, "seed", 0, "makes the tuning reproducible, with fast (not secure) noise (default: crypto/rand and secure noise)")
 	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
 	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
+	addSplitFlags(fl, &f.split)
 	f.options = addTunerFlags(fl)
 	addRunnerFlags(fl, &f.run)
 	return cmd
@@ -82,6 +84,9 @@ per dataset and kept in --feature-cache.`,
 
 func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if t, ok := tunerInfo(f.tuner); ok && t.Federated {
+		if err := f.split.notFor(cmd, f.tuner); err != nil {
+			return err
+		}
 		return runVoteTune(cmd, f, t)
 	}
 	start := time.Now()
@@ -123,6 +128,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		}
 		fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g; runs in %s\n",
 			f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
+		if s.FinalNoiseMultiplier > 0 {
+			fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, spec.SelectionShare)
+		}
 	}
 	rel, diag, err := job.Tune(cmd.Context(), spec)
 	err = errors.Join(err, end(errors.Is(err, context.Canceled)))
@@ -198,6 +206,9 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	}
 	var err error
 	if spec.Options, err = f.options.values(cmd, t, f.out); err != nil {
+		return spec, err
+	}
+	if err := f.split.apply(cmd, &spec); err != nil {
 		return spec, err
 	}
 	if spec.Data, err = f.data.source(cmd); err != nil {
@@ -334,6 +345,10 @@ func printTune(w io.Writer, r *job.TuneReport) {
 	}
 	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g in total (%s): one run alone ε = %.4f, tuning overhead %.4f\n",
 		r.Epsilon, r.Delta, r.Accountant, r.BaseEpsilon, r.TuningOverhead)
+	printComponents(w, r.EpsilonComponents)
+	if r.FinalNoiseMultiplier > 0 {
+		fmt.Fprintf(w, "final run      the released model: σ = %.4f, q = %.6g, %d steps on the whole training set\n", r.FinalNoiseMultiplier, r.FinalSamplingRate, r.FinalSteps)
+	}
 	if r.Approximate {
 		fmt.Fprintf(w, "               APPROXIMATE (Xiang et al.'s Algorithm 3, not a proved bound); Papernot–Steinke's proved ε of the same run: %s\n", fmtEpsilon(r.GenericEpsilon))
 	}
