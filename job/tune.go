@@ -169,7 +169,8 @@ type TuneReport struct {
 	SamplingRate        float64                `json:"sampling_rate"`
 	Steps               int                    `json:"steps_per_run"`
 	// PerCandidate marks a space whose candidates set the batch size, the
-	// epochs or the network: Epochs, BatchSize, SamplingRate and Steps
+	// epochs or the network, or a default candidate whose run differs in
+	// them from the space's (IncludesDefault): Epochs, BatchSize, SamplingRate and Steps
 	// above are then only the runs of candidates that set none, and every
 	// run is counted as the costliest candidate's (tuning.Hyper.Event).
 	PerCandidate bool   `json:"per_candidate_runs,omitempty"`
@@ -503,7 +504,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	rep := &TuneReport{Tuner: s.Tuner, Dataset: s.Data.Name, NominalSize: s.Data.NominalN, Space: s.Space.Name, Validation: s.Validation,
 		ValidationSize: trainer.ValSize, Delta: s.Delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
 		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
-		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space) || spec.Default != nil, Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted,
+		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space) || defaultShapeDiffers(trainer), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted,
 		IncludesDefault: spec.Default != nil, DefaultWeight: spec.DefaultWeight, SelectionShare: s.SelectionShare, Ledger: res.Ledger}
 	rep.Baseline, _ = s.Baseline()
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}

@@ -75,6 +75,25 @@ func (s TuneSpec) defaultCandidate(uses tuning.Uses) (*tuning.Candidate, float64
 	return &c, w, nil
 }
 
+// defaultShapeDiffers reports whether t's default candidate (if any) runs
+// at another sampling rate, number of steps or network than the space's
+// runs: every run is then counted as the costliest (tuning.Hyper.Event).
+func defaultShapeDiffers(t *tuning.DPSGDTrainer) bool {
+	if t.Default == nil {
+		return false
+	}
+	h := t.Hyper()
+	with, err1 := h.Event(t.Space, 1)
+	h.Default = nil
+	without, err2 := h.Event(t.Space, 1)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	a, err1 := accounting.MarshalEvent(with)
+	b, err2 := accounting.MarshalEvent(without)
+	return err1 != nil || err2 != nil || string(a) != string(b)
+}
+
 // checkShare refuses a selection share outside (0, 1) (0: none).
 func (s TuneSpec) checkShare() error {
 	if s.SelectionShare != 0 && !(s.SelectionShare > 0 && s.SelectionShare < 1) {
