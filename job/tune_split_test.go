@@ -200,3 +200,29 @@ func TestRandomStopWithDefault(t *testing.T) {
 		t.Errorf("the runs are not counted as the costlier of the tuning's and the default's: %+v", rel.Ledger.Entries[0].Event)
 	}
 }
+
+// The doubling tuner with the default among its candidates scores it as
+// one more candidate (its report counts 3) and calibrates its final run
+// over the default's run too: with the default's batch of 100 against the
+// tuning's 50, the final run is counted as the costlier.
+func TestDoublingWithDefault(t *testing.T) {
+	spec := splitSpec()
+	spec.Tuner, spec.SelectionShare, spec.ScoreNoise, spec.Validation = tuning.DoublingName, 0, 0, ""
+	spec.Options = tuning.Values{"partitions": 2, "part-epochs": 1}
+	spec.Default.BatchSize = 100
+	rel, _, err := job.Tune(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := rel.Report.(*tuning.DoublingReport)
+	if rep.Candidates != 3 {
+		t.Errorf("%d candidates, want the space's 2 and the default", rep.Candidates)
+	}
+	last := rel.Ledger.Entries[len(rel.Ledger.Entries)-1]
+	if _, ok := last.Event.(accounting.WorstCase); !ok {
+		t.Errorf("final run counted as %+v, want the costlier of the tuning's run and the default's", last.Event)
+	}
+	if *rel.Epsilon > 4 {
+		t.Errorf("ε = %v above the budget 4", *rel.Epsilon)
+	}
+}

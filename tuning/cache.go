@@ -85,7 +85,14 @@ func (p *PartitionScorer) fingerprint(s Space) string {
 		spec, _ := json.Marshal(p.Networks[name])
 		fmt.Fprintf(h, "network=%q %s\n", name, spec)
 	}
-	return fmt.Sprintf("%sarch=%.64q parts=%d candidates=%d settings-sha256=%x", cacheHeaderPrefix, p.Arch.Name, len(p.Parts), s.Size(), h.Sum(nil))
+	if d := p.Default; d != nil {
+		fmt.Fprint(h, "default=")
+		for _, name := range slices.Sorted(maps.Keys(d.Values)) {
+			fmt.Fprintf(h, "%q:%s,", name, fmtFloat(d.Values[name]))
+		}
+		fmt.Fprintln(h)
+	}
+	return fmt.Sprintf("%sarch=%.64q parts=%d candidates=%d settings-sha256=%x", cacheHeaderPrefix, p.Arch.Name, len(p.Parts), p.candidates(s), h.Sum(nil))
 }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

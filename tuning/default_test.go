@@ -3,11 +3,16 @@ package tuning
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/runner"
 )
 
 // defaultScores is a Trainer whose score is highest at the default
@@ -124,7 +129,7 @@ func TestDefaultRefused(t *testing.T) {
 	rep := accounting.PoissonRepetitions(5)
 	for name, err := range map[string]error{
 		"gp":              CheckDefault(gpTuner{}, Spec{Space: s, Default: d}),
-		"doubling":        CheckDefault(doublingTuner{}, Spec{Space: s, Default: d}),
+		"doubling weight": doublingTuner{}.Check(Spec{Space: s, Default: d, DefaultWeight: 0.5, ValSize: 100, TrainN: 500, BatchSize: 50}),
 		"weight alone":    CheckDefault(randomStop{}, Spec{Space: s, DefaultWeight: 0.3}),
 		"weight 0":        randomStop{}.Check(Spec{Space: s, Repetitions: rep, Default: d}),
 		"weight 1":        randomStop{}.Check(Spec{Space: s, Repetitions: rep, Default: d, DefaultWeight: 1}),
@@ -140,6 +145,9 @@ func TestDefaultRefused(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want an error wrapping ErrInvalid", name, err)
 		}
+	}
+	if err := CheckDefault(doublingTuner{}, Spec{Space: s, Default: d}); err != nil {
+		t.Errorf("the doubling tuner with the default: %v", err)
 	}
 	if err := (randomStop{}).Check(Spec{Space: s, Repetitions: rep, Default: d, DefaultWeight: 0.25}); err != nil {
 		t.Errorf("random-stop with the default at weight 0.25: %v", err)
@@ -184,5 +192,51 @@ func TestTrainerEventCoversTheDefault(t *testing.T) {
 	}
 	if !isDefault(*h.Default, h.Default) {
 		t.Error("the default is not recognised as the trainer's default")
+	}
+}
+
+// The doubling tuner scores the default exactly once on every part, as
+// one more candidate (index |S|), its private part runs count |S| + 1
+// candidates, and the cache of a search with the default is not one
+// without it.
+func TestDoublingScoresTheDefaultOnce(t *testing.T) {
+	train, val := tinyMNIST(600, 1), tinyMNIST(100, 2)
+	parts, err := data.Partition(train, 2, randsrc.Seeded(3, "p"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	space := Space{Name: "two", Dims: []Dim{{Name: LearningRate, Values: []float64{0.1, 0.5}}, {Name: ClipNorm, Values: []float64{1}}}}
+	d := theDefault(t, space)
+	scored := map[int]int{}
+	scorer := &PartitionScorer{Arch: model.MNIST, Parts: parts, Val: val, ValSize: 100, Epochs: 1, BatchSize: 64, SamplingRate: 64.0 / 300, Seed: 5,
+		Private: true, NoiseMultiplier: 1, Default: d, Runner: runner.Local{}}
+	scorer.Task = func(c Candidate, part int) (runner.Task, error) {
+		scored[c.Index]++
+		if c.Index == space.Size() && !isDefault(c, d) {
+			t.Errorf("candidate %d is not the default: %+v", c.Index, c)
+		}
+		return runner.Task{ID: fmt.Sprint(c.Index, part), Kind: "test"}, nil
+	}
+	if len(scored) != 0 {
+		t.Fatal("scored before the search")
+	}
+	fpWith := scorer.fingerprint(space)
+	scorer.Default = nil
+	if scorer.fingerprint(space) == fpWith {
+		t.Error("a cache with the default has the same header as one without")
+	}
+	scorer.Default = d
+	// The tasks are made before any runs: the runner then fails them, which
+	// is enough to see which candidates were sent.
+	scorer.Scores(context.Background(), space)
+	for i := range space.Size() + 1 {
+		if scored[i] != 2 {
+			t.Errorf("candidate %d scored on %d parts, want 2", i, scored[i])
+		}
+	}
+	tuner := &DoublingTuner{Space: space, Scorer: scorer, Search: CappedSearchConfig{Partitions: 2, Epsilon0: 0.5, Granularity: 0.05, MaxIterations: 7}}
+	l := tuner.SearchLedger()
+	if sc, ok := l.Entries[0].Event.(accounting.SelfComposed); !ok || sc.Count != space.Size()+1 {
+		t.Errorf("private part runs counted as %+v, want %d candidates", l.Entries[0].Event, space.Size()+1)
 	}
 }

@@ -130,7 +130,12 @@ func (c CappedSearchConfig) IterationEpsilon() float64 {
 // DoublingTuner is Ding et al.'s constant-overhead tuner (Algorithm 1) with
 // an unconditional guarantee: utilities by subsample and aggregate (Scorer),
 // the capped doubling search (CappedSearch), then one DP-SGD run of the
-// selected candidate on the whole training set.
+// selected candidate on the whole training set. With Scorer.Default the
+// published default settings are one more candidate, scored on every part
+// and searched as any other: Algorithm 1 takes any finite candidate set
+// fixed before the data is read, so Theorem 3's guarantee is unchanged
+// (the part runs, when private, count |S| + 1 candidates), and Final's
+// event covers the default's final run (Hyper.Default).
 type DoublingTuner struct {
 	Space  Space
 	Scorer *PartitionScorer
@@ -169,8 +174,9 @@ type DoublingResult struct {
 func (d *DoublingTuner) SearchLedger() accounting.Ledger {
 	var l accounting.Ledger
 	if s := d.Scorer; s.Private {
-		l.Add(fmt.Sprintf("partition runs: DP-SGD on each of %d disjoint parts, %d candidates each", len(s.Parts), d.Space.Size()),
-			accounting.SelfComposed{Event: accounting.DPSGD(s.NoiseMultiplier, s.SamplingRate, dpsgd.StepsForEpochs(s.Epochs, s.SamplingRate)), Count: d.Space.Size()})
+		n := s.candidates(d.Space)
+		l.Add(fmt.Sprintf("partition runs: DP-SGD on each of %d disjoint parts, %d candidates each", len(s.Parts), n),
+			accounting.SelfComposed{Event: accounting.DPSGD(s.NoiseMultiplier, s.SamplingRate, dpsgd.StepsForEpochs(s.Epochs, s.SamplingRate)), Count: n})
 	}
 	l.Add(fmt.Sprintf("doubling search: at most %d AboveThreshold iterations, ϵ = %g each", d.Search.MaxIterations, d.Search.Epsilon0),
 		accounting.AboveThreshold{Epsilon: d.Search.IterationEpsilon(), MaxIterations: d.Search.MaxIterations})
@@ -216,7 +222,7 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	if sel < 0 {
 		sel, res.Fallback = 0, true
 	}
-	c := d.Space.At(sel)
+	c := d.Scorer.at(d.Space, sel)
 	res.Selected = &c
 	arch, cfg, err := d.Final.Run(c)
 	if err != nil {
@@ -325,7 +331,7 @@ func NewDoubling(s Spec, final Hyper) *DoublingTuner {
 	q := float64(s.BatchSize) / float64(s.TrainN)
 	scorer := &PartitionScorer{Arch: arch, Networks: final.Networks, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: partBatch, SamplingRate: partQ,
 		Momentum: s.Momentum, LearningRate: final.Config.LearningRate, ClipNorm: final.Config.ClipNorm, Schedule: final.Config.Schedule,
-		Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache}
+		Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache, Default: s.Default}
 	final.NominalN, final.Epochs = s.TrainN, s.Epochs
 	final.Config.SamplingRate, final.Config.ExpectedBatchSize, final.Config.Steps = q, float64(s.BatchSize), dpsgd.StepsForEpochs(s.Epochs, q)
 	final.Config.Momentum = s.Momentum
@@ -370,12 +376,13 @@ func (doublingTuner) Options() []Option {
 		{Name: "cache", Default: "", Help: "file of finished part scores, reused on a rerun (default: OUT/partition-scores.csv)", CuratorFile: "partition-scores.csv"},
 	}
 }
-func (doublingTuner) Uses() Uses { return Uses{} }
+func (doublingTuner) Uses() Uses { return Uses{Default: true} }
 func (doublingTuner) Example() string {
 	return "--space mnist-doubling --epsilon 8"
 }
 
-// Check refuses search settings outside Algorithm 1's domain, any
+// Check refuses search settings outside Algorithm 1's domain, a weight on
+// the default (every candidate is scored, the default once), any
 // accountant but rdp, fewer validation examples than parts (a score's
 // sensitivity 1/n_val would exceed 1/k), parts smaller than a batch, a
 // non-finite partition noise and part epochs a part cannot hold.
@@ -386,6 +393,8 @@ func (doublingTuner) Check(s Spec) error {
 		return invalid(err)
 	}
 	switch {
+	case s.DefaultWeight != 0:
+		return invalidf("the doubling tuner scores the default once: it takes no weight on it")
 	case s.Accountant != "" && s.Accountant != "rdp":
 		return invalidf("the doubling tuner is counted by the rdp accountant only, not %s", s.Accountant)
 	case s.ValSize < o.Partitions:
@@ -486,7 +495,7 @@ func (p *doublingPlan) Run(ctx context.Context, fit *data.Dataset, seed *uint64,
 // report is report.json of a doubling tuning.
 func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport {
 	o, d := DoublingOptionsOf(p.spec), p.d
-	rep := &DoublingReport{Tuner: f.Tuner, Dataset: f.Dataset, NominalSize: f.NominalSize, Space: p.spec.Space.Name, Candidates: p.spec.Space.Size(),
+	rep := &DoublingReport{Tuner: f.Tuner, Dataset: f.Dataset, NominalSize: f.NominalSize, Space: p.spec.Space.Name, Candidates: p.spec.Candidates(),
 		Selected: f.Selected, SelectedChoices: f.SelectedChoices, Fixed: f.Fixed, Fallback: res.Fallback, TestAccuracy: f.TestAccuracy, Epsilon: f.Epsilon, Delta: f.Delta, Accountant: f.Accountant,
 		BaseNoiseMultiplier: d.Final.Config.NoiseMultiplier, Partitions: o.Partitions, Epsilon0: o.Epsilon0,
 		Granularity: o.Granularity, U0: o.U0, MaxIterations: d.Search.MaxIterations, RealisedIterations: res.Iterations,

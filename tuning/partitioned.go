@@ -84,12 +84,17 @@ type PartitionScorer struct {
 	Runner runner.Runner
 	Task   func(c Candidate, part int) (runner.Task, error)
 
+	// Default, if not nil, is one more candidate beside the space's, at
+	// index Space.Size() (DefaultCandidate), scored as any other.
+	Default *Candidate
+
 	header string // the cache header of the last Scores call
 	cands  int    // its number of candidates
 }
 
-// Scores returns u_s for every candidate of s (index order), and the
-// per-part scores [candidate][part], each a validation accuracy in [0, 1].
+// Scores returns u_s for every candidate of s (index order; then Default,
+// if any), and the per-part scores [candidate][part], each a validation
+// accuracy in [0, 1].
 // s must pass CheckDPSGDSpace; a candidate without a learning rate or
 // clipping norm takes the scorer's. It returns an error for a malformed or foreign cache, a failed
 // run, or ctx's error when cancelled (the finished scores stay cached).
@@ -111,7 +116,7 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 			return nil, nil, fmt.Errorf("tuning: search space %s has no dimension %q and the partition scorer no value of its own", s.Name, name)
 		}
 	}
-	n := s.Size()
+	n := p.candidates(s)
 	fp := p.fingerprint(s)
 	per, have, err := p.readCache(fp, n)
 	if err != nil {
@@ -158,7 +163,7 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 		}
 		jobs := make([]runner.Task, len(tasks))
 		for q, t := range tasks {
-			if jobs[q], err = p.Task(s.At(t.cand), t.part); err != nil {
+			if jobs[q], err = p.Task(p.at(s, t.cand), t.part); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -185,13 +190,26 @@ func (p *PartitionScorer) Scores(ctx context.Context, s Space) ([]float64, [][]f
 	return u, per, nil
 }
 
+// candidates is the number of candidates scored: s's and Default.
+func (p *PartitionScorer) candidates(s Space) int {
+	if p.Default != nil {
+		return s.Size() + 1
+	}
+	return s.Size()
+}
+
+// at is candidate i: s's, or Default at index s.Size().
+func (p *PartitionScorer) at(s Space, i int) Candidate {
+	return Config{Space: s, Default: p.Default}.at(i)
+}
+
 // task is one part run: candidate cand on part part.
 type task struct{ cand, part int }
 
 // pool runs the tasks in this process, one per core (runner.ForEach).
 func (p *PartitionScorer) pool(ctx context.Context, s Space, tasks []task, record func(task, float64) error) error {
 	return runner.ForEach(ctx, 0, len(tasks), func(ctx context.Context, q int) error {
-		acc, err := p.TrainPart(ctx, s.At(tasks[q].cand), tasks[q].part)
+		acc, err := p.TrainPart(ctx, p.at(s, tasks[q].cand), tasks[q].part)
 		if err != nil {
 			return err
 		}
