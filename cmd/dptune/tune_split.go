@@ -21,7 +21,7 @@ type splitFlags struct {
 }
 
 func addSplitFlags(fl *pflag.FlagSet, f *splitFlags) {
-	fl.BoolVar(&f.includeDefault, "include-default", false, "put the default settings among the candidates: the network's published settings on the dataset, or --default-settings (grid and randomstop; grid trains them once more, randomstop draws them at each run with probability --default-weight)")
+	fl.BoolVar(&f.includeDefault, "include-default", false, "put the default settings among the candidates: the network's published settings on the dataset, or --default-settings (grid, doubling and randomstop; grid and doubling score them as one more candidate, randomstop draws them at each run with probability --default-weight)")
 	fl.Float64Var(&f.defaultWeight, "default-weight", 0.25, "randomstop with --include-default: the probability w ∈ (0, 1) that each run trains the default (else a uniform candidate of the space)")
 	fl.StringVar(&f.defaultSettings, "default-settings", "", "with --include-default: the default's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
 	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")

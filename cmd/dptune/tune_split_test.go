@@ -39,7 +39,7 @@ func TestTuneSplitBadInputExit2(t *testing.T) {
 		"weight 1":         {[]string{"--include-default", good, "--default-source", "x", "--default-weight", "1"}, "outside (0, 1)"},
 		"grid weight":      {[]string{"--tuner", "grid", "--include-default", good, "--default-source", "x", "--default-weight", "0.5"}, "no weight"},
 		"gp default":       {[]string{"--tuner", "gp", "--include-default", good, "--default-source", "x"}, "cannot take the default"},
-		"doubling default": {[]string{"--tuner", "doubling", "--include-default", good, "--default-source", "x"}, "cannot take the default"},
+		"doubling weight":  {[]string{"--tuner", "doubling", "--include-default", good, "--default-source", "x", "--default-weight", "0.5"}, "no weight"},
 		"doubling share":   {[]string{"--tuner", "doubling", "--selection-share", "0.2"}, "no selection share"},
 		"vote share":       {[]string{"--tuner", "vote", "--selection-share", "0.2"}, "not a --tuner vote option"},
 	} {
