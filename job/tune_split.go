@@ -12,32 +12,17 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
-// The names of a tuning's ε components (TuneReport.EpsilonComponents).
+// The names of a tuning's ε components (tuning.EpsilonComponent).
 const (
-	// ComponentSelection is the tuner's selection: its whole event (every
-	// run, every private score). Without a selection share the released
-	// model is the selected run's, and this is the whole tuning.
-	ComponentSelection = "selection"
-	// ComponentFinal is the final DP-SGD run of a tuning with a selection
-	// share, with its data normalisation if any.
-	ComponentFinal = "final run"
-	// ComponentDataNorm is the final run's own private data normalisation
-	// (a network with a datanorm layer): part of ComponentFinal's ε.
-	ComponentDataNorm = "data normalisation"
+	ComponentSelection = tuning.ComponentSelection
+	ComponentFinal     = tuning.ComponentFinal
+	ComponentDataNorm  = tuning.ComponentDataNorm
 )
 
 // EpsilonComponent is one part of a tuning's ledger and its ε alone at the
-// tuning's δ. The components' ε do not add up to the total: the total is
-// the RDP composition of the parts, converted to (ε, δ) once, which is less
-// than the sum of each part converted at the same δ.
-type EpsilonComponent struct {
-	Name string `json:"name"`
-	// Epsilon is the component's ε alone at the tuning's δ (nats); nil
-	// when the accountant cannot bound it.
-	Epsilon *float64 `json:"epsilon"`
-	// Note says what the component holds, where that is not plain.
-	Note string `json:"note,omitempty"`
-}
+// tuning's δ (tuning.EpsilonComponent): the parts' ε do not add up to the
+// total.
+type EpsilonComponent = tuning.EpsilonComponent
 
 // defaultsOf returns the settings of the default candidate of s: s.Default,
 // or else the network's published settings (NetworkDefaultsOn).
@@ -216,38 +201,9 @@ func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tunin
 }
 
 // epsilonComponents is report.json's EpsilonComponents of a tuning's
-// ledger l: its first entry is the selection; with a selection share the
-// rest is the final run, and norm (if not nil) the final run's data
-// normalisation. Each is its ε alone at delta under acc.
+// ledger l: its first entry is the selection; with a selection share
+// (split) the rest is the final run, and norm (if not nil) the final run's
+// data normalisation.
 func epsilonComponents(l accounting.Ledger, split bool, norm accounting.Event, acc accounting.Accountant, delta float64) []EpsilonComponent {
-	if len(l.Entries) == 0 {
-		return nil
-	}
-	eps := func(e accounting.Event) *float64 {
-		g, err := acc.Epsilon(e, delta)
-		v, _, _ := finiteEpsilon(g, err)
-		return v
-	}
-	sel := EpsilonComponent{Name: ComponentSelection, Epsilon: eps(l.Entries[0].Event)}
-	if !split {
-		sel.Note = "the released model is the selected run's: the selection is the whole tuning"
-		return []EpsilonComponent{sel}
-	}
-	sel.Note = "only the selected hyperparameters (and the selected run's score) are released from it"
-	out := []EpsilonComponent{sel}
-	rest := l.Entries[1:]
-	if len(rest) == 0 {
-		return out // nothing was selected: no final run
-	}
-	var events []accounting.Event
-	for _, e := range rest {
-		events = append(events, e.Event)
-	}
-	out = append(out, EpsilonComponent{Name: ComponentFinal, Epsilon: eps(accounting.Composed{Events: events}),
-		Note: "the released model's run, on the whole training set"})
-	if norm != nil {
-		out = append(out, EpsilonComponent{Name: ComponentDataNorm, Epsilon: eps(norm),
-			Note: "the final run's own estimate, inside the final run's ε; each selection run estimates its own, inside the selection's ε"})
-	}
-	return out
+	return tuning.EpsilonComponents(l, 1, split, norm, acc, delta)
 }

@@ -226,3 +226,25 @@ func TestDoublingWithDefault(t *testing.T) {
 		t.Errorf("ε = %v above the budget 4", *rel.Epsilon)
 	}
 }
+
+// The doubling tuner's report splits its ε into the selection (its search
+// at the cap) and the final run.
+func TestDoublingComponents(t *testing.T) {
+	spec := splitSpec()
+	spec.Tuner, spec.SelectionShare, spec.ScoreNoise, spec.Validation, spec.IncludeDefault, spec.Default = tuning.DoublingName, 0, 0, "", false, nil
+	spec.Options = tuning.Values{"partitions": 2, "part-epochs": 1}
+	rel, _, err := job.Tune(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := rel.Report.(*tuning.DoublingReport)
+	cs := rep.EpsilonComponents
+	if len(cs) != 2 || cs[0].Name != job.ComponentSelection || cs[1].Name != job.ComponentFinal || cs[0].Epsilon == nil || cs[1].Epsilon == nil {
+		t.Fatalf("components %+v", cs)
+	}
+	search, _ := accounting.RDP{}.Epsilon(rel.Ledger.Entries[0].Event, 1e-5)
+	final, _ := accounting.RDP{}.Epsilon(rel.Ledger.Entries[1].Event, 1e-5)
+	if *cs[0].Epsilon != search.Epsilon || *cs[1].Epsilon != final.Epsilon || len(rel.Ledger.Entries) != 2 {
+		t.Errorf("components %v, %v; the ledger's entries alone %v, %v", *cs[0].Epsilon, *cs[1].Epsilon, search.Epsilon, final.Epsilon)
+	}
+}

@@ -514,6 +514,13 @@ func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport
 			}
 		}
 	}
+	var norm accounting.Event
+	if res.Selected != nil {
+		if _, cfg, err := d.Final.Run(*res.Selected); err == nil && cfg.DataNorm != nil {
+			norm = cfg.DataNorm.Event()
+		}
+	}
+	rep.EpsilonComponents = EpsilonComponents(f.Ledger, len(d.SearchLedger().Entries), true, norm, accounting.RDP{}, f.Delta)
 	rep.TuningOverhead = float64(d.Search.MaxIterations) * d.Search.IterationEpsilon()
 	rep.PaperWHPEpsilon = rep.FinalEpsilon + 3*math.Log2(math.Max((1-o.U0)/o.Granularity, 2))*o.Epsilon0
 	return rep
@@ -553,18 +560,24 @@ type DoublingReport struct {
 	MaxIterations       int                `json:"max_iterations"`
 	// Realised iterations and the paper's with-high-probability figure,
 	// for comparison only: the guarantee is the ledger's, at the cap.
-	RealisedIterations int               `json:"realised_iterations_not_the_guarantee"`
-	PaperWHPEpsilon    float64           `json:"paper_whp_epsilon_not_the_guarantee"`
-	EarlierSearches    int               `json:"earlier_searches_on_this_cache"`
-	PrivatePartitions  bool              `json:"private_partitions"`
-	Epochs             int               `json:"final_epochs"`
-	FinalSteps         int               `json:"final_steps_done"`
-	PartEpochs         int               `json:"part_epochs"`
-	Seeded             bool              `json:"seeded"` // the seed itself is never written
-	SecureNoise        bool              `json:"secure_noise"`
-	Interrupted        bool              `json:"interrupted"`
-	Failed             string            `json:"failed,omitempty"`
-	Ledger             accounting.Ledger `json:"ledger"`
+	RealisedIterations int     `json:"realised_iterations_not_the_guarantee"`
+	PaperWHPEpsilon    float64 `json:"paper_whp_epsilon_not_the_guarantee"`
+	EarlierSearches    int     `json:"earlier_searches_on_this_cache"`
+	PrivatePartitions  bool    `json:"private_partitions"`
+	Epochs             int     `json:"final_epochs"`
+	FinalSteps         int     `json:"final_steps_done"`
+	PartEpochs         int     `json:"part_epochs"`
+	Seeded             bool    `json:"seeded"` // the seed itself is never written
+	SecureNoise        bool    `json:"secure_noise"`
+	Interrupted        bool    `json:"interrupted"`
+	Failed             string  `json:"failed,omitempty"`
+	// EpsilonComponents are the ledger's parts, each with its ε alone at
+	// Delta: the "selection" (the private part runs, if any, and the
+	// search at its cap), the "final run" and, for a network with private
+	// data normalisation, the final run's "data normalisation" (part of
+	// the final run's ε). They do not add up to Epsilon (RDP composition).
+	EpsilonComponents []EpsilonComponent `json:"epsilon_components,omitempty"`
+	Ledger            accounting.Ledger  `json:"ledger"`
 }
 
 // Outcome is what r released: the final run's noise multiplier, the
