@@ -54,6 +54,15 @@
 //     top-level package federated; package job serves it (job.Tune,
 //     job.RunVote). A Federated tuner, registered from its own file.
 //
+// The default as a candidate: a Spec's Default (DefaultCandidate: a
+// network's published settings) is one more candidate beside the space's
+// grid, at index Space.Size(), for a tuner whose Uses.Default says so —
+// grid and doubling score it once, randomstop draws it at each run with a
+// fixed prior weight (Spec.DefaultWeight; its doc says why the theorems
+// still hold); gp does not take it. The trainer's event covers its run
+// (Hyper.Default). EpsilonComponents splits a tuning's ledger into its
+// selection and its final run (components.go).
+//
 // builtin.go registers the built-in tuners in the order help text and
 // errors list them, and holds Lineup, the order a benchmark compares them
 // in; vote.go registers the vote after them. A tuner may give an Example
