@@ -82,6 +82,11 @@ type TrainSettings struct {
 	Seed            *uint64 `json:"seed,omitempty"`
 	Budget          string  `json:"budget,omitempty"`
 	Label           string  `json:"label,omitempty"`
+	// Clipping is "automatic" for automatic clipping with stability
+	// constant AutoClipGamma; both are absent for flat clipping, whose
+	// checkpoints (and their budget bindings) are as they were.
+	Clipping      string  `json:"clipping,omitempty"`
+	AutoClipGamma float64 `json:"auto_clip_gamma,omitempty"`
 }
 
 // checkpointHeader is the checkpoint's first line.
@@ -133,6 +138,9 @@ func (s TrainSpec) settings(cfg dpsgd.Config) TrainSettings {
 		FeatureCache: s.Data.Features.Dir, Epsilon: s.Epsilon, Delta: s.Delta, NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: s.ClipNorm,
 		BatchSize: s.BatchSize, Epochs: s.Epochs, LearningRate: s.LearningRate, Momentum: s.Momentum, Schedule: s.Schedule.String(),
 		EMADecay: s.EMADecay, NonPrivate: s.NonPrivate, Accountant: s.Accountant, Seed: s.Seed, Budget: s.Budget, Label: s.Label}
+	if s.Clipping != dpsgd.FlatClipping {
+		t.Clipping, t.AutoClipGamma = s.Clipping.String(), s.AutoClipGamma
+	}
 	if t.Folder != nil {
 		t.Dataset = FolderName
 	}
@@ -493,8 +501,14 @@ func ResumeTrain(ctx context.Context, out string, hooks TrainHooks) (*Release, *
 	if err != nil {
 		return nil, nil, invalid(err)
 	}
+	clipping := dpsgd.FlatClipping
+	if t.Clipping != "" {
+		if clipping, err = dpsgd.ParseClipping(t.Clipping); err != nil {
+			return nil, nil, invalid(err)
+		}
+	}
 	s := TrainSpec{Data: src, Epsilon: t.Epsilon, Delta: t.Delta, NoiseMultiplier: t.NoiseMultiplier, ClipNorm: t.ClipNorm,
-		BatchSize: t.BatchSize, Epochs: t.Epochs, LearningRate: t.LearningRate, Momentum: t.Momentum, Schedule: sched,
+		Clipping: clipping, AutoClipGamma: t.AutoClipGamma, BatchSize: t.BatchSize, Epochs: t.Epochs, LearningRate: t.LearningRate, Momentum: t.Momentum, Schedule: sched,
 		EMADecay: t.EMADecay, NonPrivate: t.NonPrivate, Accountant: t.Accountant, Seed: t.Seed, Label: t.Label,
 		Progress: hooks.Progress, Warn: hooks.Warn, Started: hooks.Started, Checkpoint: dir, resume: ck, checkpointKey: key}
 	if t.NonPrivate {

@@ -53,8 +53,9 @@ func reportAccountant(name string) (accounting.Accountant, error) {
 var sharedHyper = map[string]bool{"tuner": true, "selected": true, "selected_choices": true}
 
 // trainHyper are the settings a training run's report and its model.json
-// both record; a model.json with "clip_norm" is a training run's.
-var trainHyper = []string{"noise_multiplier", "clip_norm", "sampling_rate", "steps", "learning_rate", "momentum", "lr_schedule", "ema_decay", "private"}
+// both record; a model.json with "clip_norm" is a training run's. A run
+// with automatic clipping records "clipping" and "auto_clip_gamma" too.
+var trainHyper = []string{"noise_multiplier", "clip_norm", "clipping", "auto_clip_gamma", "sampling_rate", "steps", "learning_rate", "momentum", "lr_schedule", "ema_decay", "private"}
 
 // epsilonTolerance is how far, relative to it, a report's ε may be from
 // the ε recomputed from its ledger (the same computation, so equal but

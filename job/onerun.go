@@ -42,7 +42,8 @@ const (
 	// parameter coordinate (audit.NewDiracCanaries); an included canary
 	// is an extra example that Poisson sampling draws like any other and
 	// whose gradient is CanaryGradientNorm·C on its coordinate, clipped to
-	// C by DP-SGD's own clipping. The auditor sees the initial and final
+	// C by DP-SGD's own clipping (to 4/(4 + γ) of 1 under automatic
+	// clipping). The auditor sees the initial and final
 	// parameters; a canary's score is how far its coordinate moved down.
 	OneRunGradient = "gradient"
 	// OneRunInput: black-box input-space canaries, each a public test

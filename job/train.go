@@ -143,17 +143,21 @@ func madeFor(spec model.Spec) string {
 // TrainSpec is one DP-SGD training run (Abadi et al. 2016: Poisson sampling
 // at rate q = BatchSize / Data.NominalN, per-example clipping to ClipNorm,
 // Gaussian noise of NoiseMultiplier × ClipNorm, divided by the nominal
-// expected batch size).
+// expected batch size), or with automatic clipping (Bu et al. 2023, AUTO-S:
+// each example's gradient g scaled to g/(‖g‖ + γ), norm below 1, and noise
+// of NoiseMultiplier × 1; dpsgd.AutoClipFactor).
 type TrainSpec struct {
 	Data Source
 	// Epsilon (nats) and Delta are the target of the whole run: the noise
 	// multiplier is calibrated to meet them (never above Epsilon), unless
 	// NoiseMultiplier is set.
 	Epsilon, Delta  float64
-	NoiseMultiplier float64 // σ; 0: calibrate from Epsilon
-	ClipNorm        float64 // C
-	BatchSize       int     // expected batch size qN
-	Epochs          int     // one epoch is ⌈1/q⌉ steps
+	NoiseMultiplier float64        // σ; 0: calibrate from Epsilon
+	ClipNorm        float64        // C of flat clipping; 0 under automatic clipping
+	Clipping        dpsgd.Clipping // FlatClipping (the zero value: to ClipNorm) or AutomaticClipping: sensitivity 1, σ and ε as flat clipping's at C = 1
+	AutoClipGamma   float64        // automatic clipping's stability constant γ > 0 (DefaultAutoClipGamma: Bu et al.'s 0.01); 0 under flat clipping
+	BatchSize       int            // expected batch size qN
+	Epochs          int            // one epoch is ⌈1/q⌉ steps
 	LearningRate    float64
 	Momentum        float64
 	Schedule        dpsgd.Schedule // of the learning rate; zero: constant
@@ -233,7 +237,9 @@ type TrainReport struct {
 	// the DP-SGD steps.
 	NormNoiseMultiplier float64           `json:"norm_noise_multiplier,omitempty"`
 	NormEpsilon         *float64          `json:"norm_epsilon,omitempty"`
-	ClipNorm            float64           `json:"clip_norm"`
+	ClipNorm            float64           `json:"clip_norm"`                 // flat clipping's C; 1 under automatic clipping, the bound the noise is scaled to
+	Clipping            string            `json:"clipping,omitempty"`        // "automatic" (Bu et al. 2023, AUTO-S: g/(‖g‖ + γ)); absent under flat clipping
+	AutoClipGamma       float64           `json:"auto_clip_gamma,omitempty"` // automatic clipping's stability constant γ
 	SamplingRate        float64           `json:"sampling_rate"`
 	BatchSize           int               `json:"batch_size"`
 	Steps               int               `json:"steps"`
@@ -284,16 +290,19 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 		if s.NoiseMultiplier != 0 {
 			return cfg, nil, invalidf("non-private training takes no noise multiplier")
 		}
+		if s.Clipping != dpsgd.FlatClipping || s.AutoClipGamma != 0 {
+			return cfg, nil, invalidf("non-private training clips nothing: it takes no clipping rule")
+		}
 		return cfg, acc, nil
 	}
 	if err := accounting.CheckDelta(s.Delta); err != nil {
 		return cfg, nil, invalidf("delta: %v", err)
 	}
 	cfg.DataNorm = dpsgd.DataNormOf(s.Data.Arch)
-	if !(s.ClipNorm > 0) || math.IsInf(s.ClipNorm, 1) {
-		return cfg, nil, invalidf("clipping norm %v must be positive and finite", s.ClipNorm)
+	if cfg.ClipNorm, err = checkClipping(s.Clipping, s.ClipNorm, s.AutoClipGamma); err != nil {
+		return cfg, nil, err
 	}
-	cfg.ClipNorm, cfg.NoiseMultiplier = s.ClipNorm, s.NoiseMultiplier
+	cfg.Clipping, cfg.AutoClipGamma, cfg.NoiseMultiplier = s.Clipping, s.AutoClipGamma, s.NoiseMultiplier
 	if s.NoiseMultiplier != 0 {
 		if !(s.NoiseMultiplier > 0 && s.NoiseMultiplier <= accounting.MaxNoiseMultiplier) {
 			return cfg, nil, invalidf("noise multiplier %.4g is outside (0, %g]", s.NoiseMultiplier, accounting.MaxNoiseMultiplier)
@@ -304,6 +313,43 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 		return cfg, nil, err
 	}
 	return cfg, acc, nil
+}
+
+// checkClipping checks a run's clipping rule — flat clipping to clip > 0
+// with no stability constant, or automatic clipping with stability
+// constant gamma > 0 and no clipping norm (0) — and returns the
+// dpsgd.Config's ClipNorm: clip, or 1 under automatic clipping (its
+// sensitivity). Its errors wrap ErrInvalid.
+func checkClipping(c dpsgd.Clipping, clip, gamma float64) (float64, error) {
+	switch c {
+	case dpsgd.FlatClipping:
+		if gamma != 0 {
+			return 0, invalidf("flat clipping takes no stability constant (γ = %v is automatic clipping's)", gamma)
+		}
+		if !(clip > 0) || math.IsInf(clip, 1) {
+			return 0, invalidf("clipping norm %v must be positive and finite", clip)
+		}
+		return clip, nil
+	case dpsgd.AutomaticClipping:
+		if clip != 0 {
+			return 0, invalidf("automatic clipping takes no clipping norm (have %v): every clipped gradient has norm below 1, its sensitivity", clip)
+		}
+		if err := dpsgd.CheckAutoClipGamma(gamma); err != nil {
+			return 0, invalid(err)
+		}
+		return 1, nil
+	}
+	return 0, invalidf("unknown clipping %v", c)
+}
+
+// clippingFacts are what a release states of cfg's clipping beside its
+// clipping norm: "automatic" and γ under automatic clipping, nothing (""
+// and 0) under flat clipping, whose releases stay as they were.
+func clippingFacts(cfg dpsgd.Config) (string, float64) {
+	if cfg.Clipping == dpsgd.AutomaticClipping {
+		return cfg.Clipping.String(), cfg.AutoClipGamma
+	}
+	return "", 0
 }
 
 // checkDataNormShare refuses a data normalisation (d, nil for none) that
@@ -562,6 +608,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		NoiseMultiplier: cfg.NoiseMultiplier, ClipNorm: cfg.ClipNorm, SamplingRate: cfg.SamplingRate, BatchSize: s.BatchSize,
 		Steps: run.Steps, PlannedSteps: steps, Epochs: float64(run.Steps) / float64(steps/s.Epochs), LearningRate: s.LearningRate,
 		Momentum: s.Momentum, Schedule: s.Schedule.String(), EMADecay: s.EMADecay, Seeded: cfg.Seed != nil, SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
+	rep.Clipping, rep.AutoClipGamma = clippingFacts(cfg)
 	rel := &Release{Report: rep, Ledger: ledger, Delta: s.Delta, Accountant: acc.Name()}
 	if cfg.DataNorm != nil && !s.NonPrivate {
 		rep.NormNoiseMultiplier = cfg.DataNorm.NoiseMultiplier
@@ -604,6 +651,9 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	rel.Model = net
 	rel.hyper = map[string]any{"noise_multiplier": cfg.NoiseMultiplier, "clip_norm": cfg.ClipNorm, "sampling_rate": cfg.SamplingRate,
 		"steps": run.Steps, "learning_rate": s.LearningRate, "momentum": s.Momentum, "lr_schedule": s.Schedule.String(), "ema_decay": s.EMADecay, "private": !s.NonPrivate}
+	if rep.Clipping != "" {
+		rel.hyper["clipping"], rel.hyper["auto_clip_gamma"] = rep.Clipping, rep.AutoClipGamma
+	}
 	diag.WallSeconds = time.Since(start).Seconds()
 	if interrupted {
 		return rel, diag, resv.done(ledger, fmt.Errorf("interrupted after %d of %d steps: %w", run.Steps, steps, context.Canceled))
@@ -640,6 +690,23 @@ type TrainConfig = dpsgd.Config
 // ParseSchedule returns the learning-rate schedule called name, for
 // TrainSpec.Schedule: "constant" or "cosine" (dpsgd.ParseSchedule).
 func ParseSchedule(name string) (dpsgd.Schedule, error) { return dpsgd.ParseSchedule(name) }
+
+// Clipping is a per-example clipping rule (dpsgd.Clipping).
+type Clipping = dpsgd.Clipping
+
+// The clipping rules, for TrainSpec.Clipping and TuneSpec.Clipping
+// (dpsgd.Clipping): flat clipping to a clipping norm, or automatic
+// clipping g/(‖g‖ + γ) (Bu et al. 2023, AUTO-S) with stability constant
+// γ, by default DefaultAutoClipGamma = 0.01.
+const (
+	FlatClipping         = dpsgd.FlatClipping
+	AutomaticClipping    = dpsgd.AutomaticClipping
+	DefaultAutoClipGamma = dpsgd.DefaultAutoClipGamma
+)
+
+// ParseClipping returns the clipping rule called name: "flat" or
+// "automatic" (dpsgd.ParseClipping).
+func ParseClipping(name string) (dpsgd.Clipping, error) { return dpsgd.ParseClipping(name) }
 
 // Evaluate returns net's accuracy and mean cross-entropy on the examples x
 // (shape [N, C, H, W], row-major) with labels y (dpsgd.Evaluate); a test

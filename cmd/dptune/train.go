@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
@@ -14,6 +15,8 @@ import (
 type trainFlags struct {
 	data                            dataFlags
 	out, accountant, schedule       string
+	clipping                        string
+	autoClipGamma                   float64
 	resume                          string
 	epsilon, delta, noiseMultiplier float64
 	clipNorm, lr, momentum, ema     float64
@@ -37,6 +40,14 @@ scatter-cnn-mnist, scatter-linear-cifar10, scatter-cnn-cifar10) carry their
 own settings, used for every one of
 --batch-size, --epochs, --lr, --momentum and --clip-norm not given; their
 features are computed once per dataset and kept in --feature-cache.
+
+--clipping automatic replaces per-example clipping to --clip-norm by
+automatic clipping (Bu et al. 2023, AUTO-S): each example's gradient g
+becomes g/(‖g‖ + γ), γ = --auto-clip-gamma, so every one has norm below 1
+and the noise is σ·1 — the same σ and ε as flat clipping at C = 1, and no
+clipping norm to choose. It takes no --clip-norm. With every gradient
+clipped it steps as flat clipping at C with learning rate η/C, so a
+network's own learning rate η at C becomes η·C when --lr is not given.
 
 The sampling rate is --batch-size over the training set's nominal size (the
 dataset's published size, or --nominal-size for data of your own), never over
@@ -81,7 +92,9 @@ func (f *trainFlags) add(fl *pflag.FlagSet) {
 	fl.Float64Var(&f.epsilon, "epsilon", 3, "target ε in nats of the whole run; the noise multiplier is calibrated to meet it")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "target δ")
 	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 0, "noise multiplier σ, instead of calibrating it from --epsilon")
-	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "per-example clipping norm C")
+	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "per-example clipping norm C (flat clipping)")
+	fl.StringVar(&f.clipping, "clipping", "flat", "per-example clipping: flat (to --clip-norm) or automatic (g/(‖g‖ + γ): sensitivity 1, no clipping norm; Bu et al. 2023, AUTO-S)")
+	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / nominal N)")
 	fl.IntVar(&f.epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
 	fl.Float64Var(&f.lr, "lr", job.DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", job.DefaultNonPrivateLearningRate))
@@ -95,8 +108,11 @@ func (f *trainFlags) add(fl *pflag.FlagSet) {
 
 // validate checks the flags' combinations; the job checks their values.
 func (f *trainFlags) validate(cmd *cobra.Command) error {
+	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, true); err != nil {
+		return err
+	}
 	if f.nonPrivate {
-		for _, name := range []string{"epsilon", "noise-multiplier", "clip-norm"} {
+		for _, name := range []string{"epsilon", "noise-multiplier", "clip-norm", "clipping", "auto-clip-gamma"} {
 			if cmd.Flags().Changed(name) {
 				return usagef("--non-private takes no --%s", name)
 			}
@@ -113,6 +129,8 @@ func (f *trainFlags) validate(cmd *cobra.Command) error {
 }
 
 // useDefaults takes the network's own settings for every flag not given.
+// Under automatic clipping the network's clipping norm C is not used, and
+// its learning rate η becomes η·C (Bu et al.'s equivalence, see the help).
 func (f *trainFlags) useDefaults(cmd *cobra.Command, d job.TrainDefaults) {
 	set := func(name string, apply func()) {
 		if !cmd.Flags().Changed(name) {
@@ -121,9 +139,55 @@ func (f *trainFlags) useDefaults(cmd *cobra.Command, d job.TrainDefaults) {
 	}
 	set("batch-size", func() { f.batchSize = d.BatchSize })
 	set("epochs", func() { f.epochs = d.Epochs })
-	set("lr", func() { f.lr = d.LearningRate })
 	set("momentum", func() { f.momentum = d.Momentum })
+	if f.clipping == "automatic" {
+		set("lr", func() {
+			f.lr = d.LearningRate * d.ClipNorm
+			fmt.Fprintf(cmd.ErrOrStderr(), "automatic clipping: learning rate %g, the network's η = %g at C = %g times C\n", f.lr, d.LearningRate, d.ClipNorm)
+		})
+		return
+	}
+	set("lr", func() { f.lr = d.LearningRate })
 	set("clip-norm", func() { f.clipNorm = d.ClipNorm })
+}
+
+// checkClippingFlags refuses, before any work, a --clipping other than
+// flat or automatic, --clipping automatic with an explicit --clip-norm
+// (when the command has one: hasClipNorm), and a --auto-clip-gamma that
+// is not positive and finite or given without --clipping automatic.
+func checkClippingFlags(cmd *cobra.Command, clipping string, gamma float64, hasClipNorm bool) error {
+	ch := cmd.Flags().Changed
+	c, err := job.ParseClipping(clipping)
+	switch {
+	case err != nil:
+		return usagef("--clipping %q: want flat or automatic", clipping)
+	case c != job.AutomaticClipping && ch("auto-clip-gamma"):
+		return usagef("--auto-clip-gamma is the stability constant of --clipping automatic")
+	case c == job.AutomaticClipping && hasClipNorm && ch("clip-norm"):
+		return usagef("--clipping automatic takes no --clip-norm: every clipped gradient has norm below 1, its sensitivity")
+	case c == job.AutomaticClipping && (!(gamma > 0) || math.IsInf(gamma, 1)):
+		return usagef("--auto-clip-gamma %v must be positive and finite", gamma)
+	}
+	return nil
+}
+
+// clippingOf is the job's clipping rule, clipping norm and stability
+// constant for flags that passed checkClippingFlags: automatic clipping
+// takes no clipping norm, flat clipping no stability constant.
+func clippingOf(clipping string, clipNorm, gamma float64) (job.Clipping, float64, float64) {
+	if c, _ := job.ParseClipping(clipping); c == job.AutomaticClipping {
+		return c, 0, gamma
+	}
+	return job.FlatClipping, clipNorm, 0
+}
+
+// describeClipping says how a run clips, for people: "C = 0.1", or
+// "automatic clipping (γ = 0.01)".
+func describeClipping(clipping string, clipNorm, gamma float64) string {
+	if clipping == "automatic" {
+		return fmt.Sprintf("automatic clipping (γ = %g)", gamma)
+	}
+	return fmt.Sprintf("C = %g", clipNorm)
 }
 
 // spec is the TrainSpec the flags ask for, labelled label in the budget
@@ -150,7 +214,8 @@ func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, erro
 		f.useDefaults(cmd, d)
 		fmt.Fprintf(cmd.ErrOrStderr(), "settings of %s on %s: %s\n", src.Arch.Spec.Name, src.Name, d.Source)
 	}
-	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: f.clipNorm, BatchSize: f.batchSize,
+	clipping, clipNorm, gamma := clippingOf(f.clipping, f.clipNorm, f.autoClipGamma)
+	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: clipNorm, Clipping: clipping, AutoClipGamma: gamma, BatchSize: f.batchSize,
 		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, EMADecay: f.ema, NonPrivate: f.nonPrivate, Accountant: f.accountant,
 		Budget: f.data.budget, Label: label, Seed: seedFlag(cmd, f.seed), Warn: warner(cmd.ErrOrStderr())}
 	if !f.nonPrivate {
@@ -164,8 +229,8 @@ func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, erro
 		if f.nonPrivate {
 			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.epochs, f.batchSize, f.lr)
 		} else {
-			fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, C = %g, q = %.6g, %d steps (%d epochs), lr %g\n",
-				f.data.dataset, c.NoiseMultiplier, c.ClipNorm, c.SamplingRate, c.Steps, f.epochs, f.lr)
+			fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, %s, q = %.6g, %d steps (%d epochs), lr %g\n",
+				f.data.dataset, c.NoiseMultiplier, describeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps, f.epochs, f.lr)
 		}
 		if c.Seed != nil {
 			warnSeeded(w)
@@ -198,7 +263,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		}
 		fmt.Fprintf(w, "resuming the run in %s from its last checkpoint\n", f.out)
 		rel, diag, err = job.ResumeTrain(ctx, f.out, job.TrainHooks{Progress: epochProgress(w, false), Warn: warner(w), Started: func(c job.TrainConfig) {
-			fmt.Fprintf(w, "σ = %.4f, C = %g, q = %.6g, %d steps\n", c.NoiseMultiplier, c.ClipNorm, c.SamplingRate, c.Steps)
+			fmt.Fprintf(w, "σ = %.4f, %s, q = %.6g, %d steps\n", c.NoiseMultiplier, describeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps)
 		}})
 	} else {
 		spec, serr := f.spec(cmd, "dptune train → "+f.out)
@@ -303,7 +368,7 @@ func printSummary(w io.Writer, r *job.TrainReport, d *job.NotPrivateDiagnostics)
 		} else {
 			fmt.Fprintf(w, "privacy        ε %s\n", r.EpsilonNote)
 		}
-		fmt.Fprintf(w, "noise          σ = %.4f, C = %g, q = %.6g, %d steps, %s\n", r.NoiseMultiplier, r.ClipNorm, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
+		fmt.Fprintf(w, "noise          σ = %.4f, %s, q = %.6g, %d steps, %s\n", r.NoiseMultiplier, describeClipping(r.Clipping, r.ClipNorm, r.AutoClipGamma), r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
 		if r.NormNoiseMultiplier > 0 {
 			share := "ε unbounded"
 			if r.NormEpsilon != nil {
