@@ -248,3 +248,22 @@ func TestDoublingComponents(t *testing.T) {
 		t.Errorf("components %v, %v; the ledger's entries alone %v, %v", *cs[0].Epsilon, *cs[1].Epsilon, search.Epsilon, final.Epsilon)
 	}
 }
+
+// The GP tuner takes a selection share too: its ledger is DP-HyPO's event
+// and the final run, composing to the total ε.
+func TestGPSelectionShare(t *testing.T) {
+	spec := splitSpec()
+	spec.Tuner, spec.IncludeDefault, spec.Default, spec.Repetitions, spec.SelectionShare = tuning.GPName, false, nil, mustTNB(t), 0.5
+	spec.Epsilon, spec.ScoreNoise = 8, 20
+	rel, _, err := job.Tune(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es := rel.Ledger.Entries
+	if _, ok := es[0].Event.(accounting.AdaptiveRepeatAndSelect); !ok || len(es) != 2 {
+		t.Fatalf("ledger %+v, want DP-HyPO's event and the final run", es)
+	}
+	if *rel.Epsilon > 8 || *rel.Epsilon < 8*(1-1e-3) {
+		t.Errorf("ε = %v, want 8 within the calibration's tolerance", *rel.Epsilon)
+	}
+}
