@@ -58,10 +58,11 @@ type TuneSpec struct {
 	// run: its noise multiplier is calibrated so that the final run alone
 	// meets ε_final = (1 − s)·Epsilon at Delta; then the selection's base
 	// noise multiplier so that the RDP composition of the selection and
-	// the final run meets (Epsilon, Delta). The selection's ε alone is
-	// then at most — and, RDP composition being sub-additive after
-	// conversion, usually more than — s·Epsilon. For a tuning.Runner
-	// tuner under the rdp accountant only.
+	// the final run meets (Epsilon, Delta). So s is what the final run
+	// gives up: the selection's ε alone is at most Epsilon and usually
+	// well above s·Epsilon, since composing in RDP and converting once
+	// costs less than adding the parts' ε. For a tuning.Runner tuner
+	// under the rdp accountant only.
 	SelectionShare float64
 
 	// Validation is "private" (scores on ValSize examples held out of the
