@@ -55,8 +55,12 @@ func (s TuneSpec) Baseline() (*Baseline, bool) {
 // isBaseline reports whether the candidate selected (its values by
 // dimension, and the labels of its categorical ones) runs the baseline's
 // settings: each dimension the space leaves out takes the tuning's own
-// value (s.fixed, s.Epochs, s.BatchSize, s.Momentum).
+// value (s.fixed, s.Epochs, s.BatchSize, s.Momentum). Under automatic
+// clipping no candidate runs the baseline's flat clipping: false.
 func (s TuneSpec) isBaseline(b *Baseline, values map[string]float64, labels map[string]string) bool {
+	if s.Clipping == AutomaticClipping {
+		return false
+	}
 	if n, ok := labels[tuning.Network]; ok && strings.TrimSuffix(n, ".json") != b.Network {
 		return false
 	}

@@ -61,6 +61,10 @@ func EveryCandidate(ctx context.Context, s TuneSpec, progress func(done, total i
 	base := tuning.DPSGDTrainer{Arch: s.Data.Arch, SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize),
 		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: lr, ClipNorm: clip,
 		NominalN: n, Epochs: s.Epochs, Networks: networks, Space: s.Space}
+	if err := s.checkClipping(); err != nil {
+		return nil, err
+	}
+	s.clipRuns(&base)
 	if err := base.Hyper().CheckRuns(s.Space); err != nil {
 		return nil, invalid(err)
 	}

@@ -266,6 +266,8 @@ type runInput struct {
 	Momentum          float64        `json:"momentum"`
 	LearningRate      float64        `json:"learning_rate"`
 	ClipNorm          float64        `json:"clip_norm"`
+	Clipping          dpsgd.Clipping `json:"clipping,omitempty"`
+	AutoClipGamma     float64        `json:"auto_clip_gamma,omitempty"`
 	Schedule          dpsgd.Schedule `json:"lr_schedule,omitempty"`
 	NominalN          int            `json:"nominal_n,omitempty"`
 	Epochs            int            `json:"epochs,omitempty"`
@@ -334,7 +336,8 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	t := &tuning.DPSGDTrainer{Arch: in.Arch, Data: l.train, Val: l.val, ValSize: in.ValSize, NoiseMultiplier: in.NoiseMultiplier,
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
-		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, Schedule: in.Schedule, NominalN: in.NominalN, Epochs: in.Epochs,
+		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, Clipping: in.Clipping, AutoClipGamma: in.AutoClipGamma,
+		Schedule: in.Schedule, NominalN: in.NominalN, Epochs: in.Epochs,
 		Networks: in.Networks, Space: in.Space, Default: in.Default, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
@@ -368,7 +371,8 @@ func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64, key *randsr
 	t := j.t
 	b, err := json.Marshal(runInput{Data: j.data, Arch: t.Arch, NoiseMultiplier: t.NoiseMultiplier, SamplingRate: t.SamplingRate,
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
-		ClipNorm: t.ClipNorm, Schedule: t.Schedule, NominalN: t.NominalN, Epochs: t.Epochs, Networks: t.Networks, Space: t.Space, Default: t.Default,
+		ClipNorm: t.ClipNorm, Clipping: t.Clipping, AutoClipGamma: t.AutoClipGamma,
+		Schedule: t.Schedule, NominalN: t.NominalN, Epochs: t.Epochs, Networks: t.Networks, Space: t.Space, Default: t.Default,
 		ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }
@@ -427,6 +431,8 @@ type partInput struct {
 	Momentum        float64               `json:"momentum"`
 	LearningRate    float64               `json:"learning_rate,omitempty"`
 	ClipNorm        float64               `json:"clip_norm,omitempty"`
+	Clipping        dpsgd.Clipping        `json:"clipping,omitempty"`
+	AutoClipGamma   float64               `json:"auto_clip_gamma,omitempty"`
 	Schedule        dpsgd.Schedule        `json:"lr_schedule,omitempty"`
 	Networks        map[string]model.Arch `json:"networks,omitempty"`
 	Private         bool                  `json:"private"`
@@ -452,6 +458,7 @@ func doPartitionRun(ctx context.Context, b []byte) ([]byte, error) {
 	}
 	p := &tuning.PartitionScorer{Arch: in.Arch, Parts: l.parts, Val: l.val, ValSize: in.ValSize, Epochs: in.Epochs,
 		BatchSize: in.BatchSize, SamplingRate: in.SamplingRate, Momentum: in.Momentum, LearningRate: in.LearningRate, ClipNorm: in.ClipNorm,
+		Clipping: in.Clipping, AutoClipGamma: in.AutoClipGamma,
 		Schedule: in.Schedule, Networks: in.Networks, Private: in.Private,
 		NoiseMultiplier: in.NoiseMultiplier, Noise: in.Noise, Seed: in.Seed, Key: in.Key}
 	acc, err := p.TrainPart(ctx, in.Candidate, in.Part)
@@ -466,7 +473,8 @@ func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Cand
 	return func(c tuning.Candidate, part int) (runner.Task, error) {
 		b, err := json.Marshal(partInput{Data: ref, Arch: scorer.Arch, ValSize: scorer.ValSize, Epochs: scorer.Epochs,
 			BatchSize: scorer.BatchSize, SamplingRate: scorer.SamplingRate, Momentum: scorer.Momentum, LearningRate: scorer.LearningRate,
-			ClipNorm: scorer.ClipNorm, Schedule: scorer.Schedule, Networks: scorer.Networks, Private: scorer.Private,
+			ClipNorm: scorer.ClipNorm, Clipping: scorer.Clipping, AutoClipGamma: scorer.AutoClipGamma,
+			Schedule: scorer.Schedule, Networks: scorer.Networks, Private: scorer.Private,
 			NoiseMultiplier: scorer.NoiseMultiplier, Noise: scorer.Noise, Seed: scorer.Seed, Key: scorer.Key, Candidate: c, Part: part})
 		return runner.Task{ID: fmt.Sprintf("candidate %d part %d", c.Index, part), Kind: KindPartitionRun, Input: b}, err
 	}

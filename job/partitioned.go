@@ -120,6 +120,9 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 			q, steps = cfg.SamplingRate, cfg.Steps // the released model's own run
 		}
 		rel.hyper = map[string]any{"selected": facts.Selected, "selected_choices": facts.SelectedChoices, "noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "tuner": s.Tuner}
+		if c, g := s.clippingFacts(); c != "" {
+			rel.hyper["clipping"], rel.hyper["auto_clip_gamma"] = c, g
+		}
 	}
 	rel.Report = res.Report(facts)
 	if interrupted {
@@ -131,10 +134,13 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 // fixedUsed is the learning rate and clipping norm every run took because
 // s.Space has no such dimension (s.fixed(): the built-in network's own, or
 // DefaultLearningRate and 1), by dimension name; nil when the space has
-// both.
+// both. Under automatic clipping there is no clipping norm to state.
 func (s TuneSpec) fixedUsed() map[string]float64 {
 	lr, clip := s.fixed()
 	out := map[string]float64{tuning.LearningRate: lr, tuning.ClipNorm: clip}
+	if s.Clipping == AutomaticClipping {
+		delete(out, tuning.ClipNorm)
+	}
 	for _, d := range s.Space.Dims {
 		delete(out, d.Name)
 	}

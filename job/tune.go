@@ -30,6 +30,13 @@ type TuneSpec struct {
 	// DefaultLearningRate and a clipping norm of 1.
 	Epochs, BatchSize int
 	Momentum          float64
+	// Clipping is every run's clipping rule: FlatClipping (the zero
+	// value), or AutomaticClipping with stability constant AutoClipGamma
+	// γ > 0 (Bu et al. 2023, AUTO-S; see TrainSpec), whose runs have no
+	// clipping norm: the space must have no clip_norm dimension, and a
+	// network's own learning rate η at C stands as η·C.
+	Clipping      Clipping
+	AutoClipGamma float64
 
 	// Repetitions is the distribution of the number of runs K, for a
 	// tuner that draws K (tuning.Uses.Repetitions; a tuner that does not
@@ -145,6 +152,11 @@ type TuneReport struct {
 	// the space has no such dimension; absent for any other network (whose
 	// runs then take DefaultLearningRate and a clipping norm of 1).
 	Fixed map[string]float64 `json:"fixed,omitempty"`
+	// Clipping is "automatic" when every run clipped automatically, with
+	// AutoClipGamma its stability constant γ; both are absent under flat
+	// clipping.
+	Clipping      string  `json:"clipping,omitempty"`
+	AutoClipGamma float64 `json:"auto_clip_gamma,omitempty"`
 	// Baseline is what the tuning is measured against: one run of the
 	// network's published settings at the same (ε, δ), and whether the
 	// tuning selected them; absent for a network without such settings.
@@ -273,6 +285,9 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	if err := s.checkCommon(); err != nil {
 		return nil, err
 	}
+	if err := s.checkClipping(); err != nil {
+		return nil, err
+	}
 	if s.SelectionShare != 0 && parts {
 		return nil, invalidf("the %s tuner trains its own final run: it takes no selection share", s.Tuner)
 	}
@@ -346,6 +361,7 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	t := &tuning.DPSGDTrainer{Arch: s.Data.Arch, SamplingRate: q, ExpectedBatchSize: float64(s.BatchSize),
 		Steps: dpsgd.StepsForEpochs(s.Epochs, q), Momentum: s.Momentum, LearningRate: lr, ClipNorm: clip,
 		NominalN: n, Epochs: s.Epochs, Networks: networks, Space: s.Space, Default: spec.Default}
+	s.clipRuns(t)
 	if err := t.Hyper().CheckRuns(s.Space); err != nil {
 		return nil, invalid(err)
 	}
@@ -380,9 +396,13 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 
 // fixed is the learning rate and clipping norm of every run whose
 // candidate has none: the built-in network's own (NetworkDefaults), or
-// DefaultLearningRate and 1.
+// DefaultLearningRate and 1. Under automatic clipping the clipping norm is
+// 1 (its sensitivity) and the network's η at C stands as η·C.
 func (s TuneSpec) fixed() (lr, clip float64) {
 	if d, ok := NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name); ok {
+		if s.Clipping == AutomaticClipping {
+			return autoClipLearningRate(d.LearningRate, d.ClipNorm), 1
+		}
 		return d.LearningRate, d.ClipNorm
 	}
 	return DefaultLearningRate, 1
@@ -507,6 +527,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
 		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space) || defaultShapeDiffers(trainer), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted,
 		IncludesDefault: spec.Default != nil, DefaultWeight: spec.DefaultWeight, SelectionShare: s.SelectionShare, Ledger: res.Ledger}
+	rep.Clipping, rep.AutoClipGamma = s.clippingFacts()
 	rep.Baseline, _ = s.Baseline()
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}
 	diag := &NotPrivateDiagnostics{Runs: res.Diagnostics}
@@ -566,6 +587,9 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		}
 		rel.hyper = map[string]any{"selected": rep.Selected, "selected_choices": rep.SelectedChoices, "noise_multiplier": sigma,
 			"sampling_rate": q, "steps": steps, "tuner": rep.Tuner}
+		if rep.Clipping != "" {
+			rel.hyper["clipping"], rel.hyper["auto_clip_gamma"] = rep.Clipping, rep.AutoClipGamma
+		}
 	}
 	if interrupted {
 		return rel, diag, resv.done(res.Ledger, fmt.Errorf("interrupted: nothing released; the ledger still counts the whole tuning budget: %w", context.Canceled))

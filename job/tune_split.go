@@ -48,8 +48,14 @@ func (s TuneSpec) defaultCandidate(uses tuning.Uses) (*tuning.Candidate, float64
 	if !ok {
 		return nil, 0, invalidf("the default among the candidates needs default settings: %s has no published settings on %s; give them", s.Data.Arch.Spec.Name, s.Data.Name)
 	}
-	c, err := tuning.DefaultCandidate(s.Space, map[string]float64{tuning.LearningRate: d.LearningRate, tuning.ClipNorm: d.ClipNorm,
-		tuning.Momentum: d.Momentum, tuning.BatchSize: float64(d.BatchSize), tuning.Epochs: float64(d.Epochs)})
+	settings := map[string]float64{tuning.LearningRate: d.LearningRate, tuning.ClipNorm: d.ClipNorm,
+		tuning.Momentum: d.Momentum, tuning.BatchSize: float64(d.BatchSize), tuning.Epochs: float64(d.Epochs)}
+	if s.Clipping == AutomaticClipping {
+		// No clipping norm: the default's η at C stands as η·C.
+		settings[tuning.LearningRate] = autoClipLearningRate(d.LearningRate, d.ClipNorm)
+		delete(settings, tuning.ClipNorm)
+	}
+	c, err := tuning.DefaultCandidate(s.Space, settings)
 	if err != nil {
 		return nil, 0, invalid(err)
 	}

@@ -78,6 +78,10 @@ func (p *PartitionScorer) fingerprint(s Space) string {
 	if !has(ClipNorm) {
 		fmt.Fprintf(h, "clip_norm=%s\n", fmtFloat(p.ClipNorm))
 	}
+	if p.Clipping != dpsgd.FlatClipping {
+		// Flat clipping's caches keep the digest they had.
+		fmt.Fprintf(h, "clipping=%s gamma=%s\n", p.Clipping, fmtFloat(p.AutoClipGamma))
+	}
 	if !has(LRSchedule) && p.Schedule != dpsgd.ConstantLR {
 		fmt.Fprintf(h, "lr_schedule=%s\n", p.Schedule)
 	}

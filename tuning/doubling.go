@@ -331,6 +331,7 @@ func NewDoubling(s Spec, final Hyper) *DoublingTuner {
 	q := float64(s.BatchSize) / float64(s.TrainN)
 	scorer := &PartitionScorer{Arch: arch, Networks: final.Networks, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: partBatch, SamplingRate: partQ,
 		Momentum: s.Momentum, LearningRate: final.Config.LearningRate, ClipNorm: final.Config.ClipNorm, Schedule: final.Config.Schedule,
+		Clipping: final.Config.Clipping, AutoClipGamma: final.Config.AutoClipGamma,
 		Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache, Default: s.Default}
 	final.NominalN, final.Epochs = s.TrainN, s.Epochs
 	final.Config.SamplingRate, final.Config.ExpectedBatchSize, final.Config.Steps = q, float64(s.BatchSize), dpsgd.StepsForEpochs(s.Epochs, q)
@@ -501,6 +502,9 @@ func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport
 		Granularity: o.Granularity, U0: o.U0, MaxIterations: d.Search.MaxIterations, RealisedIterations: res.Iterations,
 		EarlierSearches: len(res.EarlierSearches), PrivatePartitions: o.Private, Epochs: p.spec.Epochs, FinalSteps: res.FinalSteps,
 		PartEpochs: o.PartEpochs, Seeded: f.Seeded, SecureNoise: f.SecureNoise, Interrupted: f.Interrupted, Failed: f.Failed, Ledger: f.Ledger}
+	if c := d.Final.Config; c.Clipping == dpsgd.AutomaticClipping {
+		rep.Clipping, rep.AutoClipGamma = c.Clipping.String(), c.AutoClipGamma
+	}
 	if worst, err := d.Final.Event(d.Space, d.Final.Config.NoiseMultiplier); err == nil && isWorstCase(worst) {
 		// The ledger counts the costliest candidate's final run.
 		if fe, err := (accounting.RDP{}).Epsilon(worst, f.Delta); err == nil {
@@ -545,6 +549,8 @@ type DoublingReport struct {
 	// Fixed is the learning rate and clipping norm every run took where
 	// the space has no such dimension (ReportFacts.Fixed).
 	Fixed               map[string]float64 `json:"fixed,omitempty"`
+	Clipping            string             `json:"clipping,omitempty"`        // "automatic" when every run clipped automatically; absent under flat clipping
+	AutoClipGamma       float64            `json:"auto_clip_gamma,omitempty"` // automatic clipping's stability constant γ
 	Fallback            bool               `json:"fallback_first_candidate"`
 	TestAccuracy        *float64           `json:"test_accuracy"`
 	Epsilon             float64            `json:"epsilon"` // the ledger's: what was spent
@@ -619,7 +625,11 @@ func (r *DoublingReport) PrintSummary(w io.Writer) {
 			}
 			return "(not recorded)"
 		}
-		fmt.Fprintf(w, "selected       learning rate %s, clipping norm %s%s\n", hyper(LearningRate), hyper(ClipNorm), note)
+		clip := "clipping norm " + hyper(ClipNorm)
+		if r.Clipping != "" {
+			clip = fmt.Sprintf("%s clipping (γ = %g)", r.Clipping, r.AutoClipGamma)
+		}
+		fmt.Fprintf(w, "selected       learning rate %s, %s%s\n", hyper(LearningRate), clip, note)
 		if o := OtherSettings(r.Selected, r.SelectedChoices); o != "" {
 			fmt.Fprintf(w, "               %s\n", o)
 		}

@@ -50,6 +50,8 @@ type PartitionScorer struct {
 	// candidate gives none.
 	LearningRate, ClipNorm float64
 	Schedule               dpsgd.Schedule
+	Clipping               dpsgd.Clipping // every part run's rule, as DPSGDTrainer's (automatic: ClipNorm 1, no ClipNorm dimension)
+	AutoClipGamma          float64        // automatic clipping's stability constant γ
 	Private                bool
 	NoiseMultiplier        float64         // when Private
 	Noise                  dpsgd.NoiseMode // how a private part run draws its noise (NoiseAuto: fast, the runs are seeded)
@@ -234,7 +236,8 @@ func (p *PartitionScorer) TrainPart(ctx context.Context, c Candidate, j int) (fl
 	// scorer's, for a part of 1/k of the data.
 	q := p.SamplingRate
 	h := Hyper{Arch: p.Arch, Networks: p.Networks, Config: dpsgd.Config{SamplingRate: q, ExpectedBatchSize: float64(p.BatchSize),
-		Steps: dpsgd.StepsForEpochs(p.Epochs, q), Momentum: p.Momentum, LearningRate: p.LearningRate, ClipNorm: p.ClipNorm, Schedule: p.Schedule}}
+		Steps: dpsgd.StepsForEpochs(p.Epochs, q), Momentum: p.Momentum, LearningRate: p.LearningRate, ClipNorm: p.ClipNorm, Schedule: p.Schedule,
+		Clipping: p.Clipping, AutoClipGamma: p.AutoClipGamma}}
 	pc := Candidate{Index: c.Index, Values: maps.Clone(c.Values), Labels: c.Labels}
 	delete(pc.Values, BatchSize)
 	delete(pc.Values, Epochs)

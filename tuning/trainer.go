@@ -70,8 +70,15 @@ type DPSGDTrainer struct {
 	Steps             int
 	Momentum          float64
 	LearningRate      float64 // used when the space has no LearningRate dimension
-	ClipNorm          float64 // used when the space has no ClipNorm dimension
+	ClipNorm          float64 // used when the space has no ClipNorm dimension; 1 under automatic clipping
 	Schedule          dpsgd.Schedule
+	// Clipping and AutoClipGamma are every run's clipping rule
+	// (dpsgd.Config's): flat clipping (the zero value), or automatic
+	// clipping with stability constant AutoClipGamma, whose space has no
+	// ClipNorm dimension (the job refuses one; a candidate that sets it
+	// cannot run).
+	Clipping      dpsgd.Clipping
+	AutoClipGamma float64
 	// NominalN and Epochs give a candidate's batch size and epochs their
 	// sampling rate and steps (Hyper); Networks are the resolved choices
 	// of a Network dimension; Space is the tuning's, whose batch sizes,
@@ -161,7 +168,8 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 func (t *DPSGDTrainer) Hyper() Hyper {
 	return Hyper{Arch: t.Arch, Networks: t.Networks, NominalN: t.NominalN, Epochs: t.Epochs, Default: t.Default,
 		Config: dpsgd.Config{SamplingRate: t.SamplingRate, ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps,
-			LearningRate: t.LearningRate, ClipNorm: t.ClipNorm, Momentum: t.Momentum, Schedule: t.Schedule}}
+			LearningRate: t.LearningRate, ClipNorm: t.ClipNorm, Momentum: t.Momentum, Schedule: t.Schedule,
+			Clipping: t.Clipping, AutoClipGamma: t.AutoClipGamma}}
 }
 
 // stepHeartbeat reports a run's steps to its runner (runner.Progress):

@@ -12,8 +12,9 @@ import (
 // Bad clipping flags end with a one-line error and status 2 before any
 // work: a --clipping other than flat or automatic, --clipping automatic
 // with an explicit --clip-norm, a stability constant that is not positive
-// and finite or given without --clipping automatic, and a clipping rule
-// for non-private training.
+// and finite or given without --clipping automatic, a clipping rule for
+// non-private training; for tune, a --space with a clip_norm dimension
+// under --clipping automatic, and --clipping with the vote tuner.
 func TestAutoClipBadInputExit2(t *testing.T) {
 	for _, args := range [][]string{
 		{"train", "--clipping", "auto"},
@@ -28,6 +29,14 @@ func TestAutoClipBadInputExit2(t *testing.T) {
 		{"train", "--clipping", "flat", "--auto-clip-gamma", "0.1"},
 		{"train", "--non-private", "--clipping", "automatic"},
 		{"train", "--non-private", "--auto-clip-gamma", "0.1"},
+		{"tune", "--clipping", "auto"},
+		{"tune", "--clipping", "automatic", "--auto-clip-gamma", "0"},
+		{"tune", "--clipping", "automatic", "--auto-clip-gamma", "Inf"},
+		{"tune", "--auto-clip-gamma", "0.1"},
+		{"tune", "--clipping", "automatic", "--space", "mnist-dphypo"},
+		{"tune", "--tuner", "doubling", "--clipping", "automatic", "--space", "mnist-doubling"},
+		{"tune", "--tuner", "grid", "--clipping", "automatic", "--space", "mnist-doubling"},
+		{"tune", "--tuner", "vote", "--clipping", "automatic"},
 	} {
 		start := time.Now()
 		code, out := run(t, args...)
@@ -74,5 +83,15 @@ func TestTrainAutoClip(t *testing.T) {
 	_, text = run(t, "train", "--model", "scatter-linear-mnist", "--clipping", "automatic", "--epsilon", "1e-9", "--out", filepath.Join(t.TempDir(), "x"))
 	if !strings.Contains(text, "automatic clipping: learning rate 0.4, the network's η = 4 at C = 0.1 times C") {
 		t.Errorf("scatter-linear-mnist under automatic clipping:\n%s", text)
+	}
+}
+
+// tune --clipping automatic takes the default space without its clip_norm
+// dimension (mnist-dphypo's learning rates alone): the tuning passes every
+// check up to the noise calibration, which an impossible ε then refuses.
+func TestTuneAutoClipDefaultSpace(t *testing.T) {
+	code, out := run(t, "tune", "--clipping", "automatic", "--epsilon", "0.01", "--out", filepath.Join(t.TempDir(), "t"))
+	if code != 2 || strings.Contains(out, "clip_norm") || !strings.Contains(out, "too small") {
+		t.Errorf("exit %d: %s", code, out)
 	}
 }

@@ -19,6 +19,8 @@ type tuneFlags struct {
 	out, diagnostics, accountant                   string
 	epsilon, delta, eta, meanRuns, momentum, score float64
 	epochs, batchSize, valSize                     int
+	clipping                                       string
+	autoClipGamma                                  float64
 	seed                                           uint64
 	split                                          splitFlags
 	options                                        tunerFlags
@@ -50,7 +52,13 @@ The built-in ScatterNet networks (--model scatter-linear-mnist, …) carry
 their own settings: each run takes them for every one of --epochs,
 --batch-size and --momentum not given, and for the learning rate or clipping
 norm when the space has no such dimension; their features are computed once
-per dataset and kept in --feature-cache.`,
+per dataset and kept in --feature-cache.
+
+--clipping automatic trains every run with automatic clipping (Bu et al.
+2023, AUTO-S: g/(‖g‖ + γ), sensitivity 1; see dptune train): there is no
+clipping norm to choose, so the default space loses its clip_norm
+dimension, a --space with one is refused, and a network's own learning rate
+η at C stands as η·C.`,
 		Example: `  dptune tune --epsilon 8 --out out/tune
 ` + tunerExamples() + `  dptune tune --validation public --public-val-dir DIR --epsilon 4 --out out/public`,
 		Args: cobra.NoArgs,
@@ -68,6 +76,8 @@ per dataset and kept in --feature-cache.`,
 	fl.IntVar(&f.epochs, "epochs", 3, "epochs of each DP-SGD run")
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of each run")
 	fl.Float64Var(&f.momentum, "momentum", 0, "SGD momentum of each run")
+	fl.StringVar(&f.clipping, "clipping", "flat", "per-example clipping of every run: flat (to the candidate's or the network's clipping norm) or automatic (g/(‖g‖ + γ): no clipping norm, so none in the space)")
+	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.IntVar(&f.valSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
 	fl.StringVar(&f.validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
 	fl.StringVar(&f.publicVal, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
@@ -204,6 +214,10 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 			return spec, usagef("--%s is not a --tuner %s option", n, f.tuner)
 		}
 	}
+	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, false); err != nil {
+		return spec, err
+	}
+	spec.Clipping, _, spec.AutoClipGamma = clippingOf(f.clipping, 0, f.autoClipGamma)
 	var err error
 	if spec.Options, err = f.options.values(cmd, t, f.out); err != nil {
 		return spec, err
@@ -221,6 +235,11 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	}
 	if spec.Space, err = loadSpace(space, f.data.dataset); err != nil {
 		return spec, err
+	}
+	if f.space == "" && spec.Clipping == job.AutomaticClipping {
+		// Automatic clipping has no clipping norm to choose; a --space
+		// given with one is refused by the job.
+		spec.Space = job.WithoutClipNorm(spec.Space)
 	}
 	if err := checkOutRoom(f.out, spec.Data); err != nil {
 		return spec, err
@@ -327,7 +346,11 @@ func printTune(w io.Writer, r *job.TuneReport) {
 			}
 			return "1 (fixed)"
 		}
-		fmt.Fprintf(w, "selected       learning rate %s, clipping norm %s\n", hyper(job.LearningRate), hyper(job.ClipNorm))
+		clip := "clipping norm " + hyper(job.ClipNorm)
+		if r.Clipping != "" {
+			clip = describeClipping(r.Clipping, 1, r.AutoClipGamma)
+		}
+		fmt.Fprintf(w, "selected       learning rate %s, %s\n", hyper(job.LearningRate), clip)
 		if o := job.OtherSettings(r.Selected, r.SelectedChoices); o != "" {
 			fmt.Fprintf(w, "               %s\n", o)
 		}
