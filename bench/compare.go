@@ -509,11 +509,12 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 		}
 	}
 	rel, diag, err := job.Tune(ctx, spec)
-	row.Seconds, row.CPUSeconds = start.since()
+	end := startClock(local)
+	row.Seconds, row.CPUSeconds = start.until(end)
 	if partitioned {
-		if partsDone != nil {
+		if partsDone != nil { // the two phases share the tuning's end, so they add up to it
 			row.PartSeconds, row.PartCPUSeconds = measured(start.until(*partsDone))
-			row.FinalSeconds, row.FinalCPUSeconds = measured(partsDone.since())
+			row.FinalSeconds, row.FinalCPUSeconds = measured(partsDone.until(end))
 		} else { // every part score came from the cache
 			row.FinalSeconds, row.FinalCPUSeconds = measured(row.Seconds, row.CPUSeconds)
 		}
