@@ -24,6 +24,14 @@ type SeedsConfig struct {
 	Sources        []job.Source
 	Epsilon, Delta float64
 	Seeds          []uint64
+	// Clipping is every run's clipping rule: job.FlatClipping (the zero
+	// value: to the network's published clipping norm C), or
+	// job.AutomaticClipping (Bu et al. 2023, AUTO-S) with stability
+	// constant AutoClipGamma (0: job.DefaultAutoClipGamma), no clipping
+	// norm, and the published learning rate η at C standing as η·C, as
+	// `dptune train --clipping automatic` takes it.
+	Clipping      job.Clipping
+	AutoClipGamma float64
 	// Dir holds seeds.json and the cache of finished runs (Dir/runs).
 	Dir string
 	// Progress, if not nil, receives a line per run started.
@@ -32,13 +40,20 @@ type SeedsConfig struct {
 
 // SeedsRun is one run of a SeedsReport.
 type SeedsRun struct {
-	Network      string            `json:"network"`
-	Seed         uint64            `json:"seed"`
-	Settings     job.TrainDefaults `json:"settings"`
-	TestAccuracy float64           `json:"test_accuracy"`
-	Epsilon      float64           `json:"epsilon"`
-	Noise        float64           `json:"noise_multiplier"`
-	Seconds      float64           `json:"seconds"`
+	Network string `json:"network"`
+	Seed    uint64 `json:"seed"`
+	// Settings are the run's: the published settings, or under automatic
+	// clipping the published ones with η·C for η and no clipping norm (0).
+	Settings job.TrainDefaults `json:"settings"`
+	// Clipping is "automatic" under automatic clipping, with AutoClipGamma
+	// its stability constant γ; both absent under flat clipping (so a flat
+	// run's cache file is as it was).
+	Clipping      string  `json:"clipping,omitempty"`
+	AutoClipGamma float64 `json:"auto_clip_gamma,omitempty"`
+	TestAccuracy  float64 `json:"test_accuracy"`
+	Epsilon       float64 `json:"epsilon"`
+	Noise         float64 `json:"noise_multiplier"`
+	Seconds       float64 `json:"seconds"`
 }
 
 // SeedsCell is one network over the seeds: the mean test accuracy and its
@@ -53,16 +68,20 @@ type SeedsCell struct {
 
 // SeedsReport is seeds.json.
 type SeedsReport struct {
-	Dataset  string      `json:"dataset"`
-	Epsilon  float64     `json:"epsilon"`
-	Delta    float64     `json:"delta"`
-	Runs     []SeedsRun  `json:"runs"`
-	Cells    []SeedsCell `json:"cells"`
-	Command  string      `json:"command,omitempty"`
-	CPUs     int         `json:"cpus"`
-	Cached   int         `json:"runs_from_cache"`
-	Wall     float64     `json:"wall_seconds"`
-	Finished string      `json:"finished"`
+	Dataset string  `json:"dataset"`
+	Epsilon float64 `json:"epsilon"`
+	Delta   float64 `json:"delta"`
+	// Clipping and AutoClipGamma are the runs' (SeedsRun's): absent under
+	// flat clipping.
+	Clipping      string      `json:"clipping,omitempty"`
+	AutoClipGamma float64     `json:"auto_clip_gamma,omitempty"`
+	Runs          []SeedsRun  `json:"runs"`
+	Cells         []SeedsCell `json:"cells"`
+	Command       string      `json:"command,omitempty"`
+	CPUs          int         `json:"cpus"`
+	Cached        int         `json:"runs_from_cache"`
+	Wall          float64     `json:"wall_seconds"`
+	Finished      string      `json:"finished"`
 }
 
 // Seeds trains every network of cfg at every seed, reusing the runs a
@@ -83,19 +102,23 @@ func Seeds(ctx context.Context, cfg SeedsConfig) (*SeedsReport, error) {
 		if src.Name != cfg.Sources[0].Name {
 			return nil, fmt.Errorf("%w: networks of %s and %s in one measurement", job.ErrInvalid, cfg.Sources[0].Name, src.Name)
 		}
-		settings[i] = d
+		settings[i] = cfg.runSettings(d)
+	}
+	clipping, gamma, err := cfg.clipping()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "runs"), 0o755); err != nil {
 		return nil, err
 	}
 	start := time.Now()
-	rep := &SeedsReport{Dataset: cfg.Sources[0].Name, Epsilon: cfg.Epsilon, Delta: cfg.Delta, CPUs: runtime.NumCPU()}
+	rep := &SeedsReport{Dataset: cfg.Sources[0].Name, Epsilon: cfg.Epsilon, Delta: cfg.Delta, Clipping: clipping, AutoClipGamma: gamma, CPUs: runtime.NumCPU()}
 	for i, src := range cfg.Sources {
 		d := settings[i]
 		var acc []float64
 		for _, seed := range cfg.Seeds {
-			path := filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s-eps%g-seed%d.json", src.Arch.Spec.Name, cfg.Epsilon, seed))
-			run, ok := readSeedsRun(path, src.Arch.Spec.Name, seed, d, cfg.Delta)
+			path := filepath.Join(cfg.Dir, "runs", fmt.Sprintf("%s%s-eps%g-seed%d.json", src.Arch.Spec.Name, clippingTag(clipping), cfg.Epsilon, seed))
+			run, ok := readSeedsRun(path, SeedsRun{Network: src.Arch.Spec.Name, Seed: seed, Settings: d, Clipping: clipping, AutoClipGamma: gamma}, cfg.Delta)
 			if ok {
 				rep.Cached++
 			} else {
@@ -104,13 +127,13 @@ func Seeds(ctx context.Context, cfg SeedsConfig) (*SeedsReport, error) {
 				}
 				s := seed
 				t := time.Now()
-				rel, _, err := job.Train(ctx, job.TrainSpec{Data: src, Epsilon: cfg.Epsilon, Delta: cfg.Delta, ClipNorm: d.ClipNorm, BatchSize: d.BatchSize,
-					Epochs: d.Epochs, LearningRate: d.LearningRate, Momentum: d.Momentum, Seed: &s})
+				rel, _, err := seedsTrain(ctx, job.TrainSpec{Data: src, Epsilon: cfg.Epsilon, Delta: cfg.Delta, ClipNorm: d.ClipNorm, Clipping: cfg.Clipping,
+					AutoClipGamma: gamma, BatchSize: d.BatchSize, Epochs: d.Epochs, LearningRate: d.LearningRate, Momentum: d.Momentum, Seed: &s})
 				if err != nil {
 					return nil, fmt.Errorf("%s, seed %d: %w", src.Arch.Spec.Name, seed, err)
 				}
 				r := rel.Report.(*job.TrainReport)
-				run = SeedsRun{Network: src.Arch.Spec.Name, Seed: seed, Settings: d, Noise: r.NoiseMultiplier, Seconds: time.Since(t).Seconds()}
+				run = SeedsRun{Network: src.Arch.Spec.Name, Seed: seed, Settings: d, Clipping: clipping, AutoClipGamma: gamma, Noise: r.NoiseMultiplier, Seconds: time.Since(t).Seconds()}
 				if r.TestAccuracy != nil {
 					run.TestAccuracy = *r.TestAccuracy
 				}
@@ -140,8 +163,13 @@ func Seeds(ctx context.Context, cfg SeedsConfig) (*SeedsReport, error) {
 	return rep, nil
 }
 
-// readSeedsRun reads a cached run, if it is the run of these settings.
-func readSeedsRun(path, network string, seed uint64, d job.TrainDefaults, delta float64) (SeedsRun, bool) {
+// seedsTrain trains one run of a seeds measurement (a test's stand-in
+// sees the spec).
+var seedsTrain = job.Train
+
+// readSeedsRun reads a cached run, if it is the run want (its network,
+// seed, settings and clipping) at delta.
+func readSeedsRun(path string, want SeedsRun, delta float64) (SeedsRun, bool) {
 	b, err := fsx.ReadFile(path, maxReportInput)
 	if err != nil {
 		return SeedsRun{}, false
@@ -150,10 +178,51 @@ func readSeedsRun(path, network string, seed uint64, d job.TrainDefaults, delta 
 		Delta float64  `json:"delta"`
 		Run   SeedsRun `json:"run"`
 	}
-	if json.Unmarshal(b, &c) != nil || c.Delta != delta || c.Run.Network != network || c.Run.Seed != seed || c.Run.Settings != d {
+	if json.Unmarshal(b, &c) != nil || c.Delta != delta || c.Run.Network != want.Network || c.Run.Seed != want.Seed || c.Run.Settings != want.Settings ||
+		c.Run.Clipping != want.Clipping || c.Run.AutoClipGamma != want.AutoClipGamma {
 		return SeedsRun{}, false
 	}
 	return c.Run, true
+}
+
+// runSettings are the settings a run of published settings d trains with:
+// d under flat clipping; under automatic clipping d's learning rate η at
+// its clipping norm C as η·C, and no clipping norm (job.TuneSpec's rule).
+func (cfg SeedsConfig) runSettings(d job.TrainDefaults) job.TrainDefaults {
+	if cfg.Clipping == job.AutomaticClipping {
+		d.LearningRate, d.ClipNorm = d.LearningRate*d.ClipNorm, 0
+	}
+	return d
+}
+
+// clipping is what the runs record of cfg's clipping: "" and 0 under flat
+// clipping, "automatic" and its γ (job.DefaultAutoClipGamma for 0) under
+// automatic clipping. An unknown rule or a γ under flat clipping is an
+// error wrapping job.ErrInvalid.
+func (cfg SeedsConfig) clipping() (string, float64, error) {
+	switch cfg.Clipping {
+	case job.FlatClipping:
+		if cfg.AutoClipGamma != 0 {
+			return "", 0, fmt.Errorf("%w: flat clipping takes no stability constant", job.ErrInvalid)
+		}
+		return "", 0, nil
+	case job.AutomaticClipping:
+		g := cfg.AutoClipGamma
+		if g == 0 {
+			g = job.DefaultAutoClipGamma
+		}
+		return cfg.Clipping.String(), g, nil
+	}
+	return "", 0, fmt.Errorf("%w: unknown clipping %v", job.ErrInvalid, cfg.Clipping)
+}
+
+// clippingTag marks an automatic-clipping run's cache file name, so that
+// it never takes a flat run's place.
+func clippingTag(clipping string) string {
+	if clipping == "" {
+		return ""
+	}
+	return "-" + clipping
 }
 
 // Save writes rep as dir/seeds.json.
@@ -168,7 +237,11 @@ func (rep *SeedsReport) Save(dir string) error {
 // WriteSeedsMarkdown writes rep's table: each network's settings and
 // source, its test accuracy at every seed and their mean.
 func WriteSeedsMarkdown(w *strings.Builder, rep *SeedsReport) {
-	fmt.Fprintf(w, "Each network trained by DP-SGD at ε = %g, δ = %g with its own published settings on %s (one run per seed, seeded noise), on the whole training set, tested on the test set:\n\n", rep.Epsilon, rep.Delta, rep.Dataset)
+	clip := ""
+	if rep.Clipping != "" {
+		clip = fmt.Sprintf(", with automatic clipping (Bu et al. 2023, AUTO-S, γ = %g: no clipping norm, the published η at C taken as η·C)", rep.AutoClipGamma)
+	}
+	fmt.Fprintf(w, "Each network trained by DP-SGD at ε = %g, δ = %g with its own published settings on %s%s (one run per seed, seeded noise), on the whole training set, tested on the test set:\n\n", rep.Epsilon, rep.Delta, rep.Dataset, clip)
 	fmt.Fprintln(w, "| network | settings | test accuracy per seed | mean ± 95% interval |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, c := range rep.Cells {
@@ -179,7 +252,11 @@ func WriteSeedsMarkdown(w *strings.Builder, rep *SeedsReport) {
 			}
 		}
 		s := c.Settings
-		fmt.Fprintf(w, "| %s | batch %d, %d epochs, η = %g, momentum %g, C = %g: %s | %s | %s |\n", c.Network, s.BatchSize, s.Epochs, s.LearningRate, s.Momentum, s.ClipNorm, s.Source,
+		clipped := fmt.Sprintf("C = %g", s.ClipNorm)
+		if rep.Clipping != "" {
+			clipped = fmt.Sprintf("automatic clipping (γ = %g)", rep.AutoClipGamma)
+		}
+		fmt.Fprintf(w, "| %s | batch %d, %d epochs, η = %g, momentum %g, %s: %s | %s | %s |\n", c.Network, s.BatchSize, s.Epochs, s.LearningRate, s.Momentum, clipped, s.Source,
 			strings.Join(per, ", "), meanWithCI(c.Accuracy, c.CI95, c.Seeds))
 	}
 }
@@ -190,8 +267,12 @@ func seedsSection(w *strings.Builder, f found) ([]Verdict, error) {
 	if err := json.Unmarshal(f.raw, &r); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "## Networks at their published settings on %s (`dptune bench seeds`)\n\nCommand: `%s`; %d CPUs; wall time %.0f s (%d runs from the cache); finished %s.\n\n",
-		r.Dataset, r.Command, r.CPUs, r.Wall, r.Cached, r.Finished)
+	clip := ""
+	if r.Clipping != "" {
+		clip = " with automatic clipping"
+	}
+	fmt.Fprintf(w, "## Networks at their published settings%s on %s (`dptune bench seeds`)\n\nCommand: `%s`; %d CPUs; wall time %.0f s (%d runs from the cache); finished %s.\n\n",
+		clip, r.Dataset, r.Command, r.CPUs, r.Wall, r.Cached, r.Finished)
 	WriteSeedsMarkdown(w, &r)
 	fmt.Fprintln(w)
 	return nil, nil

@@ -19,6 +19,8 @@ type benchSeedsFlags struct {
 	epsilon, delta float64
 	seeds          int
 	out            string
+	clipping       string
+	autoClipGamma  float64
 }
 
 func newBenchSeedsCmd() *cobra.Command {
@@ -32,10 +34,16 @@ dataset (the settings dptune train takes for the flags not given, with their
 source), and reports each network's test accuracy per seed and their mean with
 a 95% Student-t interval. Finished runs are cached in --out/runs, so a rerun
 resumes. It writes seeds.json and seeds.md to --out, which dptune bench
-report reads.`,
-		Example: `  dptune bench seeds --dataset fashion-mnist --models scatter-gn-linear-mnist,tb-mnist --epsilon 3 --seeds 3 --out out/seeds`,
-		Args:    cobra.NoArgs,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return runBenchSeeds(cmd, f) },
+report reads.
+
+--clipping automatic trains every run with automatic clipping (Bu et al.
+2023, AUTO-S, as dptune train --clipping automatic): no clipping norm, and
+each network's published learning rate η at its clipping norm C taken as
+η·C. Its runs are cached apart from flat clipping's.`,
+		Example: `  dptune bench seeds --dataset fashion-mnist --models scatter-gn-linear-mnist,tb-mnist --epsilon 3 --seeds 3 --out out/seeds
+  dptune bench seeds --dataset mnist --models scatter-gn-linear-mnist --clipping automatic --epsilon 3 --out out/autoclip-seeds`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchSeeds(cmd, f) },
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
@@ -43,6 +51,8 @@ report reads.`,
 	fl.Float64Var(&f.epsilon, "epsilon", 3, "ε in nats of each run")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "δ of each run")
 	fl.IntVar(&f.seeds, "seeds", 3, "runs per network (seeds 1, 2, …)")
+	fl.StringVar(&f.clipping, "clipping", "flat", "per-example clipping of every run: flat (to the network's published clipping norm C) or automatic (g/(‖g‖ + γ), no clipping norm, the published η at C taken as η·C; Bu et al. 2023, AUTO-S)")
+	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.StringVar(&f.out, "out", "out/bench-seeds", "directory for seeds.json, seeds.md and the cache")
 	return cmd
 }
@@ -58,6 +68,10 @@ func runBenchSeeds(cmd *cobra.Command, f benchSeedsFlags) error {
 	case cmd.Flags().Changed("budget"):
 		return usagef("--budget: a benchmark is not a release; it charges no budget file")
 	}
+	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, false); err != nil {
+		return err
+	}
+	clipping, _, gamma := clippingOf(f.clipping, 0, f.autoClipGamma)
 	if err := job.CheckEpsilon(f.epsilon); err != nil {
 		return usagef("--epsilon: %v", err)
 	}
@@ -89,7 +103,7 @@ func runBenchSeeds(cmd *cobra.Command, f benchSeedsFlags) error {
 	w := cmd.ErrOrStderr()
 	start := time.Now()
 	rep, err := bench.Seeds(cmd.Context(), bench.SeedsConfig{Sources: sources, Epsilon: f.epsilon, Delta: f.delta, Seeds: seeds, Dir: f.out,
-		Progress: func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }})
+		Clipping: clipping, AutoClipGamma: gamma, Progress: func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }})
 	if err != nil {
 		return err
 	}
