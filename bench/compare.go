@@ -136,6 +136,20 @@ type CompareConfig struct {
 	// Default are the default row's settings, with their source; nil: the
 	// network's published settings on the dataset (job.NetworkDefaultsOn).
 	Default *job.TrainDefaults
+	// Clipping, IncludeDefault (with DefaultWeight) and SelectionShare are
+	// comparison-wide options, given to every tuner entry's job.TuneSpec
+	// (compare_wide.go): every run's clipping rule (job.AutomaticClipping
+	// with stability constant AutoClipGamma, 0 for job.DefaultAutoClipGamma;
+	// the default row then trains with it too), the default settings
+	// (Default, or the published ones) among the candidates with
+	// random-stop's weight DefaultWeight (0: tuning.DefaultWeight), and a
+	// share of ε for the selection. An entry whose tuner refuses one is
+	// reported not run (CompareInfeasible.Refused), with the job's reason.
+	Clipping       job.Clipping
+	AutoClipGamma  float64
+	IncludeDefault bool
+	DefaultWeight  float64
+	SelectionShare float64
 	// ReferenceSeeds, if positive, runs the two not-private baselines
 	// (every candidate at every budget) on the first ReferenceSeeds seeds
 	// only; the default runs on every seed.
@@ -176,6 +190,13 @@ type CompareRow struct {
 	TestAccuracy float64            `json:"test_accuracy"`
 	Released     bool               `json:"released"`
 	Selected     map[string]float64 `json:"selected,omitempty"`
+	// Clipping, IncludesDefault and SelectionShare are the comparison-wide
+	// options as the tuning's own report states them (absent when off);
+	// EpsilonComponents its ledger's parts, where it reports them.
+	Clipping          string                 `json:"clipping,omitempty"`
+	IncludesDefault   bool                   `json:"includes_default,omitempty"`
+	SelectionShare    float64                `json:"selection_share,omitempty"`
+	EpsilonComponents []job.EpsilonComponent `json:"epsilon_components,omitempty"`
 	// EpsilonRDP is the ledger's total ε by the RDP accountant (the one
 	// every tuner is calibrated with); EpsilonPLD the PLD accountant's
 	// where it counts every event (nil otherwise); EpsilonXiang Xiang et
@@ -251,6 +272,18 @@ type CompareSettings struct {
 	// Default are the default baseline's settings and their source; nil
 	// without baselines.
 	Default *job.TrainDefaults `json:"default_settings,omitempty"`
+	// The comparison-wide options (CompareConfig), each absent when off,
+	// so that a comparison without them fingerprints as before them:
+	// Clipping "automatic" with AutoClipGamma, IncludeDefault with the
+	// settings put among the candidates (DefaultCandidate, as given: under
+	// automatic clipping the job takes their η·C) and random-stop's
+	// DefaultWeight, and SelectionShare.
+	Clipping         string             `json:"clipping,omitempty"`
+	AutoClipGamma    float64            `json:"auto_clip_gamma,omitempty"`
+	IncludeDefault   bool               `json:"include_default,omitempty"`
+	DefaultCandidate *job.TrainDefaults `json:"default_candidate,omitempty"`
+	DefaultWeight    float64            `json:"default_weight,omitempty"`
+	SelectionShare   float64            `json:"selection_share,omitempty"`
 	// The tuners' own settings, each under its tuner's name (each
 	// declared in its tuner's benchmark file).
 	gpSettings
@@ -261,15 +294,18 @@ type CompareSettings struct {
 type CompareReport struct {
 	Settings CompareSettings `json:"settings"`
 	Rows     []CompareRow    `json:"rows"`
-	// Infeasible are the entries and budgets no noise can meet.
+	// Infeasible are the entries and budgets no noise can meet, and those
+	// whose tuner refuses a comparison-wide option (Refused).
 	Infeasible []CompareInfeasible `json:"infeasible,omitempty"`
 	Cells      []CompareCell       `json:"cells"`
 	// Versus is each private tuner's paired difference to the default
 	// baseline, with its verdict; empty without baselines.
 	Versus []CompareVersus `json:"versus_default,omitempty"`
 	// Vote is DP-Hype's separate table (client-level guarantee, its own
-	// split): nil unless run.
-	Vote []VoteCompareCell `json:"vote,omitempty"`
+	// split): nil unless run. VoteNotRun says why it was not, where it was
+	// asked for but a comparison-wide option ruled it out.
+	Vote       []VoteCompareCell `json:"vote,omitempty"`
+	VoteNotRun string            `json:"vote_not_run,omitempty"`
 	// CostSitting marks a comparison run to time the tuners
 	// (CompareConfig.CostSitting): every tuning ran in this sitting.
 	CostSitting bool     `json:"cost_sitting,omitempty"`
@@ -287,13 +323,14 @@ func (cfg CompareConfig) settings() CompareSettings {
 		Candidates: cfg.Space.Size(), SpaceDims: cfg.Space.Dims, Entries: cfg.Entries, Budgets: cfg.Budgets, Delta: cfg.Delta, Seeds: cfg.Seeds,
 		Epochs: cfg.Epochs, BatchSize: cfg.BatchSize, Momentum: cfg.Momentum, MeanRuns: cfg.MeanRuns, ValSize: cfg.ValSize, ScoreNoise: cfg.ScoreNoise, GridScore: cfg.GridScoreNoise,
 		gpSettings: cfg.gpSettings(), tunerSettings: cfg.tunerSettings()}
+	cfg.wideSettings(&s)
 	return s
 }
 
 // fingerprint identifies the settings one tuning depends on.
 func (s CompareSettings) fingerprint(e CompareEntry) string {
 	k := s
-	k.Entries, k.Budgets, k.Seeds, k.Default = []CompareEntry{e}, nil, nil, nil
+	k.Entries, k.Budgets, k.Seeds, k.Default = []CompareEntry{e}, nil, nil, nil // DefaultCandidate stays: with the default among the candidates, a tuning depends on it
 	b, _ := json.Marshal(k)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
@@ -403,6 +440,9 @@ type CompareInfeasible struct {
 	Variant string  `json:"variant,omitempty"`
 	Budget  float64 `json:"budget_epsilon"`
 	Reason  string  `json:"reason"`
+	// Refused marks an entry whose tuner refuses a comparison-wide option
+	// (CompareConfig): not run at any budget.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // CheckCompare checks every tuning of cfg (each entry at each budget)
@@ -413,9 +453,20 @@ func CheckCompare(ctx context.Context, cfg CompareConfig) ([]CompareInfeasible, 
 	if len(cfg.Entries) == 0 {
 		cfg.Entries = CompareEntries
 	}
+	if err := cfg.checkWide(); err != nil {
+		return nil, err
+	}
 	var out []CompareInfeasible
 	for _, e := range cfg.Entries {
 		for _, eps := range cfg.Budgets {
+			reason, err := cfg.refusal(ctx, e, eps)
+			if err != nil {
+				return nil, err
+			}
+			if reason != "" {
+				out = append(out, CompareInfeasible{Tuner: e.Tuner, Variant: e.Variant, Budget: eps, Reason: e.Name() + ": " + reason, Refused: true})
+				continue
+			}
 			spec, err := compareSpec(cfg, e, eps, 0)
 			if err == nil {
 				_, err = job.CheckTune(ctx, spec)
@@ -430,7 +481,7 @@ func CheckCompare(ctx context.Context, cfg CompareConfig) ([]CompareInfeasible, 
 		}
 	}
 	if len(out) == len(cfg.Entries)*len(cfg.Budgets) {
-		return nil, fmt.Errorf("%w: no tuner meets any of the budgets: %s", job.ErrInvalid, out[0].Reason)
+		return nil, fmt.Errorf("%w: no tuner runs at any of the budgets: %s", job.ErrInvalid, out[0].Reason)
 	}
 	return out, nil
 }
@@ -463,6 +514,7 @@ func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (j
 	for _, t := range compareTuners {
 		maps.Copy(spec.Options, t.spec(cfg, e.Tuner, eps, seed))
 	}
+	cfg.applyWide(&spec, uses)
 	return spec, nil
 }
 
@@ -522,6 +574,7 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 	if err != nil {
 		return row, err
 	}
+	rowOptions(rel.Report, &row)
 	row.EpsilonRDP = *rel.Epsilon
 	if g, err := rel.Ledger.Spent(accounting.PLD{}, cfg.Delta); err == nil {
 		row.EpsilonPLD = &g.Epsilon

@@ -117,10 +117,14 @@ func (cfg CompareConfig) defaultSettings() (job.TrainDefaults, error) {
 
 // baselineFingerprints identify the settings the default row and the
 // candidate runs depend on: the comparison's settings without its
-// entries, budgets and seeds, with the default's settings for the first.
+// entries, budgets, seeds and the options only tuners take (the default
+// among the candidates, a selection share), and for the first the
+// default's settings and the clipping rule (absent under flat clipping,
+// so a flat default fingerprints as before the rule).
 func (s CompareSettings) baselineFingerprints(d job.TrainDefaults) (def, candidates string) {
 	k := s
 	k.Entries, k.Budgets, k.Seeds, k.Default = nil, nil, nil, nil
+	k.IncludeDefault, k.DefaultCandidate, k.DefaultWeight, k.SelectionShare = false, nil, 0, 0
 	b, _ := json.Marshal(k)
 	h := sha256.Sum256(b)
 	candidates = hex.EncodeToString(h[:])
@@ -130,7 +134,10 @@ func (s CompareSettings) baselineFingerprints(d job.TrainDefaults) (def, candida
 		Model   string
 		Delta   float64
 		Default job.TrainDefaults
-	}{s.Dataset, s.NominalSize, s.Model, s.Delta, d})
+		// Clipping and AutoClipGamma: automatic clipping's, absent under flat clipping.
+		Clipping      string  `json:",omitempty"`
+		AutoClipGamma float64 `json:",omitempty"`
+	}{s.Dataset, s.NominalSize, s.Model, s.Delta, d, s.Clipping, s.AutoClipGamma})
 	h = sha256.Sum256(db)
 	return hex.EncodeToString(h[:]), candidates
 }
@@ -183,6 +190,9 @@ func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d
 		}
 		spec := job.TuneSpec{Data: cfg.Data, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs, BatchSize: cfg.BatchSize,
 			Momentum: cfg.Momentum, ValSize: cfg.ValSize, Seed: &seed}
+		if cfg.Clipping == job.AutomaticClipping {
+			spec.Clipping, spec.AutoClipGamma = cfg.Clipping, cfg.autoClipGamma()
+		}
 		start := startClock(true) // the runs are this process's
 		runs, err := job.EveryCandidate(ctx, spec, cfg.RunProgress)
 		if err != nil {
@@ -203,14 +213,22 @@ func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d
 }
 
 // defaultRow trains the default settings d once at eps (seeded by seed) on
-// the whole training set.
+// the whole training set, with the comparison's clipping rule: under
+// automatic clipping no clipping norm, and d's η at C as η·C (as `dptune
+// train --clipping automatic` takes it).
 func defaultRow(ctx context.Context, cfg CompareConfig, d job.TrainDefaults, eps float64, seed uint64) (CompareRow, error) {
 	row := CompareRow{Tuner: BaselineDefault, Budget: eps, Seed: seed, Runs: 1, TrainingEpochs: float64(d.Epochs),
 		Selected: map[string]float64{tuning.LearningRate: d.LearningRate, tuning.ClipNorm: d.ClipNorm, tuning.BatchSize: float64(d.BatchSize),
 			tuning.Epochs: float64(d.Epochs), tuning.Momentum: d.Momentum}}
+	spec := job.TrainSpec{Data: cfg.Data, Epsilon: eps, Delta: cfg.Delta, ClipNorm: d.ClipNorm, BatchSize: d.BatchSize,
+		Epochs: d.Epochs, LearningRate: d.LearningRate, Momentum: d.Momentum, Seed: &seed}
+	if cfg.Clipping == job.AutomaticClipping {
+		spec.Clipping, spec.AutoClipGamma, spec.ClipNorm, spec.LearningRate = cfg.Clipping, cfg.autoClipGamma(), 0, d.LearningRate*d.ClipNorm
+		row.Clipping, row.Selected[tuning.LearningRate] = cfg.Clipping.String(), spec.LearningRate
+		delete(row.Selected, tuning.ClipNorm)
+	}
 	start := startClock(true) // one run in this process
-	rel, _, err := job.Train(ctx, job.TrainSpec{Data: cfg.Data, Epsilon: eps, Delta: cfg.Delta, ClipNorm: d.ClipNorm, BatchSize: d.BatchSize,
-		Epochs: d.Epochs, LearningRate: d.LearningRate, Momentum: d.Momentum, Seed: &seed})
+	rel, _, err := job.Train(ctx, spec)
 	row.Seconds, row.CPUSeconds = start.since()
 	if err != nil {
 		return row, err

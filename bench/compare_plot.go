@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 
 	"gonum.org/v1/plot"
@@ -151,6 +152,9 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 	}
 	fmt.Fprintf(w, "Test accuracy of the released model (mean ± 95%% interval over %d seed(s); no interval from one seed) at total (ε, δ = %g) of tuning and release, %s (%s, n = %d), %d candidates of %s, %s:\n\n",
 		len(s.Seeds), s.Delta, s.Dataset, s.Model, s.NominalSize, s.Candidates, s.Space, runs)
+	if o := s.Options(); o != "" {
+		fmt.Fprintf(w, "Comparison-wide options, given to every tuner: %s.%s\n\n", o, wideNote(s))
+	}
 	if u := s.TrainSubset; u != nil {
 		fmt.Fprintf(w, "Every run trained on a fixed subset of the training set: each example kept when its hash keyed with %d falls in the first %.4g of the range (about n = %d examples).\n\n", u.Key, u.Fraction, s.NominalSize)
 	}
@@ -164,7 +168,9 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		for _, b := range budgets {
 			if c, ok := rep.cell(e.Tuner, e.Variant, b); ok {
 				fmt.Fprintf(w, " %s |", meanWithCI(c.Accuracy, c.CI95, c.Seeds))
-			} else if rep.infeasible(e, b) {
+			} else if x, ok := rep.infeasibleAt(e, b); ok && x.Refused {
+				fmt.Fprint(w, " not run |")
+			} else if ok {
 				fmt.Fprint(w, " infeasible |")
 			} else {
 				fmt.Fprint(w, " – |")
@@ -173,8 +179,8 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		fmt.Fprintln(w)
 	}
 	if d := s.Default; d != nil {
-		fmt.Fprintf(w, "\n\"default\" is what a user does instead of tuning: one private run at the whole (ε, δ) on the whole training set (it needs no validation split) of batch %d, %d epochs, η = %g, momentum %g, C = %g: %s. The two rows marked *not private* train every candidate privately at the whole ε on the tuners' training split: \"non-private selection\" releases the best on the clean validation split with one run's ε (what most papers report), \"oracle\" the best test accuracy; neither selection is counted.\n",
-			d.BatchSize, d.Epochs, d.LearningRate, d.Momentum, d.ClipNorm, d.Source)
+		fmt.Fprintf(w, "\n\"default\" is what a user does instead of tuning: one private run at the whole (ε, δ) on the whole training set (it needs no validation split) of batch %d, %d epochs, %s, momentum %g, %s: %s. The two rows marked *not private* train every candidate privately at the whole ε on the tuners' training split: \"non-private selection\" releases the best on the clean validation split with one run's ε (what most papers report), \"oracle\" the best test accuracy; neither selection is counted.\n",
+			d.BatchSize, d.Epochs, s.defaultRate(*d), d.Momentum, s.defaultClipping(*d), d.Source)
 		for _, c := range rep.Cells {
 			if c.Tuner == BaselineSelection && c.Seeds < len(s.Seeds) {
 				fmt.Fprintf(w, "The two not-private rows ran on the first %d of the %d seeds (each trains every candidate at every budget).\n", c.Seeds, len(s.Seeds))
@@ -183,8 +189,20 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		}
 		writeVersus(w, rep, budgets)
 	}
-	if len(rep.Infeasible) > 0 {
+	var refused []string
+	for _, x := range rep.Infeasible {
+		if x.Refused && !slices.Contains(refused, x.Reason) {
+			refused = append(refused, x.Reason)
+		}
+	}
+	if len(refused) < len(rep.Infeasible) {
 		fmt.Fprintln(w, "\n\"infeasible\": no noise multiplier brings the tuner's whole pipeline within the budget (its fixed costs — the scores, the adaptive sampler's overhead, the search — alone exceed it).")
+	}
+	if len(refused) > 0 {
+		fmt.Fprintf(w, "\n\"not run\": the tuner refuses a comparison-wide option (%s).\n", strings.Join(refused, "; "))
+	}
+	if rep.VoteNotRun != "" {
+		fmt.Fprintf(w, "\nDP-Hype was not run: %s.\n", rep.VoteNotRun)
 	}
 	fmt.Fprintf(w, "\nAccounting and cost per tuning (means over seeds). ε by RDP is the calibrated, proved total; PLD where it counts every event; xiang-o is Xiang et al.'s Algorithm 3, an APPROXIMATION of random-stop's DP-SGD runs and selection only. Runs, epochs and seconds are the curator's (they reveal K).\n\n")
 	fmt.Fprintln(w, "| tuner | ε | ε (rdp) | ε (pld) | ε (xiang-o, approx.) | σ per run | runs | training epochs | seconds |")
@@ -244,14 +262,58 @@ func (rep *CompareReport) cell(tuner, variant string, b float64) (CompareCell, b
 	return CompareCell{}, false
 }
 
-// infeasible reports whether entry e could not meet budget b.
+// infeasible reports whether entry e could not meet budget b, or was not
+// run at it (its tuner refuses a comparison-wide option).
 func (rep *CompareReport) infeasible(e CompareEntry, b float64) bool {
+	_, ok := rep.infeasibleAt(e, b)
+	return ok
+}
+
+// infeasibleAt is entry e's CompareInfeasible at budget b, if any.
+func (rep *CompareReport) infeasibleAt(e CompareEntry, b float64) (CompareInfeasible, bool) {
 	for _, x := range rep.Infeasible {
 		if x.Tuner == e.Tuner && x.Variant == e.Variant && x.Budget == b {
-			return true
+			return x, true
 		}
 	}
-	return false
+	return CompareInfeasible{}, false
+}
+
+// wideNote explains s's comparison-wide options after their names.
+func wideNote(s CompareSettings) string {
+	var notes []string
+	if s.Clipping != "" {
+		notes = append(notes, "automatic clipping (Bu et al. 2023, AUTO-S) has no clipping norm: every run's learning rate that stands for η at C is η·C")
+	}
+	if d := s.DefaultCandidate; d != nil {
+		notes = append(notes, fmt.Sprintf("the default among the candidates is batch %d, %d epochs, %s, momentum %g, %s (%s), every run counted as the costliest of the space's and the default's", d.BatchSize, d.Epochs, s.defaultRate(*d), d.Momentum, s.defaultClipping(*d), d.Source))
+	}
+	if s.SelectionShare != 0 {
+		notes = append(notes, fmt.Sprintf("with a selection share s = %g the selection releases only the chosen settings, and one final run of them on the whole training set, calibrated alone to (1 − s)·ε, is the released model", s.SelectionShare))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " " + strings.ToUpper(notes[0][:1]) + notes[0][1:] + strings.Join(append([]string{""}, notes[1:]...), "; ") + "."
+}
+
+// defaultRate is default settings d's learning rate as the comparison's
+// runs take it: "η = 8", or under automatic clipping "η = 0.8 (η·C: the
+// published η = 8 at C = 0.1)".
+func (s CompareSettings) defaultRate(d job.TrainDefaults) string {
+	if s.Clipping != "" {
+		return fmt.Sprintf("η = %g (η·C: the published η = %g at C = %g)", d.LearningRate*d.ClipNorm, d.LearningRate, d.ClipNorm)
+	}
+	return fmt.Sprintf("η = %g", d.LearningRate)
+}
+
+// defaultClipping is default settings d's clipping as the comparison's
+// runs take it: "C = 0.1", or "automatic clipping (γ = 0.01)".
+func (s CompareSettings) defaultClipping(d job.TrainDefaults) string {
+	if s.Clipping != "" {
+		return fmt.Sprintf("%s clipping (γ = %g)", s.Clipping, s.AutoClipGamma)
+	}
+	return fmt.Sprintf("C = %g", d.ClipNorm)
 }
 
 // meanWithCI is "mean ± half-width", or the mean alone from one seed (no

@@ -46,6 +46,7 @@ func costSittings(all []found) []CompareReport {
 // verdict, and the two not-private references.
 type answerRow struct {
 	dataset       string
+	options       string // the comparison's options (CompareSettings.Options), "" for none
 	eps           float64
 	def, sel, ora CompareCell
 	best          *CompareCell
@@ -66,7 +67,7 @@ func answerRows(reps []CompareReport) []answerRow {
 			if !ok {
 				continue
 			}
-			row := answerRow{dataset: name, eps: eps, def: def, diff: "–", verdict: "–"}
+			row := answerRow{dataset: name, options: r.Settings.Options(), eps: eps, def: def, diff: "–", verdict: "–"}
 			for _, c := range r.Cells {
 				if e := (CompareEntry{Tuner: c.Tuner, Variant: c.Variant}); e.IsBaseline() || c.Budget != eps {
 					continue
@@ -118,7 +119,11 @@ func writeAbstract(out io.Writer, reps []CompareReport, rows []answerRow, vs []V
 			joinAnd(data), joinF(budgets))
 		by := map[string][]string{}
 		for _, a := range rows {
-			by[a.verdict] = append(by[a.verdict], fmt.Sprintf("%s at ε = %g", strings.TrimSuffix(a.dataset, " (JPEG-derived, not comparable)"), a.eps))
+			d := strings.TrimSuffix(a.dataset, " (JPEG-derived, not comparable)")
+			if a.options != "" {
+				d += " (" + a.options + ")"
+			}
+			by[a.verdict] = append(by[a.verdict], fmt.Sprintf("%s at ε = %g", d, a.eps))
 		}
 		count := func(v string) string {
 			n := len(by[v])
@@ -185,14 +190,22 @@ func writeAnswer(w io.Writer, reps []CompareReport, rows []answerRow) {
 		if a.best != nil {
 			tuner = fmt.Sprintf("%s: %s", CompareEntry{Tuner: a.best.Tuner, Variant: a.best.Variant}.Name(), meanWithCI(a.best.Accuracy, a.best.CI95, a.best.Seeds))
 		}
-		fmt.Fprintf(w, "| %s | %g | %s | %s | %s | %s | %s | %s |\n", a.dataset, a.eps, meanWithCI(a.def.Accuracy, a.def.CI95, a.def.Seeds), tuner, a.diff,
+		dataset := a.dataset
+		if a.options != "" {
+			dataset += ", " + a.options
+		}
+		fmt.Fprintf(w, "| %s | %g | %s | %s | %s | %s | %s | %s |\n", dataset, a.eps, meanWithCI(a.def.Accuracy, a.def.CI95, a.def.Seeds), tuner, a.diff,
 			optionalCell(a.sel), optionalCell(a.ora), a.verdict)
 	}
 	fmt.Fprintln(w)
 	for _, r := range reps {
 		d := r.Settings.Default
-		fmt.Fprintf(w, "- %s (%s, %d candidates of %s, %d seeds): the default is batch %d, %d epochs, η = %g, momentum %g, C = %g — %s.\n",
-			r.Settings.Dataset, r.Settings.Model, r.Settings.Candidates, r.Settings.Space, len(r.Settings.Seeds), d.BatchSize, d.Epochs, d.LearningRate, d.Momentum, d.ClipNorm, d.Source)
+		with := ""
+		if o := r.Settings.Options(); o != "" {
+			with = "; every tuner with " + o
+		}
+		fmt.Fprintf(w, "- %s (%s, %d candidates of %s, %d seeds%s): the default is batch %d, %d epochs, %s, momentum %g, %s — %s.\n",
+			r.Settings.Dataset, r.Settings.Model, r.Settings.Candidates, r.Settings.Space, len(r.Settings.Seeds), with, d.BatchSize, d.Epochs, r.Settings.defaultRate(*d), d.Momentum, r.Settings.defaultClipping(*d), d.Source)
 	}
 	fmt.Fprintln(w)
 }

@@ -26,8 +26,12 @@ func compareSection(w *strings.Builder, f found) ([]Verdict, error) {
 		costSection(w, &r)
 		return nil, nil
 	}
-	fmt.Fprintf(w, "## Every tuner at one total budget on %s (%s, n = %d; `dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape).%s Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
-		r.Settings.Dataset, r.Settings.Model, r.Settings.NominalSize, datasetNote(r.Settings.Dataset), r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
+	with := ""
+	if o := r.Settings.Options(); o != "" {
+		with = ", with " + o
+	}
+	fmt.Fprintf(w, "## Every tuner at one total budget on %s%s (%s, n = %d; `dptune bench compare`)\n\nReal DP-SGD runs only (no cached landscape).%s Command: `%s`; %d CPUs, load average %s; wall time %.0f s (%d tunings reused from the cache); finished %s.\n\n",
+		r.Settings.Dataset, with, r.Settings.Model, r.Settings.NominalSize, datasetNote(r.Settings.Dataset), r.Command, r.CPUs, strings.Join(r.LoadAvg, " → "), r.Wall, r.Cached, r.Finished)
 	WriteCompareMarkdown(w, &r)
 	fmt.Fprintln(w)
 	// beside compares tuner a with tuner b at each budget where both ran,
