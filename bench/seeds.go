@@ -20,8 +20,13 @@ import (
 // the dataset, as `dptune train --model NET --epsilon ε --seed S` does.
 type SeedsConfig struct {
 	// Sources are the networks, each as its dataset's Source
-	// (job.Source.WithModel); every one must have published settings.
-	Sources        []job.Source
+	// (job.Source.WithModel); every one must have published settings,
+	// unless Default is given.
+	Sources []job.Source
+	// Default, if not nil, are the settings of every network, with their
+	// source, in place of its published ones (for a network that has
+	// none, as bench compare's --default-settings).
+	Default        *job.TrainDefaults
 	Epsilon, Delta float64
 	Seeds          []uint64
 	// Clipping is every run's clipping rule: job.FlatClipping (the zero
@@ -96,6 +101,12 @@ func Seeds(ctx context.Context, cfg SeedsConfig) (*SeedsReport, error) {
 	settings := make([]job.TrainDefaults, len(cfg.Sources))
 	for i, src := range cfg.Sources {
 		d, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name)
+		if cfg.Default != nil {
+			d, ok = *cfg.Default, true
+			if d.BatchSize < 1 || d.BatchSize > src.NominalN || d.Epochs < 1 || !(d.LearningRate > 0) || !(d.ClipNorm > 0) || !(d.Momentum >= 0 && d.Momentum < 1) {
+				return nil, fmt.Errorf("%w: settings %+v do not fit %s (n = %d)", job.ErrInvalid, d, src.Name, src.NominalN)
+			}
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w: %s has no published settings on %s", job.ErrInvalid, src.Arch.Spec.Name, src.Name)
 		}

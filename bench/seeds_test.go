@@ -155,3 +155,27 @@ func TestSeedsAutomaticClipping(t *testing.T) {
 		}
 	}
 }
+
+// Given settings stand for every network's published ones (a network
+// without any runs), and under automatic clipping take η·C too.
+func TestSeedsGivenSettings(t *testing.T) {
+	src := tinySource(600) // tb-mnist: no published settings on mnist
+	train := seedsTrain
+	defer func() { seedsTrain = train }()
+	var specs []job.TrainSpec
+	seedsTrain = func(_ context.Context, s job.TrainSpec) (*job.Release, *job.NotPrivateDiagnostics, error) {
+		specs = append(specs, s)
+		acc := 0.5
+		return &job.Release{Report: &job.TrainReport{TestAccuracy: &acc}}, nil, nil
+	}
+	d := job.TrainDefaults{BatchSize: 50, Epochs: 2, LearningRate: 4, Momentum: 0.5, ClipNorm: 0.5, Source: "a test's"}
+	rep, err := Seeds(context.Background(), SeedsConfig{Sources: []job.Source{src}, Epsilon: 3, Delta: 1e-5, Seeds: []uint64{1}, Dir: t.TempDir(), Default: &d, Clipping: job.AutomaticClipping})
+	if err != nil || len(specs) != 1 || specs[0].LearningRate != 2 || specs[0].BatchSize != 50 || specs[0].ClipNorm != 0 || rep.Cells[0].Settings.Source != "a test's" {
+		t.Errorf("%v, %+v, %+v", err, specs, rep)
+	}
+	bad := d
+	bad.BatchSize = 601
+	if _, err := Seeds(context.Background(), SeedsConfig{Sources: []job.Source{src}, Epsilon: 3, Delta: 1e-5, Seeds: []uint64{1}, Dir: t.TempDir(), Default: &bad}); !errors.Is(err, job.ErrInvalid) {
+		t.Errorf("batch above n: %v", err)
+	}
+}

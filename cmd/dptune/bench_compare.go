@@ -39,6 +39,10 @@ type benchCompareFlags struct {
 	defaultSettings             string
 	defaultSource               string
 	costSitting                 bool
+	clipping                    string
+	autoClipGamma               float64
+	includeDefault              bool
+	defaultWeight, share        float64
 	run                         runnerFlags
 }
 
@@ -61,9 +65,22 @@ Every finished tuning is cached in --out/runs; a rerun with the same settings
 budgets, and gets its own table: its vote is client-level, on a split of the
 data among clients, so it is not a row of the central tuners'.
 
+Comparison-wide options apply to every tuner of --tuners, as dptune tune's
+flags of the same names: --clipping automatic (every run, the default row's
+included, clips automatically: no clipping norm, the space without its
+clip_norm dimension, and a published η at C taken as η·C), --include-default
+(the default settings — --default-settings or the published ones — among
+the candidates, with --default-weight for randomstop) and --selection-share s
+(the selection spends a share of ε; one final run of the chosen settings is
+the released model). A tuner that refuses one (gp takes no default among its
+candidates; doubling no selection share) is reported not run with the
+reason, and so is DP-Hype. compare.json records the options; a comparison
+without them reuses the cache of one made before they existed.
+
 Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 		Example: `  dptune bench compare --epsilon 1,2,4,8 --out out/bench-compare
-  dptune bench compare --dataset cifar10 --data-dir DIR --model tb-cifar10 --epsilon 4 --out out/compare-cifar`,
+  dptune bench compare --dataset cifar10 --data-dir DIR --model tb-cifar10 --epsilon 4 --out out/compare-cifar
+  dptune bench compare --include-default --selection-share 0.25 --tuners grid,randomstop-tnb --out out/compare-split`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchCompare(cmd, f) },
 	}
@@ -94,6 +111,11 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.StringVar(&f.defaultSettings, "default-settings", "", "the default baseline's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
 	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
 	fl.BoolVar(&f.costSitting, "cost-sitting", false, "time every tuning in this sitting (run it with nothing else on the machine): read nothing from --out's cache (every tuning and baseline runs; the doubling tuner's part-score cache there is removed first), and mark compare.json so that bench report shows it as what each tuner costs in wall and CPU seconds, not as a comparison")
+	fl.StringVar(&f.clipping, "clipping", "flat", "every tuner's and the default's per-example clipping: flat or automatic (g/(‖g‖ + γ), no clipping norm, so none in the space, and a published η at C as η·C; Bu et al. 2023, AUTO-S)")
+	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.BoolVar(&f.includeDefault, "include-default", false, "every tuner puts the default settings (--default-settings, or the network's published settings) among its candidates; a tuner that cannot (gp) is reported not run")
+	fl.Float64Var(&f.defaultWeight, "default-weight", 0.25, "randomstop with --include-default: the probability w ∈ (0, 1) that each run trains the default")
+	fl.Float64Var(&f.share, "selection-share", 0, "every tuner spends a share s ∈ (0, 1) of ε on the selection, and one final run of the chosen settings, calibrated alone to (1 − s)·ε, is the released model; a tuner that trains its own final run (doubling) is reported not run (default: no final run)")
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
 	return cmd
 }
@@ -224,7 +246,10 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.vote {
+	if why := f.voteNotRun(); f.vote && why != "" {
+		rep.VoteNotRun = why
+		fmt.Fprintf(w, "DP-Hype not run: %s\n", why)
+	} else if f.vote {
 		vc := bench.VoteRealConfig{Source: whole, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
 			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, job.Vote),
 			Progress: stagedProgressTo(w)}
@@ -262,6 +287,9 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	if cmd.Flags().Changed("budget") {
 		return cfg, whole, usagef("--budget: a benchmark is not a release; it charges no budget file")
+	}
+	if err := f.checkWide(cmd); err != nil {
+		return cfg, whole, err
 	}
 	// A built-in ScatterNet network's own settings stand for the flags not
 	// given, as for tune.
@@ -322,6 +350,11 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	if err != nil {
 		return cfg, whole, usageError{err}
 	}
+	if f.space == "" && f.clipping == "automatic" {
+		// Automatic clipping has no clipping norm to choose, as for tune; a
+		// --space given with one is refused by the job.
+		full = job.WithoutClipNorm(full)
+	}
 	space := bench.Subgrid(full, map[string]int{job.LearningRate: f.lrStride, job.ClipNorm: f.clipStride})
 	q := float64(f.batchSize) / float64(src.NominalN-f.valSize)
 	if err := job.CheckEpochs(f.epochs, q); err != nil {
@@ -344,6 +377,11 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
 		Options: options, Dir: f.out, Baselines: f.baselines, Default: def, ReferenceSeeds: f.referenceSeeds, CostSitting: f.costSitting}
+	cfg.Clipping, _, cfg.AutoClipGamma = clippingOf(f.clipping, 0, f.autoClipGamma)
+	cfg.IncludeDefault, cfg.SelectionShare = f.includeDefault, f.share
+	if f.includeDefault {
+		cfg.DefaultWeight = f.defaultWeight
+	}
 	if f.referenceSeeds < 0 || f.referenceSeeds > f.seeds {
 		return cfg, whole, usagef("--reference-seeds %d is outside [0, --seeds %d]", f.referenceSeeds, f.seeds)
 	}
@@ -354,6 +392,47 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		cfg.Baselines = false
 	}
 	return cfg, whole, nil
+}
+
+// checkWide refuses, before any work, the comparison-wide options' bad
+// values: --clipping other than flat or automatic (and its γ), a
+// --selection-share outside (0, 1), --default-weight outside (0, 1) or
+// without --include-default.
+func (f benchCompareFlags) checkWide(cmd *cobra.Command) error {
+	ch := cmd.Flags().Changed
+	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, false); err != nil {
+		return err
+	}
+	switch {
+	case ch("selection-share") && !(f.share > 0 && f.share < 1):
+		return usagef("--selection-share %v is outside (0, 1)", f.share)
+	case ch("default-weight") && !f.includeDefault:
+		return usagef("--default-weight needs --include-default")
+	case f.includeDefault && !(f.defaultWeight > 0 && f.defaultWeight < 1):
+		return usagef("--default-weight %v is outside (0, 1)", f.defaultWeight)
+	}
+	return nil
+}
+
+// voteNotRun is why DP-Hype's table is not run under the comparison-wide
+// options given ("" when it runs): its clients train with flat clipping
+// and it takes neither the default among its candidates nor a selection
+// share.
+func (f benchCompareFlags) voteNotRun() string {
+	var opts []string
+	if f.clipping == "automatic" {
+		opts = append(opts, "--clipping automatic (its clients clip flat)")
+	}
+	if f.includeDefault {
+		opts = append(opts, "--include-default")
+	}
+	if f.share != 0 {
+		opts = append(opts, "--selection-share")
+	}
+	if len(opts) == 0 {
+		return ""
+	}
+	return "the vote tuner takes none of " + strings.Join(opts, ", ")
 }
 
 // compareEntryIDList lists the --tuners entries.

@@ -14,13 +14,14 @@ import (
 )
 
 type benchSeedsFlags struct {
-	data           dataFlags
-	models         []string
-	epsilon, delta float64
-	seeds          int
-	out            string
-	clipping       string
-	autoClipGamma  float64
+	data                           dataFlags
+	models                         []string
+	epsilon, delta                 float64
+	seeds                          int
+	out                            string
+	clipping                       string
+	autoClipGamma                  float64
+	defaultSettings, defaultSource string
 }
 
 func newBenchSeedsCmd() *cobra.Command {
@@ -39,7 +40,11 @@ report reads.
 --clipping automatic trains every run with automatic clipping (Bu et al.
 2023, AUTO-S, as dptune train --clipping automatic): no clipping norm, and
 each network's published learning rate η at its clipping norm C taken as
-η·C. Its runs are cached apart from flat clipping's.`,
+η·C. Its runs are cached apart from flat clipping's.
+
+--default-settings (with --default-source) gives every --models network
+those settings in place of its published ones: for a network, such as a
+JSON file's, that has none on the dataset.`,
 		Example: `  dptune bench seeds --dataset fashion-mnist --models scatter-gn-linear-mnist,tb-mnist --epsilon 3 --seeds 3 --out out/seeds
   dptune bench seeds --dataset mnist --models scatter-gn-linear-mnist --clipping automatic --epsilon 3 --out out/autoclip-seeds`,
 		Args: cobra.NoArgs,
@@ -53,6 +58,8 @@ each network's published learning rate η at its clipping norm C taken as
 	fl.IntVar(&f.seeds, "seeds", 3, "runs per network (seeds 1, 2, …)")
 	fl.StringVar(&f.clipping, "clipping", "flat", "per-example clipping of every run: flat (to the network's published clipping norm C) or automatic (g/(‖g‖ + γ), no clipping norm, the published η at C taken as η·C; Bu et al. 2023, AUTO-S)")
 	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.StringVar(&f.defaultSettings, "default-settings", "", "the settings of every --models network in place of its published ones, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (for a network without published settings on the dataset)")
+	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
 	fl.StringVar(&f.out, "out", "out/bench-seeds", "directory for seeds.json, seeds.md and the cache")
 	return cmd
 }
@@ -78,6 +85,10 @@ func runBenchSeeds(cmd *cobra.Command, f benchSeedsFlags) error {
 	if err := job.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
+	def, err := parseDefaultSettings(f.defaultSettings, f.defaultSource)
+	if err != nil {
+		return err
+	}
 	base, err := f.data.source(cmd)
 	if err != nil {
 		return err
@@ -88,8 +99,8 @@ func runBenchSeeds(cmd *cobra.Command, f benchSeedsFlags) error {
 		if err != nil {
 			return err
 		}
-		if _, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name); !ok {
-			return usagef("--models: %s has no published settings on %s", m, src.Name)
+		if _, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name); !ok && def == nil {
+			return usagef("--models: %s has no published settings on %s (give them with --default-settings and --default-source)", m, src.Name)
 		}
 		sources = append(sources, src)
 	}
@@ -103,7 +114,7 @@ func runBenchSeeds(cmd *cobra.Command, f benchSeedsFlags) error {
 	w := cmd.ErrOrStderr()
 	start := time.Now()
 	rep, err := bench.Seeds(cmd.Context(), bench.SeedsConfig{Sources: sources, Epsilon: f.epsilon, Delta: f.delta, Seeds: seeds, Dir: f.out,
-		Clipping: clipping, AutoClipGamma: gamma, Progress: func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }})
+		Clipping: clipping, AutoClipGamma: gamma, Default: def, Progress: func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }})
 	if err != nil {
 		return err
 	}
