@@ -194,8 +194,12 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 		return usageError{err}
 	}
 	w := cmd.ErrOrStderr()
+	printed := map[string]bool{}
 	for _, x := range infeasible {
-		fmt.Fprintf(w, "infeasible, reported not run: %s\n", x.Reason)
+		if !printed[x.Reason] { // a refused option's reason is every budget's
+			fmt.Fprintf(w, "infeasible, reported not run: %s\n", x.Reason)
+			printed[x.Reason] = true
+		}
 	}
 	if f.baselines && !cfg.Baselines {
 		fmt.Fprintf(w, "note: no baselines: %s has no published settings on %s (give --default-settings and --default-source)\n", src.Arch.Spec.Name, src.Name)
