@@ -130,7 +130,7 @@ func costLines(rep *CompareReport) []costLine {
 		if len(rows) == 0 {
 			continue
 		}
-		label := baselineLabel(e)
+		label := s.entryLabel(e)
 		if e.Tuner == BaselineSelection {
 			label = "every candidate once: non-private selection and oracle (*not private*)"
 		}

@@ -164,7 +164,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 		entries = append(slices.Clone(BaselineEntries), entries...)
 	}
 	for _, e := range entries {
-		fmt.Fprintf(w, "| %s |", baselineLabel(e))
+		fmt.Fprintf(w, "| %s |", s.entryLabel(e))
 		for _, b := range budgets {
 			if c, ok := rep.cell(e.Tuner, e.Variant, b); ok {
 				fmt.Fprintf(w, " %s |", meanWithCI(c.Accuracy, c.CI95, c.Seeds))
@@ -217,7 +217,7 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 			if c.Seconds == 0 {
 				secs = "– (part scores reused from a smaller budget)"
 			}
-			fmt.Fprintf(w, "| %s | %g | %.3f | %s | %s | %.3f | %.1f | %.1f | %s |\n", baselineLabel(e), b, c.EpsilonRDP, optional(c.EpsilonPLD), optional(c.EpsilonXiang),
+			fmt.Fprintf(w, "| %s | %g | %.3f | %s | %s | %.3f | %.1f | %.1f | %s |\n", s.entryLabel(e), b, c.EpsilonRDP, optional(c.EpsilonPLD), optional(c.EpsilonXiang),
 				c.Noise, c.Runs, c.TrainingEpochs, secs)
 		}
 	}
@@ -323,6 +323,16 @@ func meanWithCI(mean, ci95 float64, seeds int) string {
 		return fmt.Sprintf("%.4f", mean)
 	}
 	return fmt.Sprintf("%.4f ± %.4f", mean, ci95)
+}
+
+// entryLabel is an entry's row label in a comparison with settings s
+// (baselineLabel), the default's naming automatic clipping when its run
+// clipped so.
+func (s CompareSettings) entryLabel(e CompareEntry) string {
+	if s.Clipping != "" && e.IsBaseline() && e.Tuner == BaselineDefault {
+		return e.Name() + " (one run of published settings, " + s.Clipping + " clipping: η·C)"
+	}
+	return baselineLabel(e)
 }
 
 // baselineLabel is an entry's row label, with the baselines that are not
