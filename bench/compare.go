@@ -593,6 +593,16 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 			}
 			row.TrainingEpochs += e
 		}
+		if r.SelectionShare != 0 && r.FinalSteps > 0 {
+			// With a selection share the released model is one more run:
+			// the selected settings on the whole training set.
+			e, ok := r.Selected[tuning.Epochs]
+			if !ok {
+				e = float64(cfg.Epochs)
+			}
+			row.Runs++
+			row.TrainingEpochs += e
+		}
 		// The xiang-o accountant's ε beside the proved one, for a tuner that
 		// takes it (its DP-SGD base is one run shape).
 		if !r.PerCandidate && tu.Check(tuning.Spec{Space: cfg.Space, Repetitions: r.Repetitions, Accountant: tuning.XiangO, Validation: "public"}) == nil {

@@ -50,9 +50,12 @@ func TestCompareWideOptions(t *testing.T) {
 	}
 	for _, tu := range []string{tuning.GridName, "randomstop"} {
 		r, ok := ran[tu]
-		if !ok || r.Clipping != "automatic" || !r.IncludesDefault || r.SelectionShare != 0.25 || len(r.EpsilonComponents) < 2 || !r.Released {
+		if !ok || r.Clipping != "automatic" || !r.IncludesDefault || r.SelectionShare != 0.25 || len(r.EpsilonComponents) < 2 || !r.Released || r.Runs < 2 {
 			t.Errorf("%s: %+v", tu, r)
 		}
+	}
+	if g := ran[tuning.GridName]; g.Runs != 4 || g.TrainingEpochs != 4 { // two candidates, the default, the final run: one epoch each
+		t.Errorf("grid: %d runs, %v epochs", g.Runs, g.TrainingEpochs)
 	}
 	for _, tu := range []string{"gp", tuning.DoublingName} {
 		if _, ok := ran[tu]; ok {

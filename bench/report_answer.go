@@ -107,6 +107,9 @@ func writeAbstract(out io.Writer, reps []CompareReport, rows []answerRow, vs []V
 			if r.Settings.Dataset == "cifar10" {
 				d = fmt.Sprintf("cifar10 (a JPEG-derived copy, %d seeds)", len(r.Settings.Seeds))
 			}
+			if o := r.Settings.Options(); o != "" {
+				d += " with " + o
+			}
 			data = append(data, d)
 			for _, c := range r.Cells {
 				if !slices.Contains(budgets, c.Budget) {

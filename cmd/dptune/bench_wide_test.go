@@ -44,3 +44,15 @@ func TestBenchWideOptionsRefused(t *testing.T) {
 		}
 	}
 }
+
+// DP-Hype's table is not run under a comparison-wide option, and says why.
+func TestBenchCompareVoteNotRun(t *testing.T) {
+	if why := (benchCompareFlags{clipping: "flat"}).voteNotRun(); why != "" {
+		t.Errorf("plain: %q", why)
+	}
+	for _, f := range []benchCompareFlags{{clipping: "automatic"}, {clipping: "flat", includeDefault: true}, {clipping: "flat", share: 0.25}} {
+		if why := f.voteNotRun(); !strings.HasPrefix(why, "the vote tuner takes none of --") {
+			t.Errorf("%+v: %q", f, why)
+		}
+	}
+}
