@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dptune/dptune/job"
@@ -137,7 +138,7 @@ func (cfg CompareConfig) refusal(ctx context.Context, e CompareEntry, eps float6
 	if !errors.Is(err, job.ErrInvalid) {
 		return "", fmt.Errorf("%s at ε = %g: %w", e.Name(), eps, err)
 	}
-	return "not run: " + strings.TrimPrefix(err.Error(), job.ErrInvalid.Error()+": "), nil
+	return strings.TrimPrefix(err.Error(), job.ErrInvalid.Error()+": "), nil
 }
 
 // rowOptions records in row the comparison-wide options a tuning's
@@ -164,14 +165,19 @@ func rowOptions(report any, row *CompareRow) {
 
 // Options names s's comparison-wide options for people, "" when there
 // are none: "automatic clipping (γ = 0.01), the default among the
-// candidates (random-stop's weight 0.25), selection share 0.25".
+// candidates (random-stop's weight 0.25), selection share 0.25" (the
+// weight where random-stop is among the entries).
 func (s CompareSettings) Options() string {
 	var parts []string
 	if s.Clipping != "" {
 		parts = append(parts, fmt.Sprintf("%s clipping (γ = %g)", s.Clipping, s.AutoClipGamma))
 	}
 	if s.IncludeDefault {
-		parts = append(parts, fmt.Sprintf("the default among the candidates (random-stop's weight %g)", s.DefaultWeight))
+		weight := ""
+		if slices.ContainsFunc(s.Entries, func(e CompareEntry) bool { return e.Tuner == tuning.RandomStopName }) {
+			weight = fmt.Sprintf(" (random-stop's weight %g)", s.DefaultWeight)
+		}
+		parts = append(parts, "the default among the candidates"+weight)
 	}
 	if s.SelectionShare != 0 {
 		parts = append(parts, fmt.Sprintf("selection share %g", s.SelectionShare))

@@ -69,7 +69,7 @@ func TestCompareWideOptions(t *testing.T) {
 	var md strings.Builder
 	WriteCompareMarkdown(&md, rep)
 	for _, want := range []string{"Comparison-wide options, given to every tuner: automatic clipping (γ = 0.01), the default among the candidates (random-stop's weight 0.5), selection share 0.25.",
-		"| gp | not run |", "| doubling | not run |", "\"not run\": the tuner refuses a comparison-wide option (gp: not run: the gp tuner cannot take the default among its candidates",
+		"| gp | not run |", "| doubling | not run |", "\"not run\": the tuner refuses a comparison-wide option (gp: the gp tuner cannot take the default among its candidates",
 		"η = 0.25 (η·C: the published η = 0.5 at C = 0.5), momentum 0, automatic clipping (γ = 0.01)", "| default (one run of published settings, automatic clipping: η·C) |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("compare.md lacks %q:\n%s", want, md.String())
