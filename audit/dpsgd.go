@@ -96,7 +96,8 @@ const (
 // (0, accounting.MaxNoiseMultiplier]; a clipping norm outside
 // (0, MaxCanaryClipNorm]; a sampling rate outside
 // [MinCanarySamplingRate, 1]; steps outside [1, dpsgd.MaxSteps]; automatic
-// clipping with a stability constant that is not positive and finite, or
+// clipping with a stability constant that is not finite and at least
+// dpsgd.MinAutoClipGamma (dpsgd.CheckAutoClipGamma), or
 // a clipping norm other than 1; flat clipping with a stability constant.
 func (p DPSGDCanary) Check() error {
 	switch {
@@ -113,7 +114,7 @@ func (p DPSGDCanary) Check() error {
 	case p.Observe != "" && p.Observe != ObserveAll && p.Observe != ObserveLast:
 		return fmt.Errorf("audit: observe %q is neither %q nor %q", p.Observe, ObserveAll, ObserveLast)
 	case p.Clipping == dpsgd.AutomaticClipping && (dpsgd.CheckAutoClipGamma(p.AutoClipGamma) != nil || p.ClipNorm != 1):
-		return fmt.Errorf("audit: automatic clipping needs a positive, finite stability constant (have %v) and clipping norm 1 (have %v)", p.AutoClipGamma, p.ClipNorm)
+		return fmt.Errorf("audit: automatic clipping needs a finite stability constant of at least %g (have %v) and clipping norm 1 (have %v)", dpsgd.MinAutoClipGamma, p.AutoClipGamma, p.ClipNorm)
 	case p.Clipping != dpsgd.AutomaticClipping && (p.Clipping != dpsgd.FlatClipping || p.AutoClipGamma != 0):
 		return fmt.Errorf("audit: clipping %v with stability constant %v", p.Clipping, p.AutoClipGamma)
 	}

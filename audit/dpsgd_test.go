@@ -88,6 +88,10 @@ func TestDPSGDCanaryAuditAutoClip(t *testing.T) {
 	if bad.Check() == nil {
 		t.Error("automatic clipping with γ = 0 accepted")
 	}
+	bad.AutoClipGamma = 1e-300
+	if bad.Check() == nil {
+		t.Error("automatic clipping with γ = 1e-300 (below dpsgd.MinAutoClipGamma) accepted")
+	}
 }
 
 // The statistic is exactly the summed noise plus the canary's sampled

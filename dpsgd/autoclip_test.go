@@ -16,7 +16,8 @@ import (
 // positions the engine treats apart: a first layer reading the raw or
 // positions-major input, an activation fused into the convolution or
 // linear layer before it, the fused group norm + linear first stage, a
-// ghost-norm convolution, a front end's features, a datanorm layer's
+// convolution of the shape that once took the ghost norm (a 1×1 output; it
+// is instantiated now, see convStage), a front end's features, a datanorm layer's
 // buffers.
 func autoClipArchs(t *testing.T) []model.Arch {
 	t.Helper()
@@ -234,7 +235,8 @@ func TestTrainStepAutoClip(t *testing.T) {
 }
 
 // A config's clipping is checked: automatic clipping needs a stability
-// constant that is positive and finite and a clipping norm of 1 (its
+// constant that is finite and at least MinAutoClipGamma and a clipping
+// norm of 1 (its
 // sensitivity); flat clipping takes no stability constant; an unknown rule
 // is refused. Clip gives the engine's rule, and its sensitivity scales the
 // noise: 1 under automatic clipping.
@@ -248,6 +250,9 @@ func TestConfigClipping(t *testing.T) {
 	}{
 		{AutomaticClipping, 0.01, 1, true},
 		{AutomaticClipping, 0, 1, false},
+		{AutomaticClipping, MinAutoClipGamma, 1, true},
+		{AutomaticClipping, MinAutoClipGamma / 2, 1, false},
+		{AutomaticClipping, 1e-300, 1, false},
 		{AutomaticClipping, -0.01, 1, false},
 		{AutomaticClipping, math.NaN(), 1, false},
 		{AutomaticClipping, math.Inf(1), 1, false},

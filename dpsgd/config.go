@@ -180,11 +180,20 @@ func (c Clipping) String() string {
 	return fmt.Sprintf("Clipping(%d)", int(c))
 }
 
+// MinAutoClipGamma is the smallest stability constant automatic clipping
+// takes, γ ≥ 10⁻⁶: the factor 1/(‖g‖ + γ) is then at most 10⁶, far inside
+// float32, for every gradient including a zero one. (A γ below about
+// 3·10⁻³⁹ made a zero gradient's factor +Inf and the batch's sum NaN, so
+// that one example decided whether the run diverged: review 45, M1.)
+// Bu et al. use γ = 0.01 (DefaultAutoClipGamma); γ far below the gradient
+// norms is AUTO-V, g/‖g‖, in all but name.
+const MinAutoClipGamma = 1e-6
+
 // CheckAutoClipGamma returns an error unless gamma is a stability constant
-// automatic clipping can take: positive and finite.
+// automatic clipping can take: finite and at least MinAutoClipGamma.
 func CheckAutoClipGamma(gamma float64) error {
-	if !(gamma > 0) || math.IsInf(gamma, 1) {
-		return fmt.Errorf("automatic clipping's stability constant γ = %v must be positive and finite", gamma)
+	if !(gamma >= MinAutoClipGamma) || math.IsInf(gamma, 1) {
+		return fmt.Errorf("automatic clipping's stability constant γ = %v must be finite and at least %g", gamma, MinAutoClipGamma)
 	}
 	return nil
 }

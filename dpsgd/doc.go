@@ -51,8 +51,10 @@
 // activations, every matrix product a float32 GEMM on internal/gemm's
 // AVX2/FMA kernel — and builds per-example gradients the way Opacus's grad
 // samplers do: for a convolution one small GEMM per example of its output
-// gradient and unfolded input, or the ghost norm when that is cheaper (Bu
-// et al. 2023, mixed ghost clipping); for a linear layer only the norm
+// gradient and unfolded input, always instantiated so that the factor
+// comes from the norm of exactly what is added (never the Gram-matrix ghost
+// norm of Bu et al. 2023's mixed ghost clipping, which cancellation makes
+// underestimate; see convStage); for a linear layer only the norm
 // ‖a_i‖²·‖g_i‖² (+‖g_i‖² for the bias), with the clipped sum one GEMM of
 // the scaled output gradients (Goodfellow 2015; Li et al. 2022 "ghost
 // clipping"); for a normalisation's γ and β the per-example gradients

@@ -63,8 +63,8 @@ func (c Clip) check() error {
 	switch {
 	case !(c.Norm > 0):
 		return fmt.Errorf("dpsgd: clipping norm %v must be positive", c.Norm)
-	case !(c.Gamma >= 0) || math.IsInf(c.Gamma, 1):
-		return fmt.Errorf("dpsgd: automatic clipping's stability constant %v must be positive and finite", c.Gamma)
+	case !(c.Gamma >= 0) || math.IsInf(c.Gamma, 1) || (c.Gamma > 0 && c.Gamma < MinAutoClipGamma):
+		return fmt.Errorf("dpsgd: automatic clipping's stability constant %v must be finite and at least %g", c.Gamma, MinAutoClipGamma)
 	case c.Gamma > 0 && c.Norm != 1:
 		return fmt.Errorf("dpsgd: automatic clipping bounds every gradient's norm by 1, not %v", c.Norm)
 	}
@@ -78,6 +78,18 @@ func (c Clip) check() error {
 // gradient is not finite (overflow) gets factor 0: it is dropped from the
 // sum rather than turning it into NaN; dropping depends on that example
 // alone, so the sum's sensitivity stays C. clipNorm = +Inf gives 1.
+//
+// Floating point (review 45, L4). The bound ‖f·g‖ ≤ C holds against the
+// computed norm through Opacus's 10⁻⁶, and what is added is f·g rounded to
+// float32, so one example's contribution has norm at most C·(1 + 2⁻²²)
+// (f's rounding and two products' at 2⁻²⁴ each, beyond the 10⁻⁶/‖g‖
+// margin, which covers them only while ‖g‖ ≲ 5): a sensitivity 2.4·10⁻⁷
+// above C, the same as σ smaller by that fraction, far below anything ε
+// is reported to. The slack automatic clipping takes (clipSlack) would
+// make it strict, but it moves the factor of every clipped example with
+// ‖g‖ ≳ 1 by an ulp, and with it every seeded flat-clipping run's bytes
+// (TestOpacusMNISTBitForBit and every recorded result): flat clipping's
+// factor stays Opacus's, and the 2⁻²² is stated here instead.
 func ClipFactor(norm, clipNorm float64) float32 {
 	if math.IsNaN(norm) || math.IsInf(norm, 0) {
 		return 0
@@ -87,6 +99,17 @@ func ClipFactor(norm, clipNorm float64) float32 {
 	}
 	return float32(math.Min(1, clipNorm/(norm+1e-6)))
 }
+
+// clipSlack keeps an automatically clipped gradient's norm strictly below
+// 1 in floating point: the factor f is chosen with f·‖g‖ < 1 − 2⁻²⁰
+// against the computed norm ‖g‖ (a float64 sum of squares of the float32
+// entries that are added: every stage's norm is that of what it adds, see
+// convStage), and what is added is f·g rounded to float32 — each entry by
+// at most a few float32 roundings (2⁻²⁴ each; a linear layer's f·g_o then
+// ·a_j is two), far inside the 2⁻²⁰ slack. So one example's contribution
+// alone (a batch of one) has norm strictly below 1 (review 45, L4). Within
+// a batch the sum's own float32 rounding is not any one example's.
+const clipSlack = 1 - 0x1p-20
 
 // DefaultAutoClipGamma is automatic clipping's default stability constant
 // γ = 0.01, the value of Bu et al.'s Algorithm 1 and their experiments.
@@ -109,11 +132,13 @@ const DefaultAutoClipGamma = 0.01
 // under any accountant for the same σ, sampling rate and steps). So the
 // ledger's event is accounting.DPSGD(σ, q, T), Sensitivity 1, and ε is
 // flat clipping's. To keep the bound strict in floating point the factor
-// is rounded to a float32 f with f·‖g‖ < 1 (it is float32(1/(‖g‖+γ)), one
-// step towards 0 when that rounded up past 1/‖g‖); the float32 products
-// and sums that follow are exact to float32 rounding, as flat clipping's
-// are. An example whose gradient is not finite gets factor 0 (dropped, as
-// ClipFactor does).
+// is (1 − 2⁻²⁰)/(‖g‖ + γ) rounded to a float32 f with f·‖g‖ < 1 − 2⁻²⁰ (one
+// step towards 0 while it rounded up past that), which leaves room for the
+// float32 rounding of the products that follow (clipSlack): one example's
+// contribution has norm strictly below 1, not only against the computed
+// norm. The factor is finite for every finite norm, a zero one included
+// (at most 1/γ ≤ 10⁶ at γ ≥ MinAutoClipGamma). An example whose gradient
+// is not finite gets factor 0 (dropped, as ClipFactor does).
 //
 // The learning rate. When every gradient is large beside γ, g/(‖g‖ + γ) ≈
 // g/‖g‖, and flat clipping at C clips every example to C·g/‖g‖: DP-SGD
@@ -132,8 +157,12 @@ func AutoClipFactor(norm, gamma float64) float32 {
 	if plantedNoClip {
 		return 1
 	}
-	f := float32(1 / (norm + gamma))
-	if float64(f)*norm >= 1 {
+	// At most 1/γ ≤ 10⁶ for γ ≥ MinAutoClipGamma; a smaller γ (refused by
+	// CheckAutoClipGamma and Clip's check, but not by this function) still
+	// gets a finite factor, even for a zero gradient, never +Inf (whose
+	// product with a zero gradient is NaN: review 45, M1).
+	f := float32(math.Min(clipSlack/(norm+gamma), math.MaxFloat32))
+	for float64(f)*norm >= clipSlack {
 		f = math.Nextafter32(f, 0)
 	}
 	return f

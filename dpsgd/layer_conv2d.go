@@ -14,30 +14,43 @@ import (
 // Per-example gradients follow Opacus's grad sampler for nn.Conv2d: example
 // i's weight gradient is the product of its output gradient and unfolded
 // input, g_iᵀ·a_i ([Out, K], one GEMM per example; Goodfellow 2015,
-// Rochette et al. 2019), whose norm enters the clip factor and which is
-// added, scaled, to the sum. When that is dearer than the ghost norm —
-// ‖g_iᵀ·a_i‖²_F = Σ_{t,t'} (g_t·g_t')(a_t·a_t') from the two P×P Gram
-// matrices, after which the clipped sum is one GEMM of the scaled output
-// gradients — the ghost norm is used instead: Bu et al. 2023 ("mixed ghost
-// clipping") choose per layer by the cost of each; on a CPU, where both
-// ways also pay one P·Out·K pass for the sum, ghost wins when
-// P²·(Out + K) < Out·K. Every convolution of the built-in networks
-// instantiates (their P is large); small late feature maps go ghost.
+// Rochette et al. 2019). It is always instantiated: the norm that enters
+// the clip factor is that of the float32 vector g_i itself, and the same
+// g_i is what is added, scaled, to the sum — so f·‖g_i‖ bounds the
+// contribution up to the rounding of the one multiply f·g_i.
+//
+// No ghost norm. Bu et al. 2023 ("mixed ghost clipping") would take, where
+// it is cheaper (on a CPU when P²·(Out + K) < Out·K: few output positions,
+// many channels), the ghost norm ‖g_iᵀ·a_i‖²_F = Σ_{t,t'} (g_t·g_t')(a_t·a_t')
+// from two P×P Gram matrices, and add the scaled output gradients in one
+// GEMM. This engine did until review 45 (H1), and it is unsound in floating
+// point: when the per-position terms cancel, the float32 Grams lose every
+// digit of the small true sum and the estimate comes out far below ‖g_i‖
+// (norm 90 taken for ≈ 0 at C = 1, a clipped contribution of 1171 under
+// automatic clipping, whose factor reaches 1/γ). Float64 Grams with a
+// rigorous error term would bound the exact g_i, but still not the vector
+// actually added, which the float32 GEMM of the scaled output gradients
+// computes with its own cancellation error — up to 1/γ times that error
+// under automatic clipping. The factor must come from the norm of what is
+// added, so the gradient is instantiated. No built-in network has a
+// convolution of the ghost shape (all have large P), so their speed and
+// their bytes are unchanged (TestOpacusMNISTBitForBit); a user spec with
+// a late small feature map pays one Out·K per-example buffer and GEMM: on
+// an MNIST CNN whose last convolution has a 2×2 output, about 8% of a
+// DP-SGD step with 64 channels and a third with 256 (one core). The
+// cancelling construction is TestCancellingConvClippedNormBounded.
 type convStage struct {
-	l       window
-	act     activation // fused, or nil
-	nchw    bool       // reads the network's input in the dataset's [C, H, W] layout
-	ghosted bool
-	w       []float32 // [Out, K], K in (channel, row, column) order if nchw, else (row, column, channel)
-	wT      []float32 // [K, Out]
-	bias    []float32 // in Net.Params
+	l    window
+	act  activation // fused, or nil
+	nchw bool       // reads the network's input in the dataset's [C, H, W] layout
+	w    []float32  // [Out, K], K in (channel, row, column) order if nchw, else (row, column, channel)
+	wT   []float32  // [K, Out]
+	bias []float32  // in Net.Params
 }
 
 type convBuffers struct {
 	cols, dcols []float32 // [n·P, K]
-	g, gb       []float32 // instantiated: per-example weight [n, Out·K] and bias [n, Out] gradients
-	tg, ta      []float32 // ghost: one example's transposed output gradient [Out, P] and input [K, P]
-	gram        []float32 // ghost: [2, P, P]
+	g, gb       []float32 // per-example weight [n, Out·K] and bias [n, Out] gradients
 }
 
 func init() {
@@ -50,25 +63,18 @@ func init() {
 func newConvStage(ml model.Layer, act activation, nchw bool) *convStage {
 	p := ml.Kind.(model.Conv2dSpec)
 	l := window{Layer: ml, Kernel: p.Kernel, Stride: p.Step(), Pad: p.Padding}
-	P, K, O := int64(l.Positions()), int64(l.FanIn()), int64(l.Out)
-	return &convStage{l: l, act: act, nchw: nchw, ghosted: P*P*(O+K) < O*K,
-		w: make([]float32, l.WeightSize()), wT: make([]float32, l.WeightSize())}
+	return &convStage{l: l, act: act, nchw: nchw, w: make([]float32, l.WeightSize()), wT: make([]float32, l.WeightSize())}
 }
 
 func (s *convStage) layer() model.Layer { return s.l.Layer }
-func (s *convStage) ghost() bool        { return s.ghosted }
+func (s *convStage) ghost() bool        { return false }
 
 func (s *convStage) newBuffers(chunk int) any {
 	l := s.l
 	P, K, O := l.Positions(), l.FanIn(), l.Out
-	b := &convBuffers{cols: make([]float32, chunk*P*K)}
+	b := &convBuffers{cols: make([]float32, chunk*P*K), g: make([]float32, chunk*O*K), gb: make([]float32, chunk*O)}
 	if !s.nchw {
 		b.dcols = make([]float32, chunk*P*K)
-	}
-	if s.ghosted {
-		b.tg, b.ta, b.gram = make([]float32, O*P), make([]float32, K*P), make([]float32, 2*P*P)
-	} else {
-		b.g, b.gb = make([]float32, chunk*O*K), make([]float32, chunk*O)
 	}
 	return b
 }
@@ -77,9 +83,6 @@ func (s *convStage) newBuffers(chunk int) any {
 func (s *convStage) exampleFloats() int {
 	l := s.l
 	P, K, O := l.Positions(), l.FanIn(), l.Out
-	if s.ghosted {
-		return 2 * P * K
-	}
 	return 2*P*K + O*K + O
 }
 
@@ -130,45 +133,18 @@ func (s *convStage) norms(buf any, n int, _, gOut []float32, norm2 []float64) {
 	P, K, O := l.Positions(), l.FanIn(), l.Out
 	for k := 0; k < n; k++ {
 		gk, ak := gOut[k*P*O:(k+1)*P*O], b.cols[k*P*K:(k+1)*P*K]
-		if !s.ghosted {
-			g, gb := b.g[k*O*K:(k+1)*O*K], b.gb[k*O:(k+1)*O]
-			clear(g)
-			gemm.Mul(O, K, P, gk, 1, O, ak, K, g, K)
-			sumRows(gk, gb, true)
-			norm2[k] += sq(g) + sq(gb)
-			continue
-		}
-		gg, ga := b.gram[:P*P], b.gram[P*P:]
-		transpose(P, O, gk, b.tg)
-		transpose(P, K, ak, b.ta)
-		clear(b.gram)
-		gemm.Mul(P, P, O, gk, O, 1, b.tg, P, gg, P)
-		gemm.Mul(P, P, K, ak, K, 1, b.ta, P, ga, P)
-		var w float64
-		for i, v := range gg {
-			w += float64(v) * float64(ga[i])
-		}
-		bias := b.tg[:O] // Σ_t g_t, reusing the transpose buffer
-		sumRows(gk, bias, true)
-		norm2[k] += w + sq(bias)
+		g, gb := b.g[k*O*K:(k+1)*O*K], b.gb[k*O:(k+1)*O]
+		clear(g)
+		gemm.Mul(O, K, P, gk, 1, O, ak, K, g, K)
+		sumRows(gk, gb, true)
+		norm2[k] += sq(g) + sq(gb) // the norm of exactly what clippedSum adds
 	}
 }
 
 func (s *convStage) clippedSum(buf any, n int, _, gOut []float32, f []float64, acc []float32) {
 	b, l := buf.(*convBuffers), s.l
-	P, K, O := l.Positions(), l.FanIn(), l.Out
+	K, O := l.FanIn(), l.Out
 	accW, accB := acc[l.WeightOffset:l.WeightOffset+O*K], acc[l.BiasOffset:l.BiasOffset+O]
-	if s.ghosted {
-		for k := 0; k < n; k++ {
-			scale(gOut[k*P*O:(k+1)*P*O], f[k])
-		}
-		// An example left out (factor 0) may have non-finite inputs, and
-		// 0·∞ is NaN: the product runs over the others only.
-		kept(f[:n], func(lo, hi int) {
-			s.sumCols(b.cols[lo*P*K:hi*P*K], hi-lo, gOut[lo*P*O:hi*P*O], acc)
-		})
-		return
-	}
 	for k := 0; k < n; k++ {
 		if f[k] == 0 {
 			continue // a non-finite gradient is left out

@@ -50,7 +50,7 @@ func TestNewEngineNamesLayerWithoutRules(t *testing.T) {
 func TestNonFiniteExampleLeftOut(t *testing.T) {
 	for _, layers := range [][]model.LayerSpec{
 		{model.Conv2d(4, 3, 1, 1), model.LayerNorm(), model.SiLU(), model.Flatten(), model.LayerNorm(), model.Linear(6), model.GELU(), model.Linear(3)},
-		// conv2's output is one position: its norm is the ghost norm.
+		// conv2's output is one position (the shape that once took the ghost norm).
 		{model.Conv2d(4, 3, 1, 1), model.GroupNorm(2), model.Tanh(), model.Conv2d(8, 5, 1, 0), model.ReLU(), model.Flatten(), model.Linear(3)},
 	} {
 		a, err := model.NewArch(model.Spec{Name: "nf", Layers: layers}, 2, 5, 5, 3)

@@ -111,8 +111,9 @@ func TestTrainAutoClipEpsilonIsFlats(t *testing.T) {
 
 // A clipping rule a run cannot have is refused before any work, with an
 // error wrapping ErrInvalid: automatic clipping with a clipping norm or a
-// stability constant that is not positive and finite, flat clipping with a
-// stability constant, an unknown rule, or any rule with non-private
+// stability constant that is not finite and at least MinAutoClipGamma,
+// flat clipping with a stability constant, an unknown rule, or any rule
+// with non-private
 // training.
 func TestTrainAutoClipRefused(t *testing.T) {
 	loaded := false
@@ -126,6 +127,8 @@ func TestTrainAutoClipRefused(t *testing.T) {
 		"γ < 0":                          func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, -0.01 },
 		"γ NaN":                          func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, math.NaN() },
 		"γ +Inf":                         func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, math.Inf(1) },
+		"γ = 1e-300":                     func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, 1e-300 },
+		"γ below the floor":              func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, MinAutoClipGamma / 2 },
 		"flat with γ":                    func(s *TrainSpec) { s.ClipNorm, s.AutoClipGamma = 1, 0.01 },
 		"unknown rule":                   func(s *TrainSpec) { s.ClipNorm, s.Clipping = 1, dpsgd.Clipping(5) },
 		"non-private": func(s *TrainSpec) {

@@ -11,8 +11,9 @@ import (
 
 // Bad clipping flags end with a one-line error and status 2 before any
 // work: a --clipping other than flat or automatic, --clipping automatic
-// with an explicit --clip-norm, a stability constant that is not positive
-// and finite or given without --clipping automatic, a clipping rule for
+// with an explicit --clip-norm, a stability constant that is not finite and
+// at least 1e-6 (job.MinAutoClipGamma: below it a zero gradient's factor
+// left float32) or given without --clipping automatic, a clipping rule for
 // non-private training; for tune, a --space with a clip_norm dimension
 // under --clipping automatic, and --clipping with the vote tuner.
 func TestAutoClipBadInputExit2(t *testing.T) {
@@ -25,6 +26,8 @@ func TestAutoClipBadInputExit2(t *testing.T) {
 		{"train", "--clipping", "automatic", "--auto-clip-gamma", "-0.01"},
 		{"train", "--clipping", "automatic", "--auto-clip-gamma", "NaN"},
 		{"train", "--clipping", "automatic", "--auto-clip-gamma", "+Inf"},
+		{"train", "--clipping", "automatic", "--auto-clip-gamma", "1e-300"},
+		{"train", "--clipping", "automatic", "--auto-clip-gamma", "9.9e-7"},
 		{"train", "--auto-clip-gamma", "0.1"},
 		{"train", "--clipping", "flat", "--auto-clip-gamma", "0.1"},
 		{"train", "--non-private", "--clipping", "automatic"},
@@ -32,6 +35,7 @@ func TestAutoClipBadInputExit2(t *testing.T) {
 		{"tune", "--clipping", "auto"},
 		{"tune", "--clipping", "automatic", "--auto-clip-gamma", "0"},
 		{"tune", "--clipping", "automatic", "--auto-clip-gamma", "Inf"},
+		{"tune", "--clipping", "automatic", "--auto-clip-gamma", "1e-300"},
 		{"tune", "--auto-clip-gamma", "0.1"},
 		{"tune", "--clipping", "automatic", "--space", "mnist-dphypo"},
 		{"tune", "--tuner", "doubling", "--clipping", "automatic", "--space", "mnist-doubling"},

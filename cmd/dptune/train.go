@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
@@ -154,7 +153,8 @@ func (f *trainFlags) useDefaults(cmd *cobra.Command, d job.TrainDefaults) {
 // checkClippingFlags refuses, before any work, a --clipping other than
 // flat or automatic, --clipping automatic with an explicit --clip-norm
 // (when the command has one: hasClipNorm), and a --auto-clip-gamma that
-// is not positive and finite or given without --clipping automatic.
+// is not finite and at least job.MinAutoClipGamma (the check TrainSpec,
+// TuneSpec and the audit make) or given without --clipping automatic.
 func checkClippingFlags(cmd *cobra.Command, clipping string, gamma float64, hasClipNorm bool) error {
 	ch := cmd.Flags().Changed
 	c, err := job.ParseClipping(clipping)
@@ -165,8 +165,8 @@ func checkClippingFlags(cmd *cobra.Command, clipping string, gamma float64, hasC
 		return usagef("--auto-clip-gamma is the stability constant of --clipping automatic")
 	case c == job.AutomaticClipping && hasClipNorm && ch("clip-norm"):
 		return usagef("--clipping automatic takes no --clip-norm: every clipped gradient has norm below 1, its sensitivity")
-	case c == job.AutomaticClipping && (!(gamma > 0) || math.IsInf(gamma, 1)):
-		return usagef("--auto-clip-gamma %v must be positive and finite", gamma)
+	case c == job.AutomaticClipping && job.CheckAutoClipGamma(gamma) != nil:
+		return usagef("--auto-clip-gamma %v must be finite and at least %g", gamma, job.MinAutoClipGamma)
 	}
 	return nil
 }
