@@ -246,10 +246,13 @@ func partition(fit *data.Dataset, k int, key cutKey) ([]*data.Dataset, error) {
 	return key.split(fit, fracs)
 }
 
-// decodeInput reads a job's JSON input; a malformed one is never retried.
+// decodeInput reads a job's JSON input strictly (runner.DecodeInput): a
+// malformed one, or one with a field this binary does not know (a worker
+// older than its curator), fails before any data is read and is never
+// retried.
 func decodeInput(b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("job: malformed input: %v: %w", err, runner.ErrInvalidInput)
+	if err := runner.DecodeInput(b, v); err != nil {
+		return fmt.Errorf("job: %w", err)
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 		return nil, nil, err
 	}
 	if s.Started != nil {
-		s.Started(TuneStart{Tuner: s.Tuner, Candidates: s.Space.Size(), NoiseMultiplier: sigma})
+		s.Started(TuneStart{Tuner: s.Tuner, Candidates: p.spec.Candidates(), NoiseMultiplier: sigma})
 	}
 	for _, n := range plan.Notes() {
 		if s.Warn != nil {

@@ -40,7 +40,8 @@ type TuneSpec struct {
 
 	// Repetitions is the distribution of the number of runs K, for a
 	// tuner that draws K (tuning.Uses.Repetitions; a tuner that does not
-	// trains every candidate once: K is the space's size).
+	// trains every candidate once: K is the number of candidates, the
+	// space's size plus one with the default among them).
 	Repetitions accounting.Repetitions
 	// Options are the tuner's own settings (tuning.Tuner.Options); a
 	// missing one takes its default.
@@ -49,11 +50,14 @@ type TuneSpec struct {
 	// IncludeDefault puts the published default settings among the
 	// candidates (tuning.DefaultCandidate), for a tuner that can take them
 	// (tuning.Uses.Default: grid trains them once more; random-stop draws
-	// them at each run with probability DefaultWeight, 0 for
-	// tuning.DefaultWeight): Default, or else the network's own
-	// (NetworkDefaultsOn). Refused with neither, and for any other tuner.
-	// Every run is then counted as the costliest of the space's runs and
-	// the default's.
+	// them at each run with probability DefaultWeight, 0 standing for
+	// none given: tuning.DefaultWeight; a caller that can tell a given 0
+	// refuses it, as the CLI does): Default, or else the network's own
+	// (NetworkDefaultsOn). Refused with neither, for any other tuner, and
+	// for settings dptune chose on this dataset's training data
+	// (TrainDefaults.ChosenOn), which no tuner's guarantee covers. Every
+	// run is then counted as the costliest of the space's runs and the
+	// default's.
 	IncludeDefault bool
 	Default        *TrainDefaults
 	DefaultWeight  float64
@@ -332,9 +336,6 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	if err := dpsgd.CheckEpochs(s.Epochs, q); err != nil {
 		return nil, invalidf("epochs %d: %v", s.Epochs, err)
 	}
-	if !uses.Repetitions {
-		s.Repetitions = accounting.FixedRepetitions(s.Space.Size())
-	}
 	networks, err := networksOf(s.Data, s.Space)
 	if err != nil {
 		return nil, err
@@ -344,6 +345,11 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 		Seed: s.Seed, Progress: s.Progress, Diagnostics: s.Diagnostics}
 	if spec.Default, spec.DefaultWeight, err = s.defaultCandidate(uses); err != nil {
 		return nil, err
+	}
+	if !uses.Repetitions {
+		// Every candidate runs once: the space's and the default, if any
+		// (report.json's runs_distribution and mean_runs say what ran).
+		spec.Repetitions = accounting.FixedRepetitions(spec.Candidates())
 	}
 	if err := tuning.CheckOptions(tu, spec); err != nil {
 		return nil, invalid(err)
@@ -516,6 +522,10 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		// released model is one final run of them on the whole training
 		// set.
 		res.Model, finalNorm, tuneErr = trainFinal(ctx, *p.final, s.Space, *res.Selected, train, seed, key, trainer.Noise, &res.Ledger)
+	} else if p.final != nil && errors.Is(tuneErr, context.Canceled) {
+		// Interrupted before the final run: the budget file charges it
+		// all the same (the planned worst case), and so does the ledger.
+		res.Ledger.Add(finalLabel+" (planned: the tuning was interrupted before it, and counts it whole)", finalEvent(*p.final, s.Space, finalSigma))
 	}
 	interrupted := errors.Is(tuneErr, context.Canceled)
 	accName, acc := "rdp", tu.Accountant(spec)

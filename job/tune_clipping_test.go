@@ -139,14 +139,22 @@ func TestTuneAutoClipDefaults(t *testing.T) {
 	if got := s.fixedUsed(); len(got) != 1 || got[tuning.LearningRate] != 0.4 {
 		t.Errorf("fixedUsed %v", got)
 	}
-	c, _, err := s.defaultCandidate(tuning.Uses{})
+	// The default among the candidates, on Fashion-MNIST (dptune's own
+	// MNIST settings, chosen on MNIST's training data, are no candidate in
+	// a tuning of MNIST): Tramèr & Boneh's η = 16 at C = 0.1, batch 8192.
+	fs := s
+	fs.Data.Name = "fashion-mnist"
+	c, _, err := fs.defaultCandidate(tuning.Uses{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.Values[tuning.ClipNorm]; ok || c.Values[tuning.LearningRate] != 0.4 || c.Values[tuning.BatchSize] != 4096 {
+	if _, ok := c.Values[tuning.ClipNorm]; ok || c.Values[tuning.LearningRate] != autoClipLearningRate(16, 0.1) || c.Values[tuning.BatchSize] != 8192 {
 		t.Errorf("the default candidate %v", c.Values)
 	}
-	if b, _ := s.Baseline(); s.isBaseline(b, c.Values, nil) {
+	if _, _, err := s.defaultCandidate(tuning.Uses{Default: true}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("dptune's own MNIST settings as the default of a tuning of MNIST: %v", err)
+	}
+	if b, _ := fs.Baseline(); fs.isBaseline(b, c.Values, nil) {
 		t.Error("an automatic-clipping run counted as the flat baseline's settings")
 	}
 	grid, ok := tuning.BuiltinSpace("mnist-dphypo")

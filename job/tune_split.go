@@ -33,6 +33,25 @@ func (s TuneSpec) defaultsOf() (TrainDefaults, bool) {
 	return NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name)
 }
 
+// dataIndependent refuses default settings d that dptune chose on the
+// training data of the dataset s tunes (TrainDefaults.ChosenOn), or of a
+// registered dataset when s tunes an image folder (which may hold that
+// dataset's images): such a candidate depends on the private data, which
+// no tuner's guarantee covers (each needs its candidates, and random-stop
+// its prior, fixed before the data is read). Settings a third party
+// published (ChosenOn "") are public, as the architecture is.
+func (s TuneSpec) dataIndependent(d TrainDefaults) error {
+	if d.ChosenOn == "" || d.ChosenOn != s.Data.Name && !IsFolderDatasetName(s.Data.Name) {
+		return nil
+	}
+	on := s.Data.Name
+	if on != d.ChosenOn {
+		on += " (an image folder, which may hold " + d.ChosenOn + "'s images)"
+	}
+	return invalidf("the default among the candidates: %s's built-in settings were chosen by dptune on %s's training data, not published by a third party, so as a candidate in a tuning of %s they would depend on the private data that no guarantee accounts for; give --default-settings chosen elsewhere (e.g. Tramèr & Boneh's published ones) with --default-source",
+		s.Data.Arch.Spec.Name, d.ChosenOn, on)
+}
+
 // defaultCandidate checks the default-as-candidate settings of s and
 // returns its candidate (nil without IncludeDefault) and the weight the
 // tuner gets: random-stop's prior weight (tuning.DefaultWeight when s
@@ -47,6 +66,13 @@ func (s TuneSpec) defaultCandidate(uses tuning.Uses) (*tuning.Candidate, float64
 	d, ok := s.defaultsOf()
 	if !ok {
 		return nil, 0, invalidf("the default among the candidates needs default settings: %s has no published settings on %s; give them", s.Data.Arch.Spec.Name, s.Data.Name)
+	}
+	if uses.Default {
+		// (A tuner that takes no default is refused with its own reason,
+		// tuning.CheckDefault.)
+		if err := s.dataIndependent(d); err != nil {
+			return nil, 0, err
+		}
 	}
 	settings := map[string]float64{tuning.LearningRate: d.LearningRate, tuning.ClipNorm: d.ClipNorm,
 		tuning.Momentum: d.Momentum, tuning.BatchSize: float64(d.BatchSize), tuning.Epochs: float64(d.Epochs)}
@@ -158,7 +184,8 @@ func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuni
 // training set train at h's σ (h.Config.NoiseMultiplier), its randomness
 // from seed or key (stream "final run"), and adds its cost to l: the
 // planned event when the candidates' runs differ (counted as the
-// costliest), else its data normalisation and its steps as they ran. It
+// costliest) or when the run did not finish (interrupted or failed), else
+// its data normalisation and its steps as they ran. It
 // also returns the event of the run's data normalisation (nil for a
 // network without a datanorm layer).
 func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tuning.Candidate, train *data.Dataset, seed *uint64, key *randsrc.Key, mode dpsgd.NoiseMode, l *accounting.Ledger) (*model.Net, accounting.Event, error) {
@@ -190,9 +217,21 @@ func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tunin
 		return nil, norm, err
 	}
 	res, err := dpsgd.Train(ctx, net, train, cfg, nil, nil)
-	if _, ok := worst.(accounting.WorstCase); ok {
+	_, costliest := worst.(accounting.WorstCase)
+	switch {
+	case costliest:
 		l.Add(finalLabel+", counted as the costliest candidate's (with its data normalisation, if any)", worst)
-	} else {
+	case err != nil:
+		// Interrupted (when to stop may have followed what the curator
+		// saw) or failed (a divergence's step depends on the noisy
+		// iterates): the whole planned run is counted, as the budget file
+		// charges it and as `dptune train` records a run stopped early —
+		// never ε at the steps it happened to complete.
+		if norm != nil {
+			l.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", norm)
+		}
+		l.Add(finalLabel+" (planned: it did not finish, and counts whole)", dpsgd.StepsEvent(cfg))
+	default:
 		if res.NormEvent != nil {
 			l.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", res.NormEvent)
 		}

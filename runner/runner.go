@@ -12,10 +12,14 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -119,4 +123,29 @@ func Progress(ctx context.Context, done, total int) {
 	if f, ok := ctx.Value(progressKey{}).(func(done, total int)); ok && f != nil {
 		f(done, total)
 	}
+}
+
+// DecodeInput decodes a task's JSON input b into v strictly: a field v has
+// no place for, or anything after the one JSON value, fails with an error
+// wrapping ErrInvalidInput. A worker built before a field was added (a new
+// clipping rule, a default candidate) thus refuses the task before it reads
+// any data, instead of running something other than what the curator
+// planned and reports.
+func DecodeInput(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		var extra json.RawMessage
+		if e := dec.Decode(&extra); e != io.EOF {
+			err = errors.New("data after the input's JSON value")
+		}
+	}
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "json: unknown field"):
+		return fmt.Errorf("the job input has a field this worker does not know (%v): the curator's binary is newer than this worker's; run workers of the curator's version: %w", err, ErrInvalidInput)
+	case err != nil:
+		return fmt.Errorf("malformed job input: %v: %w", err, ErrInvalidInput)
+	}
+	return nil
 }

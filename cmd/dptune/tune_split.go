@@ -21,8 +21,8 @@ type splitFlags struct {
 }
 
 func addSplitFlags(fl *pflag.FlagSet, f *splitFlags) {
-	fl.BoolVar(&f.includeDefault, "include-default", false, "put the default settings among the candidates: the network's published settings on the dataset, or --default-settings (grid, doubling and randomstop; grid and doubling score them as one more candidate, randomstop draws them at each run with probability --default-weight)")
-	fl.Float64Var(&f.defaultWeight, "default-weight", 0.25, "randomstop with --include-default: the probability w ∈ (0, 1) that each run trains the default (else a uniform candidate of the space)")
+	fl.BoolVar(&f.includeDefault, "include-default", false, "put the default settings among the candidates: the network's published settings on the dataset (not those dptune chose on the dataset's own training data: refused), or --default-settings (grid, doubling and randomstop; grid and doubling score them as one more candidate, randomstop draws them at each run with probability --default-weight)")
+	fl.Float64Var(&f.defaultWeight, "default-weight", 0.25, "randomstop with --include-default: the probability w ∈ (0, 1) that each run trains the default (else a uniform candidate of the space); other tuners take none")
 	fl.StringVar(&f.defaultSettings, "default-settings", "", "with --include-default: the default's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
 	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
 	fl.Float64Var(&f.share, "selection-share", 0, "a share s ∈ (0, 1) of ε for the selection: only the selected hyperparameters leave it, and one final run of them on the whole training set, calibrated alone to (1 − s)·ε, is the released model; the selection's noise is calibrated so that both compose to ε (grid, randomstop and gp; default: no final run)")
@@ -40,6 +40,11 @@ func (f splitFlags) apply(cmd *cobra.Command, spec *job.TuneSpec) error {
 	}
 	spec.IncludeDefault = f.includeDefault
 	if ch("default-weight") {
+		// Checked here, where a given 0 is told from none (the job's 0
+		// is random-stop's prior weight tuning.DefaultWeight).
+		if err := checkDefaultWeight(spec.Tuner, f.defaultWeight); err != nil {
+			return err
+		}
 		spec.DefaultWeight = f.defaultWeight
 	}
 	d, err := parseDefaultSettings(f.defaultSettings, f.defaultSource)
@@ -53,6 +58,21 @@ func (f splitFlags) apply(cmd *cobra.Command, spec *job.TuneSpec) error {
 			return usagef("--selection-share 0 is outside (0, 1)")
 		}
 		spec.SelectionShare = f.share
+	}
+	return nil
+}
+
+// checkDefaultWeight refuses a given --default-weight w for a tuner that
+// draws no runs (grid and doubling train or score the default once, as one
+// more candidate; a tuner that takes no default is refused by the job) and
+// a w outside (0, 1): at 0 no run would train the
+// default, at 1 every run would, and none a candidate of the space.
+func checkDefaultWeight(tuner string, w float64) error {
+	if t, ok := tunerInfo(tuner); ok && t.Uses.Default && !t.Uses.Repetitions {
+		return usagef("--default-weight is not a --tuner %s option: it draws no runs, so the default takes no weight (it is one more candidate, trained once)", tuner)
+	}
+	if !(w > 0 && w < 1) {
+		return usagef("--default-weight %v is outside (0, 1): it is the probability that each run trains the default (0: never, 1: every run, and no candidate of the space)", w)
 	}
 	return nil
 }
