@@ -65,6 +65,12 @@ type Config struct {
 	// (DataNormOf(arch); required for a private run of such a network, so
 	// that PlannedEvent counts it), nil for any other network.
 	DataNorm *DataNorm
+	// DataNormEstimate, if not nil, is a datanorm layer's statistics
+	// released before the run (EstimateDataNorm, counted once by whoever
+	// released it, as a tuning does for all its runs): Train copies them
+	// into the layer's buffers and estimates nothing, so DataNorm must be
+	// nil and PlannedEvent counts only the steps.
+	DataNormEstimate *DataNormEstimate
 	// NonPrivate trains without noise (NoiseMultiplier must be 0): plain SGD
 	// on Poisson-sampled batches, or, with ClipNorm > 0, per-example clipping
 	// without noise (as the doubling tuner's partition runs use, so that the
@@ -288,6 +294,14 @@ func (c Config) Validate() error {
 	}
 	if c.DataNorm != nil {
 		if err := c.DataNorm.Validate(); err != nil {
+			return err
+		}
+	}
+	if c.DataNormEstimate != nil {
+		if c.DataNorm != nil {
+			return fmt.Errorf("a run either estimates its data normalisation (DataNorm) or takes a released one (DataNormEstimate), not both")
+		}
+		if err := c.DataNormEstimate.Validate(); err != nil {
 			return err
 		}
 	}

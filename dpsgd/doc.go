@@ -44,7 +44,11 @@
 // PlannedEvent composes it with the steps': every calibration of σ and
 // every tuner's base event counts it once the config carries it
 // (Config.DataNorm = DataNormOf(arch)). A private run of such a network
-// whose config does not count it is refused.
+// whose config does not count it is refused. A tuning instead estimates
+// the statistics once (EstimateDataNorm), counts that estimate once, and
+// releases it to every run as Config.DataNormEstimate: such a run copies
+// it into its buffers, estimates nothing, and its PlannedEvent is its
+// steps alone.
 //
 // Per-sample gradients come from an Engine. The default engine (NewEngine)
 // evaluates and differentiates the network natively — positions-major

@@ -195,16 +195,86 @@ func dataNormLayer(net *model.Net) (model.Layer, bool) {
 	return model.Layer{}, false
 }
 
+// DataNormEstimate is a datanorm layer's statistics estimated once and
+// released (EstimateDataNorm): a public input of every run given it
+// (Config.DataNormEstimate), which copies it into the layer's buffers
+// instead of estimating its own. Using it is post-processing of the
+// estimate; its cost, DataNorm.Event, is counted once by whoever released
+// it, never by the runs.
+type DataNormEstimate struct {
+	Mean     []float32 `json:"mean"`     // μ_c per channel
+	Variance []float32 `json:"variance"` // v_c ≥ 0 per channel
+}
+
+// Validate returns an error unless the estimate has as many means as
+// variances, at least one, every mean finite and every variance finite and
+// non-negative.
+func (e DataNormEstimate) Validate() error {
+	if len(e.Mean) == 0 || len(e.Mean) != len(e.Variance) {
+		return fmt.Errorf("released data normalisation: %d means and %d variances", len(e.Mean), len(e.Variance))
+	}
+	for c := range e.Mean {
+		m, v := float64(e.Mean[c]), float64(e.Variance[c])
+		if math.IsNaN(m) || math.IsInf(m, 0) || !(v >= 0) || math.IsInf(v, 1) {
+			return fmt.Errorf("released data normalisation: channel %d has mean %v and variance %v", c, m, v)
+		}
+	}
+	return nil
+}
+
+// EstimateDataNorm estimates the statistics of arch's datanorm layer once
+// on train (the network's input: a front end's features when it has one),
+// with mechanism d — DataNormStats at nominal size nominalN, the noise
+// from the "datanorm" stream of seed or key (randsrc.For), drawn securely
+// when secure — and returns them to be released: its privacy cost is
+// d.Event(), the caller's to count once. A run of a network with the same
+// datanorm layer then takes it as Config.DataNormEstimate.
+func EstimateDataNorm(ctx context.Context, arch model.Arch, train *data.Dataset, d DataNorm, nominalN float64, seed *uint64, key *randsrc.Key, secure bool) (*DataNormEstimate, error) {
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("dpsgd: %w", err)
+	}
+	net, err := model.NewZero(arch)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := dataNormLayer(net)
+	if !ok {
+		return nil, fmt.Errorf("dpsgd: network %s has no datanorm layer to estimate", arch.Name)
+	}
+	mean, variance, err := DataNormStats(ctx, train.X, train.N, l.In, l.InH*l.InW, d, nominalN, secure, randsrc.For(seed, key, "datanorm"))
+	if err != nil {
+		return nil, err
+	}
+	return &DataNormEstimate{Mean: mean, Variance: variance}, nil
+}
+
+// copyDataNormEstimate copies a released estimate into the buffers of
+// net's datanorm layer l.
+func copyDataNormEstimate(net *model.Net, l model.Layer, e DataNormEstimate) error {
+	if len(e.Mean) != l.In || len(e.Variance) != l.In {
+		return fmt.Errorf("dpsgd: the released data normalisation has %d means and %d variances; network %s's datanorm layer has %d channels", len(e.Mean), len(e.Variance), net.Arch.Name, l.In)
+	}
+	copy(net.Buffers[l.BufferOffset:], e.Mean)
+	copy(net.Buffers[l.BufferOffset+l.In:], e.Variance)
+	return nil
+}
+
 // estimateDataNorm fills the buffers of net's datanorm layer, if it has
 // one, with DataNormStats on train (the network's input: the layer is its
 // first or follows the fixed front end), and reports whether it touched
 // the data. A private run's cfg.DataNorm must be the layer's own
 // (DataNormOf), so that what PlannedEvent counted is what is done; a
-// non-private run estimates without noise.
+// non-private run estimates without noise. A run given a released
+// estimate (cfg.DataNormEstimate) copies it instead, estimates nothing and
+// reports that it did not touch the data.
 func estimateDataNorm(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, secure bool) (bool, error) {
 	l, ok := dataNormLayer(net)
 	want := DataNormOf(net.Arch)
 	switch {
+	case cfg.DataNormEstimate != nil && !ok:
+		return false, fmt.Errorf("dpsgd: the config holds a released data normalisation, but network %s has no datanorm layer", net.Arch.Name)
+	case cfg.DataNormEstimate != nil:
+		return false, copyDataNormEstimate(net, l, *cfg.DataNormEstimate)
 	case !ok && cfg.DataNorm != nil:
 		return false, fmt.Errorf("dpsgd: the config estimates a data normalisation, but network %s has no datanorm layer", net.Arch.Name)
 	case !ok:

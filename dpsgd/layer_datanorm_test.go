@@ -268,3 +268,66 @@ func TestDataNormStageBackward(t *testing.T) {
 		}
 	}
 }
+
+// EstimateDataNorm releases what a run would estimate from the same
+// stream; a run given it (Config.DataNormEstimate) copies it into the
+// layer's buffers, touches no data for it and counts only its steps;
+// mismatched or doubled configs are refused.
+func TestTrainTakesReleasedDataNorm(t *testing.T) {
+	arch := dataNormArchs(t)[1]
+	net, x, y := randomData(t, arch, 30, 5)
+	train := &data.Dataset{Name: "features", X: x, Y: y, N: 30, C: 3, H: 4, W: 4, Classes: 3}
+	seed := uint64(9)
+	d := DataNormOf(arch)
+	est, err := EstimateDataNorm(context.Background(), arch, train, *d, 40, &seed, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mean, variance, _ := DataNormStats(context.Background(), x, 30, 3, 16, *d, 40, false, randsrc.Seeded(seed, "datanorm"))
+	if !slices.Equal(est.Mean, mean) || !slices.Equal(est.Variance, variance) {
+		t.Fatalf("released %+v, want %v %v", est, mean, variance)
+	}
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.5, Steps: 2, ExpectedBatchSize: 20, LearningRate: 0.1, Seed: &seed, DataNormEstimate: est}
+	res, err := Train(context.Background(), net, train, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(net.Buffers, append(slices.Clone(mean), variance...)) {
+		t.Fatalf("buffers %v, want the released %v %v", net.Buffers, mean, variance)
+	}
+	if res.NormEvent != nil || !eventEqual(res.Event, accounting.DPSGD(1, 0.5, 2)) || !eventEqual(PlannedEvent(cfg), accounting.DPSGD(1, 0.5, 2)) {
+		t.Fatalf("events %v, %v, planned %v: want the steps alone", res.NormEvent, res.Event, PlannedEvent(cfg))
+	}
+	for _, c := range []struct {
+		cfg  func(Config) Config
+		net  model.Arch
+		want string
+	}{
+		{func(c Config) Config { c.DataNorm = d; return c }, arch, "not both"},
+		{func(c Config) Config {
+			c.DataNormEstimate = &DataNormEstimate{Mean: []float32{0}, Variance: []float32{1}}
+			return c
+		}, arch, "channels"},
+		{func(c Config) Config {
+			c.DataNormEstimate = &DataNormEstimate{Mean: []float32{0, 0, 0}, Variance: []float32{1, -1, 1}}
+			return c
+		}, arch, "variance"},
+		{func(c Config) Config { return c }, model.MNIST, "no datanorm layer"},
+	} {
+		n, err := model.NewZero(c.net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := train
+		if c.net.Name != arch.Name {
+			_, px, py := randomData(t, c.net, 4, 1)
+			tr = &data.Dataset{Name: "p", X: px, Y: py, N: 4, C: 1, H: 28, W: 28, Classes: 10}
+		}
+		if _, err := Train(context.Background(), n, tr, c.cfg(cfg), nil, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error with %q, have %v", c.want, err)
+		}
+	}
+	if _, err := EstimateDataNorm(context.Background(), model.MNIST, train, *d, 40, &seed, nil, false); err == nil {
+		t.Error("estimated a network without a datanorm layer")
+	}
+}

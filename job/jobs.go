@@ -281,12 +281,16 @@ type runInput struct {
 	Space tuning.Space `json:"space"`
 	// Default is the default candidate the tuning may run beside the
 	// space's (tuning.DPSGDTrainer.Default).
-	Default    *tuning.Candidate `json:"default,omitempty"`
-	ScoreNoise float64           `json:"score_noise"`
-	ValSize    int               `json:"val_size"`
-	Noise      dpsgd.NoiseMode   `json:"noise"`
-	Candidate  tuning.Candidate  `json:"candidate"`
-	Seed       *uint64           `json:"seed"`
+	Default *tuning.Candidate `json:"default,omitempty"`
+	// DataNorm is the tuning's one data normalisation with its released
+	// estimate (tuning.DPSGDTrainer.Norm), absent when the runs estimate
+	// their own or the network has none.
+	DataNorm   *tuning.SharedDataNorm `json:"data_norm,omitempty"`
+	ScoreNoise float64                `json:"score_noise"`
+	ValSize    int                    `json:"val_size"`
+	Noise      dpsgd.NoiseMode        `json:"noise"`
+	Candidate  tuning.Candidate       `json:"candidate"`
+	Seed       *uint64                `json:"seed"`
 	// Key is the run's secret key (a keyed invocation's run), instead of
 	// Seed; it travels only inside sealed payloads.
 	Key *randsrc.Key `json:"key,omitempty"`
@@ -341,7 +345,7 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
 		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, Clipping: in.Clipping, AutoClipGamma: in.AutoClipGamma,
 		Schedule: in.Schedule, NominalN: in.NominalN, Epochs: in.Epochs,
-		Networks: in.Networks, Space: in.Space, Default: in.Default, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
+		Networks: in.Networks, Space: in.Space, Default: in.Default, Norm: in.DataNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 	}
@@ -376,7 +380,7 @@ func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64, key *randsr
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
 		ClipNorm: t.ClipNorm, Clipping: t.Clipping, AutoClipGamma: t.AutoClipGamma,
 		Schedule: t.Schedule, NominalN: t.NominalN, Epochs: t.Epochs, Networks: t.Networks, Space: t.Space, Default: t.Default,
-		ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
+		DataNorm: t.Norm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }
 

@@ -213,11 +213,12 @@ type TuneReport struct {
 	FinalSamplingRate    float64 `json:"final_sampling_rate,omitempty"`
 	FinalSteps           int     `json:"final_steps,omitempty"`
 	// EpsilonComponents are the parts of the ledger, each with its ε
-	// alone at Delta: "selection" (the tuner's event; without a selection
-	// share the released model is the selected run's, so it is the
-	// whole), and with a selection share "final run" and, for a network
-	// with private data normalisation, the final run's "data
-	// normalisation" (part of the final run's ε). They do not add up to
+	// alone at Delta: for a network with private data normalisation
+	// first the tuning's one "data normalisation" (estimated once before
+	// the runs and used by every run and the final run), then "selection"
+	// (the tuner's event; without a selection share the released model is
+	// the selected run's, so it is the whole beside the normalisation),
+	// and with a selection share "final run". They do not add up to
 	// Epsilon: the total is the RDP composition of the parts converted to
 	// (ε, δ) once, which is less than the sum of the parts' ε.
 	EpsilonComponents []EpsilonComponent `json:"epsilon_components,omitempty"`
@@ -371,6 +372,19 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	if err := t.Hyper().CheckRuns(s.Space); err != nil {
 		return nil, invalid(err)
 	}
+	if runs && (s.Accountant == "" || s.Accountant == "rdp") {
+		// A network with private data normalisation: estimated once
+		// before the runs, released to each of them and counted once
+		// (tuning.SharedDataNorm), not once per run. (A partitioned
+		// tuner's final run estimates its own, the tuning's only one:
+		// its part runs are non-private, covered by its search, or
+		// refuse such a network.)
+		t.Norm = t.Hyper().SharedDataNormOf(s.Space)
+	}
+	var norm accounting.Event
+	if t.Norm != nil {
+		norm = t.Norm.Event()
+	}
 	if validation == "private" && uses.TrainerScores {
 		t.ScoreNoise, t.ValSize = s.ScoreNoise, s.ValSize
 	}
@@ -379,14 +393,14 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 		if err != nil {
 			return nil, err
 		}
-		sel, fin, err := s.calibrateSplit(ctx, tu, spec, t.EventFor, final)
+		sel, fin, err := s.calibrateSplit(ctx, tu, spec, norm, t.EventFor, final)
 		if err != nil {
 			return nil, err
 		}
 		t.NoiseMultiplier, final.Config.NoiseMultiplier = sel, fin
 		return &tunePlan{tuner: tu, spec: spec, trainer: t, final: &final}, nil
 	}
-	sigma, err := tuning.Calibrate(ctx, tu, spec, t.EventFor, s.Epsilon, s.Delta)
+	sigma, err := tuning.CalibrateAfter(ctx, tu, spec, norm, t.EventFor, s.Epsilon, s.Delta)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return nil, err
@@ -470,7 +484,12 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	if s.Runner, err = s.openRunner(ctx); err != nil {
 		return nil, nil, err
 	}
-	worst := ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec))
+	// The ledger opens with the tuning's one data normalisation, if any.
+	var normLedger accounting.Ledger
+	if trainer.Norm != nil {
+		normLedger.Add(tuning.SharedDataNormLabel, trainer.Norm.Event())
+	}
+	worst := withNorm(normLedger, ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec)))
 	var finalSigma float64
 	if p.final != nil {
 		// The budget is charged once for the selection and the final run.
@@ -512,10 +531,21 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 			return nil, nil, resv.done(accounting.Ledger{}, err)
 		}
 	}
+	var res tuning.Result
+	var tuneErr error
+	if trainer.Norm != nil {
+		// Estimated once on the whole training set (validation split
+		// included, as the final run's), before any run; if it fails or
+		// is cancelled, no run starts and the ledger still counts it.
+		trainer.Norm.Estimate, tuneErr = s.estimateNorm(ctx, trainer, train, seed, key)
+	}
 	// The jobs of this process read the data loaded here.
 	cachePut(cacheKey(ref), loaded{train: trainer.Data, val: trainer.Val})
 	spec.Seed, spec.Key, spec.Jobs = seed, key, dpsgdJobs{t: trainer, data: ref, model: true}
-	res, tuneErr := tu.Run(ctx, spec, trainer, run)
+	if tuneErr == nil {
+		res, tuneErr = tu.Run(ctx, spec, trainer, run)
+	}
+	res.Ledger = withNorm(normLedger, res.Ledger)
 	var finalNorm accounting.Event
 	if p.final != nil && tuneErr == nil && res.Selected != nil && res.Model != nil {
 		// Only the selected hyperparameters leave the selection: the
@@ -558,13 +588,18 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	} else if tuneErr == nil {
 		tuneErr = err
 	}
-	rep.EpsilonComponents = epsilonComponents(rel.Ledger, p.final != nil, finalNorm, acc, s.Delta)
+	rep.EpsilonComponents = epsilonComponents(rel.Ledger, p.final != nil, finalNorm, trainer.Norm != nil, acc, s.Delta)
 	if tuneErr != nil && !interrupted {
 		// The runs so far touched the data: the ledger is released alone.
 		rep.Failed, rel.Failed = tuneErr.Error(), true
 		return rel, diag, resv.done(res.Ledger, tuneErr)
 	}
-	if b, err := acc.Epsilon(trainer.Event(), s.Delta); err == nil {
+	base := trainer.Event()
+	if trainer.Norm != nil {
+		// One run as it would spend alone: with the estimate.
+		base = accounting.Composed{Events: []accounting.Event{trainer.Norm.Event(), base}}
+	}
+	if b, err := acc.Epsilon(base, s.Delta); err == nil {
 		rep.BaseEpsilon, rep.TuningOverhead = b.Epsilon, rep.Epsilon-b.Epsilon
 	}
 	if !interrupted && res.Selected != nil && res.Model != nil {

@@ -3,6 +3,9 @@ package job
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -158,9 +161,21 @@ const finalLabel = "final DP-SGD run of the selected hyperparameters on the whol
 // composition of the selection (the tuner's event of base(σ)) and the
 // final run at σ_f meets the total (ε, δ). Both are before any data is
 // read; an infeasible share is an error wrapping ErrInvalid that names it.
-func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuning.Spec, base func(float64) accounting.Event, final tuning.Hyper) (sel, fin float64, err error) {
+// A tuning's one data normalisation norm (nil: none) counts with the
+// final run alone, which uses it as a run estimating its own would (so
+// σ_f is as without sharing), and once in the total.
+func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuning.Spec, norm accounting.Event, base func(float64) accounting.Event, final tuning.Hyper) (sel, fin float64, err error) {
 	sh := s.SelectionShare
-	fin, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event { return finalEvent(final, s.Space, z) }, (1-sh)*s.Epsilon, s.Delta)
+	withNorm := func(es ...accounting.Event) accounting.Event {
+		if norm != nil {
+			es = append([]accounting.Event{norm}, es...)
+		}
+		if len(es) == 1 {
+			return es[0]
+		}
+		return accounting.Composed{Events: es}
+	}
+	fin, err = accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event { return withNorm(finalEvent(final, s.Space, z)) }, (1-sh)*s.Epsilon, s.Delta)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return 0, 0, err
@@ -169,7 +184,7 @@ func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuni
 	}
 	fe := finalEvent(final, s.Space, fin)
 	sel, err = accounting.CalibrateNoise(ctx, tu.Accountant(spec), func(z float64) accounting.Event {
-		return accounting.Composed{Events: []accounting.Event{tu.Event(base(z), spec), fe}}
+		return withNorm(tu.Event(base(z), spec), fe)
 	}, s.Epsilon, s.Delta)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -246,9 +261,52 @@ func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tunin
 }
 
 // epsilonComponents is report.json's EpsilonComponents of a tuning's
-// ledger l: its first entry is the selection; with a selection share
-// (split) the rest is the final run, and norm (if not nil) the final run's
-// data normalisation.
-func epsilonComponents(l accounting.Ledger, split bool, norm accounting.Event, acc accounting.Accountant, delta float64) []EpsilonComponent {
+// ledger l: its first entry is the selection, after the tuning's one data
+// normalisation when shared; with a selection share (split) the rest is
+// the final run, and norm (if not nil) the final run's own data
+// normalisation.
+func epsilonComponents(l accounting.Ledger, split bool, norm accounting.Event, shared bool, acc accounting.Accountant, delta float64) []EpsilonComponent {
+	if shared {
+		return tuning.SharedEpsilonComponents(l, 1, split, acc, delta)
+	}
 	return tuning.EpsilonComponents(l, 1, split, norm, acc, delta)
+}
+
+// withNorm is ledger l after norm's entries (a tuning's one data
+// normalisation; none: l itself).
+func withNorm(norm, l accounting.Ledger) accounting.Ledger {
+	if len(norm.Entries) == 0 {
+		return l
+	}
+	return accounting.Ledger{Entries: append(slices.Clone(norm.Entries), l.Entries...)}
+}
+
+// estimateNorm estimates t's shared data normalisation (t.Norm) once on
+// train, the whole training set, at the nominal size s.Data.NominalN, its
+// noise from the invocation's seed or key (purpose "data normalisation")
+// drawn as the runs draw theirs (t.Noise): dpsgd.EstimateDataNorm on a
+// network of the tuning with that datanorm layer.
+func (s TuneSpec) estimateNorm(ctx context.Context, t *tuning.DPSGDTrainer, train *data.Dataset, seed *uint64, key *randsrc.Key) (*dpsgd.DataNormEstimate, error) {
+	arch, ok := t.Arch, false
+	if d := dpsgd.DataNormOf(arch); d != nil && *d == t.Norm.Mechanism {
+		ok = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.Networks)) {
+		if d := dpsgd.DataNormOf(t.Networks[name]); !ok && d != nil && *d == t.Norm.Mechanism {
+			arch, ok = t.Networks[name], true
+		}
+	}
+	if !ok {
+		return nil, fmt.Errorf("job: no network of the tuning has the shared data normalisation %+v", t.Norm.Mechanism)
+	}
+	var nseed *uint64
+	var nkey *randsrc.Key
+	switch {
+	case key != nil:
+		nkey = key.Derive("data normalisation")
+	case seed != nil:
+		v := randsrc.Seeded(*seed, "data normalisation").Uint64()
+		nseed = &v
+	}
+	return dpsgd.EstimateDataNorm(ctx, arch, train, t.Norm.Mechanism, float64(s.Data.NominalN), nseed, nkey, t.Noise.Secure(nseed))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -163,14 +164,18 @@ func TestSelectionShareDataNorm(t *testing.T) {
 	norm := accounting.Composed{Events: []accounting.Event{g, g}}
 	alone, _ := accounting.RDP{}.Epsilon(norm, 1e-5)
 	cs := rep.EpsilonComponents
-	if len(cs) != 3 || cs[2].Name != job.ComponentDataNorm || cs[2].Epsilon == nil || *cs[2].Epsilon != alone.Epsilon {
-		t.Fatalf("components %+v, want selection, final run and its data normalisation at ε = %v", cs, alone.Epsilon)
+	if len(cs) != 3 || cs[0].Name != job.ComponentDataNorm || cs[0].Epsilon == nil || *cs[0].Epsilon != alone.Epsilon ||
+		cs[1].Name != job.ComponentSelection || cs[2].Name != job.ComponentFinal {
+		t.Fatalf("components %+v, want the tuning's one data normalisation at ε = %v, the selection and the final run", cs, alone.Epsilon)
 	}
-	if f := *cs[1].Epsilon; f > 2 || f < 2*(1-1e-3) {
-		t.Errorf("the final run's ε alone (with its normalisation) = %v, want (1 − 0.5)·4 = 2", f)
+	es := rel.Ledger.Entries
+	if len(es) != 3 || es[0].Label != tuning.SharedDataNormLabel || !reflect.DeepEqual(es[0].Event, accounting.Event(norm)) {
+		t.Fatalf("ledger %+v, want the one normalisation, the selection and the final run's steps", es)
 	}
-	if es := rel.Ledger.Entries; len(es) != 3 || !strings.Contains(es[1].Label, "data normalisation") {
-		t.Errorf("ledger %+v, want the selection, the final run's normalisation and its steps", es)
+	// The final run's share (1 − 0.5)·4 = 2 holds the estimate it uses.
+	f, err := accounting.RDP{}.Epsilon(accounting.Composed{Events: []accounting.Event{norm, es[2].Event}}, 1e-5)
+	if err != nil || f.Epsilon > 2 || f.Epsilon < 2*(1-1e-3) || *cs[2].Epsilon >= f.Epsilon {
+		t.Errorf("the final run's ε with the estimate = %v (alone %v), want (1 − 0.5)·4 = 2", f.Epsilon, *cs[2].Epsilon)
 	}
 	if rel.Model == nil || len(rel.Model.Buffers) != 2 || rel.Model.Buffers[1] == 1 {
 		t.Errorf("released model's buffers %v: not an estimate", rel.Model.Buffers)

@@ -178,7 +178,63 @@ type Hyper struct {
 	// Default, if not nil, is a candidate the tuning may run beside the
 	// space's (DefaultCandidate): Event and CheckRuns cover its run too.
 	Default *Candidate
+	// Norm, if not nil, is the tuning's one private data normalisation
+	// (SharedDataNorm): a run of a network whose datanorm layer is Norm's
+	// mechanism takes Norm's released estimate instead of estimating its
+	// own, and its event is its steps alone.
+	Norm *SharedDataNorm
 }
+
+// SharedDataNorm is a tuning's one private data normalisation: the
+// statistics of the networks' datanorm layer estimated once on the
+// tuning's training data before any run (dpsgd.EstimateDataNorm), counted
+// once in the ledger as its own event (Event), and released to every run
+// of a network with that layer — candidate runs and the final run — as a
+// public input: their use of it is post-processing, so their events are
+// their steps (and scores) alone.
+type SharedDataNorm struct {
+	// Mechanism is the datanorm layer's estimation (dpsgd.DataNormOf):
+	// its noise multiplier and clipping norms. Only a network whose
+	// layer has exactly this mechanism takes the estimate.
+	Mechanism dpsgd.DataNorm `json:"mechanism"`
+	// Estimate is the released statistics, nil until the tuning has
+	// estimated them (a run of such a network before then is refused).
+	Estimate *dpsgd.DataNormEstimate `json:"estimate,omitempty"`
+}
+
+// Event is the estimate's privacy cost (dpsgd.DataNorm.Event).
+func (n SharedDataNorm) Event() accounting.Event { return n.Mechanism.Event() }
+
+// SharedDataNormOf returns the one data normalisation a tuning of h's
+// runs over space s can share: the mechanism of the datanorm layer of
+// every candidate's network (the space's and the default's) that has one,
+// without an estimate yet; nil when no network has a datanorm layer, or
+// when their layers' mechanisms differ (each run then estimates its own,
+// counted in its event, as without sharing).
+func (h Hyper) SharedDataNormOf(s Space) *SharedDataNorm {
+	h.Norm = nil
+	var mech *dpsgd.DataNorm
+	for _, c := range h.runShapes(s) {
+		_, cfg, err := h.Run(c)
+		switch {
+		case err != nil:
+			return nil
+		case cfg.DataNorm == nil:
+		case mech == nil:
+			mech = cfg.DataNorm
+		case *mech != *cfg.DataNorm:
+			return nil
+		}
+	}
+	if mech == nil {
+		return nil
+	}
+	return &SharedDataNorm{Mechanism: *mech}
+}
+
+// SharedDataNormLabel labels a tuning's one data normalisation in its
+// ledger.
+const SharedDataNormLabel = "data normalisation, estimated once before the tuning's runs: Gaussian estimate of the datanorm layer's per-channel mean and variance, released to every run"
 
 // Run returns candidate c's network and run. The error names a network
 // that is not among Networks, or a batch size or epoch count that cannot
@@ -230,6 +286,10 @@ func (h Hyper) Run(c Candidate) (model.Arch, dpsgd.Config, error) {
 		cfg.Steps = dpsgd.StepsForEpochs(epochs, cfg.SamplingRate)
 	}
 	cfg.DataNorm = dpsgd.DataNormOf(arch)
+	if n := h.Norm; n != nil && cfg.DataNorm != nil && *cfg.DataNorm == n.Mechanism {
+		// The tuning's released estimate: post-processing, no cost here.
+		cfg.DataNorm, cfg.DataNormEstimate = nil, n.Estimate
+	}
 	return arch, cfg, nil
 }
 
@@ -322,7 +382,8 @@ func (h Hyper) CheckRuns(s Space) error {
 
 // Event is the privacy event of one run of any candidate of s at noise
 // multiplier sigma (dpsgd.PlannedEvent: the steps and, for a network with
-// a datanorm layer, its data normalisation): the run's own when every
+// a datanorm layer, its data normalisation unless it takes h.Norm's
+// estimate, counted once by the tuning instead): the run's own when every
 // candidate's is the same, else accounting.WorstCase of the distinct ones —
 // every run of the tuning then costs the costliest candidate's run, since
 // which candidate a run trains is released with it or drawn from public

@@ -318,6 +318,19 @@ func Calibrate(ctx context.Context, tu Tuner, spec Spec, base func(sigma float64
 	return accounting.CalibrateNoise(ctx, tu.Accountant(spec), func(s float64) accounting.Event { return tu.Event(base(s), spec) }, eps, delta)
 }
 
+// CalibrateAfter is Calibrate for a tuning that first spends before (a
+// shared data normalisation, SharedDataNorm.Event, released before any
+// run; nil: none): the base noise multiplier σ such that before composed
+// with the tuner's event of base(σ) meets (eps, delta).
+func CalibrateAfter(ctx context.Context, tu Tuner, spec Spec, before accounting.Event, base func(sigma float64) accounting.Event, eps, delta float64) (float64, error) {
+	if before == nil {
+		return Calibrate(ctx, tu, spec, base, eps, delta)
+	}
+	return accounting.CalibrateNoise(ctx, tu.Accountant(spec), func(s float64) accounting.Event {
+		return accounting.Composed{Events: []accounting.Event{before, tu.Event(base(s), spec)}}
+	}, eps, delta)
+}
+
 // Exampler is a tuner with an example for help text: its command-line
 // settings beyond --tuner and --out ("--space mnist-dphypo --epsilon 8").
 type Exampler interface {

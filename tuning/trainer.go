@@ -91,7 +91,12 @@ type DPSGDTrainer struct {
 	Space            Space
 	// Default, if not nil, is the one candidate beside Space's grid that
 	// Train accepts (DefaultCandidate): Event counts its run too.
-	Default    *Candidate
+	Default *Candidate
+	// Norm, if not nil, is the tuning's one data normalisation
+	// (SharedDataNorm): every run of a network with its datanorm layer
+	// takes its released estimate, and Event does not count it (the
+	// tuning's ledger does, once).
+	Norm       *SharedDataNorm
 	ScoreNoise float64 // noise multiplier of the private count; 0: Val is public
 	// Noise is how the runs draw their Gaussian noise (dpsgd.NoiseAuto:
 	// secure without a seed). A caller that seeds every run from a secret
@@ -106,8 +111,8 @@ type DPSGDTrainer struct {
 
 // EventFor is the event of one run with noise multiplier sigma: the DP-SGD
 // steps (after the run's own data normalisation, for a network with a
-// datanorm layer: dpsgd.PlannedEvent), plus the noisy score when Val is
-// private.
+// datanorm layer: dpsgd.PlannedEvent — none when it takes Norm's released
+// estimate), plus the noisy score when Val is private.
 //
 // A space whose candidates cannot all run (Hyper.CheckRuns, which the job
 // checks first) gives a NonPrivate event: ε = ∞, never under-counted.
@@ -166,7 +171,7 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 
 // Hyper is how the trainer turns a candidate into a run.
 func (t *DPSGDTrainer) Hyper() Hyper {
-	return Hyper{Arch: t.Arch, Networks: t.Networks, NominalN: t.NominalN, Epochs: t.Epochs, Default: t.Default,
+	return Hyper{Arch: t.Arch, Networks: t.Networks, NominalN: t.NominalN, Epochs: t.Epochs, Default: t.Default, Norm: t.Norm,
 		Config: dpsgd.Config{SamplingRate: t.SamplingRate, ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps,
 			LearningRate: t.LearningRate, ClipNorm: t.ClipNorm, Momentum: t.Momentum, Schedule: t.Schedule,
 			Clipping: t.Clipping, AutoClipGamma: t.AutoClipGamma}}
