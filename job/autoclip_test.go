@@ -128,7 +128,7 @@ func TestTrainAutoClipRefused(t *testing.T) {
 		"γ NaN":                          func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, math.NaN() },
 		"γ +Inf":                         func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, math.Inf(1) },
 		"γ = 1e-300":                     func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, 1e-300 },
-		"γ below the floor":              func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, MinAutoClipGamma / 2 },
+		"γ below the floor":              func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, MinAutoClipGamma/2 },
 		"flat with γ":                    func(s *TrainSpec) { s.ClipNorm, s.AutoClipGamma = 1, 0.01 },
 		"unknown rule":                   func(s *TrainSpec) { s.ClipNorm, s.Clipping = 1, dpsgd.Clipping(5) },
 		"non-private": func(s *TrainSpec) {

@@ -42,17 +42,7 @@ func TestAutoClipBadInputExit2(t *testing.T) {
 		{"tune", "--tuner", "grid", "--clipping", "automatic", "--space", "mnist-doubling"},
 		{"tune", "--tuner", "vote", "--clipping", "automatic"},
 	} {
-		start := time.Now()
-		code, out := run(t, args...)
-		if code != 2 {
-			t.Errorf("%v: exit %d, want 2; output %q", args, code, out)
-		}
-		if lines := strings.Count(strings.TrimSpace(out), "\n"); lines != 0 {
-			t.Errorf("%v: %d-line error %q, want one line", args, lines+1, out)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("%v took %v: work started before the error", args, d)
-		}
+		expectExit2(t, 2*time.Second, "", args...)
 	}
 }
 

@@ -34,14 +34,7 @@ func TestBenchWideOptionsRefused(t *testing.T) {
 		{[]string{"bench", "seeds", "--models", "tb-mnist", "--data-dir", missing, "--out", out()}, "tb-mnist has no published settings on mnist (give them with --default-settings"},
 		{[]string{"bench", "seeds", "--models", "tb-mnist", "--default-settings", "batch_size=256", "--default-source", "mine", "--data-dir", missing, "--out", out()}, "--default-settings needs all of"},
 	} {
-		start := time.Now()
-		code, got := run(t, c.args...)
-		if code != 2 || !strings.Contains(got, c.want) || strings.Count(strings.TrimSpace(got), "\n") != 0 {
-			t.Errorf("%v: exit %d, output %q; want 2 and one line containing %q", c.args, code, got, c.want)
-		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("%v took %v: work started before the error", c.args, d)
-		}
+		expectExit2(t, 5*time.Second, c.want, c.args...)
 	}
 }
 

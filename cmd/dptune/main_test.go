@@ -137,17 +137,7 @@ func TestImpossibleRequestsExit2(t *testing.T) {
 		{"vote", "serve", "--final-training", "dp-fedavg", "--clip-norm", "0"},
 	}
 	for _, args := range cases {
-		start := time.Now()
-		code, out := run(t, args...)
-		if code != 2 {
-			t.Errorf("%v: exit %d, want 2; output %q", args, code, out)
-		}
-		if lines := strings.Count(strings.TrimSpace(out), "\n"); lines != 0 {
-			t.Errorf("%v: %d-line error %q, want one line", args, lines+1, out)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("%v took %v: work started before the error", args, d)
-		}
+		expectExit2(t, 2*time.Second, "", args...)
 	}
 }
 
@@ -247,5 +237,20 @@ func TestNonPrivateEpoch(t *testing.T) {
 	}
 	if rep.TestAccuracy < 0.97 {
 		t.Fatalf("test accuracy %v < 0.97", rep.TestAccuracy)
+	}
+}
+
+// expectExit2 runs args and asserts what every refusal of bad input
+// gives: exit 2, one line (containing want, when want is not empty), and
+// no work before it (within limit).
+func expectExit2(t *testing.T, limit time.Duration, want string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	code, out := run(t, args...)
+	if code != 2 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, want) {
+		t.Errorf("%v: exit %d, output %q; want 2 and one line containing %q", args, code, out, want)
+	}
+	if d := time.Since(start); d > limit {
+		t.Errorf("%v took %v: work started before the error", args, d)
 	}
 }

@@ -52,14 +52,9 @@ func TestTuneSplitBadInputExit2(t *testing.T) {
 		"doubling share":             {[]string{"--tuner", "doubling", "--selection-share", "0.2"}, "no selection share"},
 		"vote share":                 {[]string{"--tuner", "vote", "--selection-share", "0.2"}, "not a --tuner vote option"},
 	} {
-		start := time.Now()
-		code, out := run(t, append(append([]string{}, common...), c.args...)...)
-		if code != 2 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, c.want) {
-			t.Errorf("%s: exit %d, output %q; want 2 and one line with %q", name, code, out, c.want)
-		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Errorf("%s took %v: work started before the error", name, d)
-		}
+		t.Run(name, func(t *testing.T) {
+			expectExit2(t, 3*time.Second, c.want, append(append([]string{}, common...), c.args...)...)
+		})
 	}
 }
 

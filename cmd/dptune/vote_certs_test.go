@@ -106,17 +106,7 @@ func TestVoteTransportRefusals(t *testing.T) {
 		{"vote", "client", "--server", "127.0.0.1:1", "--insecure", "--colluding", "-1"},
 	}
 	for _, args := range cases {
-		start := time.Now()
-		code, out := run(t, args...)
-		if code != 2 {
-			t.Errorf("%v: exit %d, want 2; output %q", args, code, out)
-		}
-		if lines := strings.Count(strings.TrimSpace(out), "\n"); lines != 0 {
-			t.Errorf("%v: %d-line error %q, want one line", args, lines+1, out)
-		}
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("%v took %v: work started before the error", args, d)
-		}
+		expectExit2(t, 2*time.Second, "", args...)
 	}
 }
 
