@@ -12,11 +12,13 @@
 // What is where: the vote mechanism, its noise and calibration (Mechanism,
 // Calibrate, TopVotes, Winner; GoodSelectionBound, the paper's Theorem V.1);
 // the candidates (Space, CheckSpace, MNISTSpace) and the job every client is
-// sent (Job); the gRPC server and client (Server, Client; the wire protocol
-// is package votepb, the curator's certificates package pki); the rounds'
-// deadlines; FedAvg of the winner (the server's rounds, and Job.FedAvg, all
-// clients in one process for simulations) and client-level DP-FedAvg
-// (UpdateSum).
+// sent (Job); the protocol's server and client (Server, Client; the wire
+// protocol is package votepb); the transport that carries them (Serve a
+// Server on a listener, Dial a server for a Client, both over a Transport:
+// mutual TLS with the curator's certificates, package pki, or plaintext on
+// loopback); the rounds' deadlines; FedAvg of the winner (the server's
+// rounds, and Job.FedAvg, all clients in one process for simulations) and
+// client-level DP-FedAvg (UpdateSum).
 // The package knows no tuner and imports none: it depends on dpsgd, model
 // and data for the clients' local training and on privacy/accounting for
 // the events its releases cost. The vote tuner of package tuning
@@ -105,7 +107,7 @@
 //     ε holds against the server and its c colluders together.
 //
 // The server never vouches for a key: it only relays. The transport
-// (job.VoteTransport) is mutual TLS by default: the server takes a
+// (Transport) is mutual TLS by default: the server takes a
 // client's ID from its verified certificate, and refuses
 // (codes.PermissionDenied) any message whose client ID differs from it or
 // that does not carry the token of that client's Join, so a process that

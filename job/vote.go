@@ -9,12 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/federated"
-	pb "github.com/dptune/dptune/federated/votepb"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
@@ -77,7 +74,7 @@ type VoteReport struct {
 	Survivors     int                `json:"survivors"`
 	NoiseStddev   float64            `json:"vote_noise_stddev"`
 	FinalTraining string             `json:"final_training"`
-	Traffic       Traffic            `json:"client_bytes_sent"`
+	Traffic       federated.Traffic  `json:"client_bytes_sent"`
 	Ledger        accounting.Ledger  `json:"ledger"`
 }
 
@@ -96,14 +93,6 @@ type VoteFailedReport struct {
 	NoiseStddev   float64           `json:"vote_noise_stddev"`
 	FinalTraining string            `json:"final_training"`
 	Ledger        accounting.Ledger `json:"ledger"`
-}
-
-// Traffic is what the clients sent the server, counted as gRPC payload
-// bytes on the wire (one connection per client). It depends only on public
-// sizes: the masked vectors are uniform words whatever the votes.
-type Traffic struct {
-	MaxSent   int64 `json:"max_per_client"`
-	TotalSent int64 `json:"total"`
 }
 
 // timeouts are s's round deadlines, defaults filled in.
@@ -210,25 +199,14 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	srv.Progress = s.Progress
-	creds, mtls, err := s.Transport.serverOption(lis.Addr().String())
-	if err != nil {
-		return nil, err
-	}
-	srv.RequireClientCert = mtls
 	srv.TrainingTimeout, srv.MessageTimeout = s.timeouts()
 	// A client that never joins must not stall the run: admissions close
 	// after the training rounds' deadline.
 	srv.JoinTimeout = srv.TrainingTimeout
-	var meter trafficMeter
-	// ConnectionTimeout drops a connection that has not finished its
-	// handshake within 10 s (gRPC's default is 120 s), so idle
-	// unauthenticated connections do not accumulate.
-	g := grpc.NewServer(creds, grpc.ConnectionTimeout(10*time.Second), grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20), grpc.StatsHandler(&meter))
-	pb.RegisterVoteServer(g, srv)
-	tl := trackListener(lis)
-	go g.Serve(tl)
-	defer stopVoteServer(g, tl, 5*time.Second)
-	out, err := srv.Wait(ctx)
+	out, traffic, err := federated.Serve(ctx, srv, lis, federated.Transport(s.Transport))
+	if errors.Is(err, federated.ErrTransport) {
+		return nil, invalid(err)
+	}
 	if err != nil {
 		if len(out.Survivors) == 0 {
 			return nil, err
@@ -287,7 +265,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	cand := j.Space.At(out.Winner)
 	rep := &VoteReport{Tuner: Vote, Selected: cand, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
 		EpsilonLevel: level, ModelPrivate: j.Final.Mode != federated.FinalNonPrivate, Clients: j.Clients, Survivors: len(out.Survivors),
-		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Traffic: meter.traffic(), Ledger: ledger}
+		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Traffic: traffic, Ledger: ledger}
 	if rep.ModelPrivate && !math.IsInf(total.Epsilon, 1) {
 		e := total.Epsilon
 		rep.Epsilon, rel.Epsilon = &e, &e
@@ -345,23 +323,22 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 	if err := lim.Valid(); err != nil {
 		return federated.ClientReport{}, invalid(err)
 	}
-	creds, auth, id, err := tr.clientOption(addr)
+	conn, err := federated.Dial(addr, federated.Transport(tr))
+	if errors.Is(err, federated.ErrTransport) {
+		return federated.ClientReport{}, invalid(err)
+	}
 	if err != nil {
 		return federated.ClientReport{}, err
 	}
-	if part == 0 && id >= 0 {
+	defer conn.Close()
+	if id := conn.ID(); part == 0 && id >= 0 {
 		part = id + 1
 	}
 	train, _, err := src.Load()
 	if err != nil {
 		return federated.ClientReport{}, invalid(err)
 	}
-	conn, err := grpc.NewClient(addr, creds, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)))
-	if err != nil {
-		return federated.ClientReport{}, err
-	}
-	defer conn.Close()
-	c := &federated.Client{Progress: progress, Part: part, Parts: parts, Auth: auth, Limits: &lim, Load: func(j federated.Job) (*data.Dataset, error) {
+	c := &federated.Client{Progress: progress, Part: part, Parts: parts, Limits: &lim, Load: func(j federated.Job) (*data.Dataset, error) {
 		if j.Dataset != src.Name {
 			return nil, fmt.Errorf("vote: the server's job is on %s, this client holds %s", j.Dataset, src.Name)
 		}
@@ -372,11 +349,52 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 		s.Arch = j.Arch
 		return s.inputs(ctx, "train", train, nil)
 	}}
-	rep, err := c.Run(ctx, pb.NewVoteClient(conn))
+	rep, err := conn.Run(ctx, c)
 	if errors.Is(err, federated.ErrRefused) {
 		return rep, invalid(err)
 	}
 	return rep, err
+}
+
+// VoteTransport secures the vote's gRPC connections: federated.Transport,
+// whose doc gives the trust model. By default it is mutual TLS 1.3 (Cert
+// and Key this side's certificate and key, CA the curator's CA, all PEM;
+// GenerateVoteCerts writes them); Insecure is plaintext gRPC on loopback
+// addresses only, which withstands a semi-honest server only.
+type VoteTransport federated.Transport
+
+// CheckServer refuses, before any work, a server transport that cannot
+// serve on addr (federated.Transport.CheckServer): --insecure off
+// loopback, missing or unreadable files. Errors wrap ErrInvalid.
+func (t VoteTransport) CheckServer(addr string) error {
+	if err := federated.Transport(t).CheckServer(addr); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+// CheckClient refuses, before any work, a client transport that cannot
+// reach addr (federated.Transport.CheckClient): --insecure off loopback,
+// missing or unreadable files, a certificate that binds no client ID or
+// another part than part (if > 0). Errors wrap ErrInvalid.
+func (t VoteTransport) CheckClient(addr string, part int) error {
+	if err := federated.Transport(t).CheckClient(addr, part); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+// GenerateVoteCerts writes the curator's CA and the server's and clients'
+// certificates and keys into dir (federated.GenerateCerts); VoteCertFiles
+// names them.
+func GenerateVoteCerts(dir string, clients int, hosts []string, keepCAKey bool) error {
+	return federated.GenerateCerts(dir, clients, hosts, keepCAKey)
+}
+
+// VoteCertFiles are the names GenerateVoteCerts writes
+// (federated.CertFiles).
+func VoteCertFiles(clients int, keepCAKey bool) []string {
+	return federated.CertFiles(clients, keepCAKey)
 }
 
 // The vote's settings and defaults the command line needs (package

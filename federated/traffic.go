@@ -1,4 +1,4 @@
-package job
+package federated
 
 import (
 	"context"
@@ -7,6 +7,14 @@ import (
 
 	"google.golang.org/grpc/stats"
 )
+
+// Traffic is what the clients sent the server, counted as gRPC payload
+// bytes on the wire (one connection per client). It depends only on public
+// sizes: the masked vectors are uniform words whatever the votes.
+type Traffic struct {
+	MaxSent   int64 `json:"max_per_client"`
+	TotalSent int64 `json:"total"`
+}
 
 // trafficMeter is a gRPC server stats.Handler that counts the payload bytes
 // each connection sends the server.
