@@ -22,6 +22,9 @@
 //   - RDP (Mironov 2017): orders 1.1 … 10.9, 12 … 63, 128, 256, 512
 //     (DefaultOrders); the Poisson-subsampled Gaussian exact at integer and
 //     fractional orders (Mironov, Talwar, Zhang 2019, §3.3 and §3.4);
+//     Poisson subsampling of any other event it counts by Zhu & Wang 2019's
+//     general upper bound (Theorem 6), as Koskela & Kulkarni 2023 use for
+//     tuning on a subsample;
 //     random-stop tuning by Papernot & Steinke 2022 (Theorems 2 and 6) and
 //     DP-HyPO (Wang et al. 2023, Theorem 1); conversion to (ε, δ) by Balle
 //     et al. 2020, Theorem 21 (also Canonne, Kamath, Steinke 2020), minimised
@@ -48,6 +51,7 @@
 //	DiscreteGaussian           yes   –     –         –
 //	DistributedDiscreteGauss.  yes   –     –         –
 //	Poisson-subsampled Gauss.  yes   yes   CLT ≈     –
+//	Poisson-subsampled other   yes   –     –         (ε, δ) inner
 //	Laplace                    yes   yes   –         yes
 //	EpsilonDelta               δ=0   yes   –         yes
 //	AboveThreshold             yes   yes   –         yes
@@ -60,7 +64,10 @@
 // times its sensitivity as (0, δ₀)-DP with δ₀ its total variation (an upper
 // bound: ε = 0 at any usable δ) and refuses losses that need a grid coarser
 // than 1 nat; a distribution of the number of runs K that is drawn from
-// (CheckSampled) has a mean of at most MaxMeanRuns. RDP.EpsilonContext and
+// (CheckSampled) has a mean of at most MaxMeanRuns; the general subsampling
+// bound is evaluated at orders up to MaxSubsampledOrder (above it the
+// inner event's RDP stands) and, for a GaussianSelect inside, on a sparse
+// grid of inner orders above 64. RDP.EpsilonContext and
 // EpsilonContext stop with ctx's error soon after ctx is cancelled.
 //
 // Calibration: CalibrateNoise (σ for a target ε, never above it; for a

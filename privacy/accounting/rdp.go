@@ -55,7 +55,10 @@ func (a RDP) orders() []float64 {
 //     DiscreteGaussian as the Gaussian of the same z (Canonne, Kamath,
 //     Steinke 2020, Theorem 4); DistributedDiscreteGaussian:
 //     DistributedDiscreteGaussianRDP (Kairouz, Liu, Steinke 2021);
-//   - Poisson-subsampled Gaussian: SubsampledGaussianRDP;
+//   - Poisson-subsampled Gaussian: SubsampledGaussianRDP; Poisson
+//     subsampling of any other event: Zhu & Wang 2019's general upper bound
+//     (Theorem 6; see poissonSubsampledRDP), used for tuning on a subsample
+//     (Koskela & Kulkarni 2023);
 //   - Laplace: LaplaceRDP (Mironov 2017, Proposition 6);
 //   - pure ε-DP (EpsilonDelta with δ = 0, AboveThreshold per iteration):
 //     PureDPRDP;
@@ -66,8 +69,8 @@ func (a RDP) orders() []float64 {
 //     Proposition 1);
 //   - WorstCase: the maximum per order.
 //
-// EpsilonDelta with δ > 0 (no RDP guarantee follows from it) and subsampling
-// of anything but a Gaussian give an error wrapping ErrUnsupported.
+// EpsilonDelta with δ > 0 (no RDP guarantee follows from it), alone or
+// inside another event, gives an error wrapping ErrUnsupported.
 func (a RDP) RDP(e Event) ([]float64, error) {
 	return a.RDPContext(context.Background(), e)
 }
@@ -143,17 +146,27 @@ func (a RDP) add(ctx context.Context, acc, orders []float64, e Event, times floa
 		each(func(o float64) float64 { return float64(v.MaxIterations) * PureDPRDP(v.Epsilon, o) })
 	case PoissonSampled:
 		g, ok := v.Event.(Gaussian)
-		if !ok {
-			return fmt.Errorf("accounting: the rdp accountant cannot count Poisson subsampling of a %q event: %w", v.Event.Type(), ErrUnsupported)
-		}
-		r, err := g.ratio()
-		if err != nil {
-			return err
+		if ok {
+			r, err := g.ratio()
+			if err != nil {
+				return err
+			}
+			if !(v.SamplingRate >= 0 && v.SamplingRate <= 1) {
+				return fmt.Errorf("accounting: sampling rate %v is outside [0, 1]", v.SamplingRate)
+			}
+			each(func(o float64) float64 { return SubsampledGaussianRDP(v.SamplingRate, r, o) })
+			break
 		}
 		if !(v.SamplingRate >= 0 && v.SamplingRate <= 1) {
 			return fmt.Errorf("accounting: sampling rate %v is outside [0, 1]", v.SamplingRate)
 		}
-		each(func(o float64) float64 { return SubsampledGaussianRDP(v.SamplingRate, r, o) })
+		sub, err := a.poissonSubsampledRDP(ctx, orders, v.SamplingRate, v.Event)
+		if err != nil {
+			return err
+		}
+		for i := range acc {
+			acc[i] += times * sub[i]
+		}
 	case GaussianSelect:
 		for i, o := range orders {
 			r, err := GaussianSelectRDP(ctx, v.Mu, v.Repetitions, o)
