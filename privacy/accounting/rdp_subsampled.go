@@ -134,10 +134,10 @@ func subsampledBound(q float64, eps []float64, m int) float64 {
 // computed in one call on an integer grid. The grid is every integer unless
 // inner contains a GaussianSelect (the event approximate reports, whose RDP
 // is numerical integrals whose cost grows with the order: 2 … 512 took a
-// minute on two busy cores, the sparse grid 2.5 s); then it is every integer up to
-// subsampledDenseOrders, the orders ⌈α⌉ the accountant needs, top, and
-// above subsampledDenseOrders a geometric grid of ratio subsampledSparseRatio,
-// and ε(ℓ) off the grid is ε at the next grid point above ℓ — an upper bound,
+// minute on two busy cores, the sparse grid 2.5 s); then it is every
+// integer up to subsampledDenseOrders, the orders ⌈α⌉ the accountant needs,
+// top, and above subsampledDenseOrders a geometric grid of ratio
+// subsampledSparseRatio, and ε(ℓ) off the grid is ε at the next grid point above ℓ — an upper bound,
 // as RDP is non-decreasing in the order and the bound of subsampledBound is
 // non-decreasing in each ε(ℓ). (For RepeatAndSelect of DP-SGD the sparse
 // grid would raise ε by up to 4% at σ ≥ 4, where the optimal order is 128 or
