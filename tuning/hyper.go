@@ -183,6 +183,15 @@ type Hyper struct {
 	// mechanism takes Norm's released estimate instead of estimating its
 	// own, and its event is its steps alone.
 	Norm *SharedDataNorm
+	// Subsample q ∈ (0, 1], if not 0, is the ratio of the tuning subset
+	// the runs train on (Koskela & Kulkarni 2023: a Poisson subsample of
+	// about q·NominalN examples, drawn once for the whole selection). A
+	// candidate keeps its sampling rate B/NominalN and its epochs, so its
+	// steps (and its event) are those of the same candidate on the whole
+	// set, and its expected batch (the divisor of the noisy sum) is q·B:
+	// the selected settings carry over to the whole set unchanged
+	// (SubsampleRule).
+	Subsample float64
 }
 
 // SharedDataNorm is a tuning's one private data normalisation: the
@@ -284,6 +293,9 @@ func (h Hyper) Run(c Candidate) (model.Arch, dpsgd.Config, error) {
 			return arch, cfg, fmt.Errorf("tuning: candidate %d: %d epochs at batch size %v: %v", c.Index, epochs, cfg.ExpectedBatchSize, err)
 		}
 		cfg.Steps = dpsgd.StepsForEpochs(epochs, cfg.SamplingRate)
+	}
+	if h.Subsample > 0 {
+		cfg.ExpectedBatchSize *= h.Subsample
 	}
 	cfg.DataNorm = dpsgd.DataNormOf(arch)
 	if n := h.Norm; n != nil && cfg.DataNorm != nil && *cfg.DataNorm == n.Mechanism {

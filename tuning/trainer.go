@@ -96,7 +96,11 @@ type DPSGDTrainer struct {
 	// (SharedDataNorm): every run of a network with its datanorm layer
 	// takes its released estimate, and Event does not count it (the
 	// tuning's ledger does, once).
-	Norm       *SharedDataNorm
+	Norm *SharedDataNorm
+	// Subsample, if not 0, is the ratio of the tuning subset Data is
+	// (Hyper.Subsample): each run's expected batch is that ratio of its
+	// batch size; its sampling rate, steps and event are unchanged.
+	Subsample  float64
 	ScoreNoise float64 // noise multiplier of the private count; 0: Val is public
 	// Noise is how the runs draw their Gaussian noise (dpsgd.NoiseAuto:
 	// secure without a seed). A caller that seeds every run from a secret
@@ -172,7 +176,7 @@ func (t *DPSGDTrainer) Train(ctx context.Context, c Candidate, seed *uint64) (Ru
 // Hyper is how the trainer turns a candidate into a run.
 func (t *DPSGDTrainer) Hyper() Hyper {
 	return Hyper{Arch: t.Arch, Networks: t.Networks, NominalN: t.NominalN, Epochs: t.Epochs, Default: t.Default, Norm: t.Norm,
-		Config: dpsgd.Config{SamplingRate: t.SamplingRate, ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps,
+		Subsample: t.Subsample, Config: dpsgd.Config{SamplingRate: t.SamplingRate, ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps,
 			LearningRate: t.LearningRate, ClipNorm: t.ClipNorm, Momentum: t.Momentum, Schedule: t.Schedule,
 			Clipping: t.Clipping, AutoClipGamma: t.AutoClipGamma}}
 }
