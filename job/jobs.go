@@ -55,6 +55,12 @@ type dataRef struct {
 	ValSize    int      `json:"val_size,omitempty"`
 	SplitKey   cutKey   `json:"split_key"`
 	Public     *dataRef `json:"public,omitempty"`
+	// Subsample q, if not 0, keeps a Poisson subsample of ratio q of the
+	// training set under SubsampleKey before the validation split (a
+	// tuning subset: tuning.SubsampledSelection; data.PoissonSubsampleMAC,
+	// or data.PoissonSubsample when seeded).
+	Subsample    float64 `json:"subsample,omitempty"`
+	SubsampleKey cutKey  `json:"subsample_key"`
 	// Parts > 0 cuts the training split into Parts equal keyed parts with
 	// PartKey (the doubling tuner's partition).
 	Parts   int    `json:"parts,omitempty"`
@@ -93,6 +99,19 @@ func (k cutKey) split(d *data.Dataset, fractions []float64) ([]*data.Dataset, er
 		return data.KeyedSplitMAC(d, fractions, *k.MAC)
 	}
 	return data.KeyedSplit(d, fractions, k.Seeded)
+}
+
+// subsample keeps a Poisson subsample of ratio q of d under k.
+func (k cutKey) subsample(d *data.Dataset, q float64) (*data.Dataset, error) {
+	if k.MAC != nil {
+		return data.PoissonSubsampleMAC(d, q, *k.MAC)
+	}
+	return data.PoissonSubsample(d, q, k.Seeded)
+}
+
+// subsampleKey is the key of a tuning subset (newCutKey).
+func subsampleKey(seed *uint64, key *randsrc.Key) cutKey {
+	return newCutKey(seed, key, "tuning subset")
 }
 
 // id names the split (e.g. in a cache's header) without revealing its key.
@@ -152,11 +171,17 @@ func loadRaw(name, dir string) (train, test *data.Dataset, err error) {
 	return train, test, nil
 }
 
-// raw loads r's dataset, its training set cut to r.Subset when set: the
+// raw loads r's dataset, its training set cut to r.Subset when set (and
+// its test set the rest of the training set for a development split): the
 // images before any split.
 func (r dataRef) raw() (train, test *data.Dataset, err error) {
 	if train, test, err = loadRaw(r.Dataset, r.Dir); err != nil || r.Subset == nil {
 		return train, test, err
+	}
+	if r.Subset.Dev {
+		// A development split: the rest of the training set is the
+		// test set (Source.WithDevSplit).
+		return r.Subset.cut(train)
 	}
 	train, err = r.Subset.apply(train)
 	return train, test, err
@@ -211,7 +236,7 @@ func (r dataRef) resolve(ctx context.Context) (loaded, error) {
 	var l loaded
 	switch r.Validation {
 	case "private":
-		if l.train, l.val, err = keyedValidationSplit(train, r.ValSize, r.NominalN, r.SplitKey); err != nil {
+		if l.train, l.val, err = r.cut(train); err != nil {
 			return loaded{}, err
 		}
 	case "public":
@@ -222,7 +247,10 @@ func (r dataRef) resolve(ctx context.Context) (loaded, error) {
 		if err != nil {
 			return loaded{}, err
 		}
-		l.train, l.val = train, pub
+		if l.train, err = r.subset(train); err != nil {
+			return loaded{}, err
+		}
+		l.val = pub
 	case "test":
 		l.train, l.val = train, test
 	default:
@@ -235,6 +263,23 @@ func (r dataRef) resolve(ctx context.Context) (loaded, error) {
 	}
 	cachePut(key, l)
 	return l, nil
+}
+
+// subset is train, or its tuning subset when r.Subsample is set.
+func (r dataRef) subset(train *data.Dataset) (*data.Dataset, error) {
+	if r.Subsample == 0 {
+		return train, nil
+	}
+	return r.SubsampleKey.subsample(train, r.Subsample)
+}
+
+// cut is train cut for a private validation: to its tuning subset (if
+// any), then into the fit and validation splits (keyedValidationSplit).
+func (r dataRef) cut(train *data.Dataset) (fit, val *data.Dataset, err error) {
+	if train, err = r.subset(train); err != nil {
+		return nil, nil, err
+	}
+	return keyedValidationSplit(train, r.ValSize, r.NominalN, r.SplitKey)
 }
 
 // partition cuts fit into k equal keyed parts (Ding et al.'s partition).
@@ -285,12 +330,15 @@ type runInput struct {
 	// DataNorm is the tuning's one data normalisation with its released
 	// estimate (tuning.DPSGDTrainer.Norm), absent when the runs estimate
 	// their own or the network has none.
-	DataNorm   *tuning.SharedDataNorm `json:"data_norm,omitempty"`
-	ScoreNoise float64                `json:"score_noise"`
-	ValSize    int                    `json:"val_size"`
-	Noise      dpsgd.NoiseMode        `json:"noise"`
-	Candidate  tuning.Candidate       `json:"candidate"`
-	Seed       *uint64                `json:"seed"`
+	DataNorm *tuning.SharedDataNorm `json:"data_norm,omitempty"`
+	// Subsample is the ratio of the tuning subset the run trains on
+	// (tuning.DPSGDTrainer.Subsample), 0 for none.
+	Subsample  float64          `json:"subsample,omitempty"`
+	ScoreNoise float64          `json:"score_noise"`
+	ValSize    int              `json:"val_size"`
+	Noise      dpsgd.NoiseMode  `json:"noise"`
+	Candidate  tuning.Candidate `json:"candidate"`
+	Seed       *uint64          `json:"seed"`
 	// Key is the run's secret key (a keyed invocation's run), instead of
 	// Seed; it travels only inside sealed payloads.
 	Key *randsrc.Key `json:"key,omitempty"`
@@ -345,7 +393,7 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 		SamplingRate: in.SamplingRate, ExpectedBatchSize: in.ExpectedBatchSize, Steps: in.Steps, Momentum: in.Momentum,
 		LearningRate: in.LearningRate, ClipNorm: in.ClipNorm, Clipping: in.Clipping, AutoClipGamma: in.AutoClipGamma,
 		Schedule: in.Schedule, NominalN: in.NominalN, Epochs: in.Epochs,
-		Networks: in.Networks, Space: in.Space, Default: in.Default, Norm: in.DataNorm, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
+		Networks: in.Networks, Space: in.Space, Default: in.Default, Norm: in.DataNorm, Subsample: in.Subsample, ScoreNoise: in.ScoreNoise, Noise: in.Noise, Key: in.Key}
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 	}
@@ -380,7 +428,7 @@ func (j dpsgdJobs) Task(id string, c tuning.Candidate, seed *uint64, key *randsr
 		ExpectedBatchSize: t.ExpectedBatchSize, Steps: t.Steps, Momentum: t.Momentum, LearningRate: t.LearningRate,
 		ClipNorm: t.ClipNorm, Clipping: t.Clipping, AutoClipGamma: t.AutoClipGamma,
 		Schedule: t.Schedule, NominalN: t.NominalN, Epochs: t.Epochs, Networks: t.Networks, Space: t.Space, Default: t.Default,
-		DataNorm: t.Norm, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
+		DataNorm: t.Norm, Subsample: t.Subsample, ScoreNoise: t.ScoreNoise, ValSize: t.ValSize, Noise: t.Noise, Candidate: c, Seed: seed, Key: key, Model: j.model})
 	return runner.Task{ID: id, Kind: KindDPSGDRun, Input: b}, err
 }
 

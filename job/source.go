@@ -259,16 +259,26 @@ func (s Source) WithNominalSize(n int) Source {
 type Subset struct {
 	Fraction float64 `json:"fraction"`
 	Key      uint64  `json:"key"`
+	// Dev says the rest of the training set stands for the test set
+	// (WithDevSplit): a development split, so that settings are chosen
+	// without reading the test set.
+	Dev bool `json:"dev,omitempty"`
 }
 
 // apply returns the subset of train.
 func (u Subset) apply(train *data.Dataset) (*data.Dataset, error) {
+	kept, _, err := u.cut(train)
+	return kept, err
+}
+
+// cut returns the subset of train and the rest.
+func (u Subset) cut(train *data.Dataset) (kept, rest *data.Dataset, err error) {
 	parts, err := data.KeyedSplit(train, []float64{u.Fraction, 1 - u.Fraction}, u.Key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	parts[0].Name = train.Name + "/subset"
-	return parts[0], nil
+	parts[0].Name, parts[1].Name = train.Name+"/subset", train.Name+"/held-out"
+	return parts[0], parts[1], nil
 }
 
 // WithSubset returns s training on a fixed subset of about n of its
@@ -296,6 +306,36 @@ func (s Source) WithSubset(n int, key uint64) (Source, error) {
 			return nil, nil, err
 		}
 		return train, test, nil
+	}
+	s.Subset, s.NominalN = &u, n
+	return s, nil
+}
+
+// WithDevSplit returns s with about nDev of its NominalN training examples
+// held out as its test set (a development split: Subset with Dev, keyed
+// with key, public) and the rest its training set, of nominal size
+// NominalN − nDev; the real test set is never read. Settings chosen on
+// such a split's accuracies leave the test set unseen, as a recommended
+// configuration must. It returns an error wrapping ErrInvalid unless
+// 1 ≤ nDev < NominalN, or if s is a subset already.
+func (s Source) WithDevSplit(nDev int, key uint64) (Source, error) {
+	switch {
+	case s.Load == nil:
+		return s, invalidf("dataset %q has no loader", s.Name)
+	case s.Subset != nil:
+		return s, invalidf("%s is a subset already", s.Name)
+	case nDev < 1 || nDev >= s.NominalN:
+		return s, invalidf("a development split of %d examples of %s is outside [1, %d)", nDev, s.Name, s.NominalN)
+	}
+	n := s.NominalN - nDev
+	u := Subset{Fraction: float64(n) / float64(s.NominalN), Key: key, Dev: true}
+	load := s.Load
+	s.Load = func() (*data.Dataset, *data.Dataset, error) {
+		train, _, err := load()
+		if err != nil {
+			return nil, nil, err
+		}
+		return u.cut(train)
 	}
 	s.Subset, s.NominalN = &u, n
 	return s, nil

@@ -75,6 +75,15 @@ type TuneSpec struct {
 	// costs less than adding the parts' ε. For a tuning.Runner tuner
 	// under the rdp accountant only.
 	SelectionShare float64
+	// Subsample q ∈ (0, 1], if not 0, runs the selection on a tuning
+	// subset (Koskela & Kulkarni 2023; tuning.SubsampledSelection): a
+	// Poisson subsample of the training set of ratio q under a secret key
+	// (the seed's stream when seeded), drawn once, its private validation
+	// split inside it; the selected settings carry over to the final run
+	// on the whole set by tuning.SubsampleRule. It needs a SelectionShare
+	// (the final run), and is refused where tuning.CheckSubsample refuses
+	// it.
+	Subsample float64
 
 	// Validation is "private" (scores on ValSize examples held out of the
 	// training data by a keyed hash, released as integer counts with
@@ -212,6 +221,11 @@ type TuneReport struct {
 	FinalNoiseMultiplier float64 `json:"final_noise_multiplier,omitempty"`
 	FinalSamplingRate    float64 `json:"final_sampling_rate,omitempty"`
 	FinalSteps           int     `json:"final_steps,omitempty"`
+	// Subsample is TuneSpec.Subsample: the selection ran on a Poisson
+	// tuning subset of this ratio, and SubsampleRule says how its
+	// settings carried over to the final run.
+	Subsample     float64 `json:"subsample,omitempty"`
+	SubsampleRule string  `json:"subsample_rule,omitempty"`
 	// EpsilonComponents are the parts of the ledger, each with its ε
 	// alone at Delta: for a network with private data normalisation
 	// first the tuning's one "data normalisation" (estimated once before
@@ -295,6 +309,9 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 	}
 	if s.SelectionShare != 0 && parts {
 		return nil, invalidf("the %s tuner trains its own final run: it takes no selection share", s.Tuner)
+	}
+	if s.Subsample != 0 && s.SelectionShare == 0 {
+		return nil, invalidf("a tuning subset needs a selection share: the released model is the final run on the whole set")
 	}
 	uses := tu.Uses()
 	n := s.Data.NominalN
@@ -393,6 +410,12 @@ func (s TuneSpec) plan(ctx context.Context) (*tunePlan, error) {
 		if err != nil {
 			return nil, err
 		}
+		if s.Subsample != 0 {
+			if err := tuning.CheckSubsample(s.Subsample, t.Hyper(), s.Space, t.ValSize); err != nil {
+				return nil, invalid(err)
+			}
+			t.Subsample, t.ValSize = s.Subsample, tuning.SubsampleValSize(s.Subsample, t.ValSize)
+		}
 		sel, fin, err := s.calibrateSplit(ctx, tu, spec, norm, t.EventFor, final)
 		if err != nil {
 			return nil, err
@@ -489,7 +512,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	if trainer.Norm != nil {
 		normLedger.Add(tuning.SharedDataNormLabel, trainer.Norm.Event())
 	}
-	worst := withNorm(normLedger, ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec)))
+	worst := withNorm(normLedger, s.selectionLedger(ledgerOf(tu.Label(spec), tu.Event(trainer.Event(), spec))))
 	var finalSigma float64
 	if p.final != nil {
 		// The budget is charged once for the selection and the final run.
@@ -512,7 +535,14 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	ref := s.Data.inputRef()
 	ref.Validation = spec.Validation
 	if spec.Validation == "public" {
-		trainer.Data = train
+		if s.Subsample != 0 {
+			// The tuning subset, drawn once: every run of the
+			// selection trains inside it.
+			ref.Subsample, ref.SubsampleKey = s.Subsample, subsampleKey(seed, key)
+		}
+		if trainer.Data, err = ref.subset(train); err != nil {
+			return nil, nil, resv.done(accounting.Ledger{}, err)
+		}
 		val, _, err := s.PublicVal.Load()
 		if err == nil {
 			// Read through the network's front end, as the training set is.
@@ -527,7 +557,12 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		ref.Public = &pub
 	} else {
 		ref.ValSize, ref.SplitKey = s.ValSize, splitKey(seed, key)
-		if trainer.Data, trainer.Val, err = keyedValidationSplit(train, s.ValSize, s.Data.NominalN, ref.SplitKey); err != nil {
+		if s.Subsample != 0 {
+			// The tuning subset, drawn once: the validation split and
+			// every run of the selection are inside it.
+			ref.Subsample, ref.SubsampleKey = s.Subsample, subsampleKey(seed, key)
+		}
+		if trainer.Data, trainer.Val, err = ref.cut(train); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, err)
 		}
 	}
@@ -545,7 +580,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	if tuneErr == nil {
 		res, tuneErr = tu.Run(ctx, spec, trainer, run)
 	}
-	res.Ledger = withNorm(normLedger, res.Ledger)
+	res.Ledger = withNorm(normLedger, s.selectionLedger(res.Ledger))
 	var finalNorm accounting.Event
 	if p.final != nil && tuneErr == nil && res.Selected != nil && res.Model != nil {
 		// Only the selected hyperparameters leave the selection: the
@@ -566,7 +601,10 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 		ValidationSize: trainer.ValSize, Delta: s.Delta, Accountant: "rdp", BaseNoiseMultiplier: trainer.NoiseMultiplier,
 		Repetitions: spec.Repetitions, MeanRuns: spec.Repetitions.Mean(), Epochs: s.Epochs, BatchSize: s.BatchSize, SamplingRate: trainer.SamplingRate,
 		Steps: trainer.Steps, PerCandidate: tuning.RunsVary(s.Space) || defaultShapeDiffers(trainer), Seeded: s.Seed != nil, SecureNoise: s.Seed == nil, Interrupted: interrupted,
-		IncludesDefault: spec.Default != nil, DefaultWeight: spec.DefaultWeight, SelectionShare: s.SelectionShare, Ledger: res.Ledger}
+		IncludesDefault: spec.Default != nil, DefaultWeight: spec.DefaultWeight, SelectionShare: s.SelectionShare, Subsample: s.Subsample, Ledger: res.Ledger}
+	if s.Subsample != 0 {
+		rep.SubsampleRule = tuning.SubsampleRule
+	}
 	rep.Clipping, rep.AutoClipGamma = s.clippingFacts()
 	rep.Baseline, _ = s.Baseline()
 	rel := &Release{Report: rep, Ledger: res.Ledger, Delta: s.Delta, Accountant: "rdp"}

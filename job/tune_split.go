@@ -22,6 +22,10 @@ const (
 	ComponentDataNorm  = tuning.ComponentDataNorm
 )
 
+// SubsampleRule says how settings selected on a tuning subset carry over
+// to the final run (tuning.SubsampleRule).
+const SubsampleRule = tuning.SubsampleRule
+
 // EpsilonComponent is one part of a tuning's ledger and its ε alone at the
 // tuning's δ (tuning.EpsilonComponent): the parts' ε do not add up to the
 // total.
@@ -184,7 +188,7 @@ func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuni
 	}
 	fe := finalEvent(final, s.Space, fin)
 	sel, err = accounting.CalibrateNoise(ctx, tu.Accountant(spec), func(z float64) accounting.Event {
-		return withNorm(tu.Event(base(z), spec), fe)
+		return withNorm(tuning.SubsampledSelection(s.Subsample, tu.Event(base(z), spec)), fe)
 	}, s.Epsilon, s.Delta)
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -193,6 +197,17 @@ func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuni
 		return 0, 0, invalidWrapf(err, "selection share %g: no noise multiplier of the selection's runs fits its share of ε = %g at δ = %g beside the final run: %v", sh, s.Epsilon, s.Delta, err)
 	}
 	return sel, fin, nil
+}
+
+// selectionLedger is a selection's ledger l as it counts: amplified once
+// as a whole when the selection ran on a tuning subset
+// (tuning.SubsampledLedger), else l.
+func (s TuneSpec) selectionLedger(l accounting.Ledger) accounting.Ledger {
+	if s.Subsample == 0 || len(l.Entries) == 0 {
+		return l
+	}
+	label := fmt.Sprintf("selection on a Poisson tuning subset of ratio %g, amplified as one mechanism (Koskela & Kulkarni 2023; Zhu & Wang 2019, Theorem 6): %s", s.Subsample, l.Entries[0].Label)
+	return tuning.SubsampledLedger(s.Subsample, label, l)
 }
 
 // trainFinal trains the final run of the selected candidate c on the whole

@@ -1,0 +1,102 @@
+package job_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning"
+)
+
+// subsampleSpec is splitSpec on a tuning subset of ratio 0.5, its private
+// scores on 200 nominal validation examples (100 of them in the subset).
+func subsampleSpec() job.TuneSpec {
+	s := splitSpec()
+	s.Subsample, s.ValSize = 0.5, 200
+	return s
+}
+
+// A tuning on a subsample (Koskela & Kulkarni): the ledger's first entry is
+// the whole selection amplified once, PoissonSampled{q, the grid's three
+// runs with their scores}, each run at the whole set's sampling rate and
+// steps; the total — recomputed here from those events and the final run —
+// meets ε within the calibration's tolerance, never above; and the
+// amplification buys the selection's runs less noise than the same
+// tuning without a subsample.
+func TestSubsampleLedger(t *testing.T) {
+	spec := subsampleSpec()
+	rel, _, err := job.Tune(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := rel.Report.(*job.TuneReport)
+	if rep.Subsample != 0.5 || rep.SubsampleRule != tuning.SubsampleRule {
+		t.Errorf("report: subsample %v, rule %q", rep.Subsample, rep.SubsampleRule)
+	}
+	const nWhole, nSel = 600, 400
+	qf, qs := 50.0/nWhole, 50.0/nSel
+	if rep.SamplingRate != qs {
+		t.Errorf("the selection's runs sample at %v, want the whole selection split's %v", rep.SamplingRate, qs)
+	}
+	run := accounting.Composed{Events: []accounting.Event{accounting.DPSGD(rep.BaseNoiseMultiplier, qs, dpsgd.StepsForEpochs(1, qs)),
+		accounting.DiscreteGaussian{NoiseMultiplier: 5, Sensitivity: 1}}}
+	sel := accounting.PoissonSampled{SamplingRate: 0.5, Event: accounting.SelfComposed{Event: run, Count: 3}}
+	final := accounting.DPSGD(rep.FinalNoiseMultiplier, qf, dpsgd.StepsForEpochs(1, qf))
+	total, err := accounting.RDP{}.Epsilon(accounting.Composed{Events: []accounting.Event{sel, final}}, 1e-5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(total.Epsilon-*rel.Epsilon) > 1e-9 || total.Epsilon > 4 || total.Epsilon < 4*(1-1e-3) {
+		t.Errorf("released ε = %v; the amplified selection and the final run compose to %v; want 4 within the calibration's tolerance", *rel.Epsilon, total.Epsilon)
+	}
+	if n := len(rel.Ledger.Entries); n != 2 || !strings.Contains(rel.Ledger.Entries[0].Label, "tuning subset of ratio 0.5") {
+		t.Fatalf("ledger %+v, want the amplified selection and the final run", rel.Ledger)
+	}
+	if _, ok := rel.Ledger.Entries[0].Event.(accounting.PoissonSampled); !ok {
+		t.Errorf("the selection's entry is %T, want one PoissonSampled event", rel.Ledger.Entries[0].Event)
+	}
+	without := subsampleSpec()
+	without.Subsample = 0
+	sigma, err := job.CheckTune(context.Background(), without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(rep.BaseNoiseMultiplier < sigma) {
+		t.Errorf("the selection's σ on the subset is %v, without it %v: the amplification should buy less noise", rep.BaseNoiseMultiplier, sigma)
+	}
+	if rel.Model == nil || rep.FinalSamplingRate != qf {
+		t.Errorf("released model %v at q = %v, want the final run's on the whole set (q = %v)", rel.Model != nil, rep.FinalSamplingRate, qf)
+	}
+}
+
+// Refused before any data is read: a ratio outside (0, 1], a subset with
+// no final run, one that leaves fewer than 100 validation examples, or a
+// candidate's expected batch under one example.
+func TestSubsampleRefused(t *testing.T) {
+	for name, change := range map[string]func(*job.TuneSpec){
+		"ratio 0 share":  func(s *job.TuneSpec) { s.SelectionShare = 0 },
+		"ratio 1.5":      func(s *job.TuneSpec) { s.Subsample = 1.5 },
+		"ratio −0.2":     func(s *job.TuneSpec) { s.Subsample = -0.2 },
+		"ratio NaN":      func(s *job.TuneSpec) { s.Subsample = math.NaN() },
+		"few validation": func(s *job.TuneSpec) { s.Subsample = 0.3 },
+		"batch under one": func(s *job.TuneSpec) {
+			s.Subsample, s.ValSize, s.BatchSize, s.Default.BatchSize = 0.01, 290, 50, 50
+		},
+	} {
+		spec := subsampleSpec()
+		change(&spec)
+		loaded := false
+		load := spec.Data.Load
+		spec.Data.Load = func() (a, b *data.Dataset, err error) { loaded = true; return load() }
+		_, _, err := job.Tune(context.Background(), spec)
+		if !errors.Is(err, job.ErrInvalid) || loaded {
+			t.Errorf("%s: %v (data read: %v), want an error wrapping ErrInvalid before any data is read", name, err, loaded)
+		}
+	}
+}
