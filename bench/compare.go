@@ -150,6 +150,9 @@ type CompareConfig struct {
 	IncludeDefault bool
 	DefaultWeight  float64
 	SelectionShare float64
+	// Subsample, with SelectionShare, runs every selection on a Poisson
+	// tuning subset of this ratio (job.TuneSpec.Subsample); 0: none.
+	Subsample float64
 	// ReferenceSeeds, if positive, runs the two not-private baselines
 	// (every candidate at every budget) on the first ReferenceSeeds seeds
 	// only; the default runs on every seed.
@@ -196,6 +199,7 @@ type CompareRow struct {
 	Clipping          string                 `json:"clipping,omitempty"`
 	IncludesDefault   bool                   `json:"includes_default,omitempty"`
 	SelectionShare    float64                `json:"selection_share,omitempty"`
+	Subsample         float64                `json:"subsample,omitempty"`
 	EpsilonComponents []job.EpsilonComponent `json:"epsilon_components,omitempty"`
 	// EpsilonRDP is the ledger's total ε by the RDP accountant (the one
 	// every tuner is calibrated with); EpsilonPLD the PLD accountant's
@@ -284,6 +288,7 @@ type CompareSettings struct {
 	DefaultCandidate *job.TrainDefaults `json:"default_candidate,omitempty"`
 	DefaultWeight    float64            `json:"default_weight,omitempty"`
 	SelectionShare   float64            `json:"selection_share,omitempty"`
+	Subsample        float64            `json:"subsample,omitempty"`
 	// The tuners' own settings, each under its tuner's name (each
 	// declared in its tuner's benchmark file).
 	gpSettings

@@ -155,7 +155,9 @@ func WriteCompareMarkdown(w io.Writer, rep *CompareReport) {
 	if o := s.Options(); o != "" {
 		fmt.Fprintf(w, "Comparison-wide options, given to every tuner: %s.%s\n\n", o, wideNote(s))
 	}
-	if u := s.TrainSubset; u != nil {
+	if u := s.TrainSubset; u != nil && u.Dev {
+		fmt.Fprintf(w, "A development comparison: every run trained on the training examples whose hash keyed with %d falls in the first %.4g of the range (about n = %d), and every \"test accuracy\" below is on the rest of the training set; the real test set was not read.\n\n", u.Key, u.Fraction, s.NominalSize)
+	} else if u != nil {
 		fmt.Fprintf(w, "Every run trained on a fixed subset of the training set: each example kept when its hash keyed with %d falls in the first %.4g of the range (about n = %d examples).\n\n", u.Key, u.Fraction, s.NominalSize)
 	}
 	head("tuner")

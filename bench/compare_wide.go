@@ -52,6 +52,10 @@ func (cfg CompareConfig) checkWide() error {
 	switch {
 	case cfg.SelectionShare != 0 && !(cfg.SelectionShare > 0 && cfg.SelectionShare < 1):
 		return fmt.Errorf("%w: selection share %v is outside (0, 1)", job.ErrInvalid, cfg.SelectionShare)
+	case cfg.Subsample != 0 && !(cfg.Subsample > 0 && cfg.Subsample <= 1):
+		return fmt.Errorf("%w: subsample ratio %v is outside (0, 1]", job.ErrInvalid, cfg.Subsample)
+	case cfg.Subsample != 0 && cfg.SelectionShare == 0:
+		return fmt.Errorf("%w: a tuning subset needs a selection share", job.ErrInvalid)
 	case !cfg.IncludeDefault && cfg.DefaultWeight != 0:
 		return fmt.Errorf("%w: a default weight needs the default among the candidates", job.ErrInvalid)
 	case cfg.Clipping != job.FlatClipping && cfg.Clipping != job.AutomaticClipping:
@@ -79,7 +83,7 @@ func (cfg CompareConfig) wideSettings(s *CompareSettings) {
 			s.DefaultCandidate = &d
 		}
 	}
-	s.SelectionShare = cfg.SelectionShare
+	s.SelectionShare, s.Subsample = cfg.SelectionShare, cfg.Subsample
 }
 
 // applyWide gives spec, a tuning by a tuner that uses uses, cfg's
@@ -98,7 +102,7 @@ func (cfg CompareConfig) applyWide(spec *job.TuneSpec, uses tuning.Uses) {
 			spec.DefaultWeight = cfg.defaultWeight()
 		}
 	}
-	spec.SelectionShare = cfg.SelectionShare
+	spec.SelectionShare, spec.Subsample = cfg.SelectionShare, cfg.Subsample
 }
 
 // refusal is why entry e's tuner refuses one of cfg's comparison-wide
@@ -116,7 +120,7 @@ func (cfg CompareConfig) refusal(ctx context.Context, e CompareEntry, eps float6
 		without.IncludeDefault, without.DefaultWeight = false, 0
 	}
 	if cfg.SelectionShare != 0 && partitioned {
-		without.SelectionShare = 0
+		without.SelectionShare, without.Subsample = 0, 0
 	}
 	if without.IncludeDefault == cfg.IncludeDefault && without.SelectionShare == cfg.SelectionShare {
 		return "", nil
@@ -153,10 +157,11 @@ func rowOptions(report any, row *CompareRow) {
 		Clipping          string                 `json:"clipping"`
 		IncludesDefault   bool                   `json:"includes_default"`
 		SelectionShare    float64                `json:"selection_share"`
+		Subsample         float64                `json:"subsample"`
 		EpsilonComponents []job.EpsilonComponent `json:"epsilon_components"`
 	}
 	if json.Unmarshal(b, &o) == nil {
-		row.Clipping, row.IncludesDefault, row.SelectionShare = o.Clipping, o.IncludesDefault, o.SelectionShare
+		row.Clipping, row.IncludesDefault, row.SelectionShare, row.Subsample = o.Clipping, o.IncludesDefault, o.SelectionShare, o.Subsample
 		if o.SelectionShare != 0 {
 			row.EpsilonComponents = o.EpsilonComponents
 		}
@@ -181,6 +186,9 @@ func (s CompareSettings) Options() string {
 	}
 	if s.SelectionShare != 0 {
 		parts = append(parts, fmt.Sprintf("selection share %g", s.SelectionShare))
+	}
+	if s.Subsample != 0 {
+		parts = append(parts, fmt.Sprintf("selection on a Poisson tuning subset of ratio %g", s.Subsample))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -33,7 +33,7 @@ type benchCompareFlags struct {
 	options                     map[string]any // *int, *float64, *bool or *string by bench.CompareOptions name
 	vote                        bool
 	voteSubset, voteReps        int
-	trainSubset                 int
+	trainSubset, devSplit       int
 	baselines                   bool
 	referenceSeeds              int
 	defaultSettings             string
@@ -43,6 +43,7 @@ type benchCompareFlags struct {
 	autoClipGamma               float64
 	includeDefault              bool
 	defaultWeight, share        float64
+	subsample                   float64
 	run                         runnerFlags
 }
 
@@ -102,6 +103,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score (discrete Gaussian on the count)")
 	fl.Float64Var(&f.gridScore, "grid-score-noise", 100, "grid's score noise multiplier (its |S| scores all compose)")
 	f.options = addCompareOptionFlags(fl)
+	fl.IntVar(&f.devSplit, "dev-split", 0, "hold out about n training examples (kept by a public hash of each example) as the test set, train on the rest (nominal size less n), and never read the real test set: a development comparison, for choosing settings without the test set; 0: the real test set")
 	fl.IntVar(&f.trainSubset, "train-subset", 0, "train the central tuners' runs on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set (DP-Hype deals --vote-subset of the full set)")
 	fl.BoolVar(&f.vote, job.Vote, true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
@@ -115,6 +117,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.BoolVar(&f.includeDefault, "include-default", false, "every tuner puts the default settings (--default-settings, or the network's published settings) among its candidates; a tuner that cannot (gp) is reported not run")
 	fl.Float64Var(&f.defaultWeight, "default-weight", 0.25, "randomstop with --include-default: the probability w ∈ (0, 1) that each run trains the default")
+	fl.Float64Var(&f.subsample, "subsample", 0, "with --selection-share: every selection runs on a secret Poisson subsample of ratio q ∈ (0, 1] of the training set (Koskela & Kulkarni 2023) and the chosen settings train the final run on the whole set (default: none)")
 	fl.Float64Var(&f.share, "selection-share", 0, "every tuner spends a share s ∈ (0, 1) of ε on the selection, and one final run of the chosen settings, calibrated alone to (1 − s)·ε, is the released model; a tuner that trains its own final run (doubling) is reported not run (default: no final run)")
 	fl.StringVar(&f.out, "out", "out/bench-compare", "directory for compare.json, compare.md, the plot and the cache")
 	return cmd
@@ -299,10 +302,19 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	// given, as for tune.
 	runDefaults(cmd, src, &f.epochs, &f.batchSize, &f.momentum)
 	whole = src // DP-Hype's table deals its own --vote-subset among clients
+	if f.trainSubset != 0 && f.devSplit != 0 {
+		return cfg, whole, usagef("--dev-split and --train-subset cannot be combined")
+	}
 	if f.trainSubset != 0 {
 		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
 			return cfg, whole, usagef("--train-subset: %v", err)
 		}
+	}
+	if f.devSplit != 0 {
+		if src, err = src.WithDevSplit(f.devSplit, compareSubsetKey); err != nil {
+			return cfg, whole, usagef("--dev-split: %v", err)
+		}
+		whole = src
 	}
 	switch {
 	case f.seeds < 1 || f.seeds > 1000:
@@ -382,7 +394,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
 		Options: options, Dir: f.out, Baselines: f.baselines, Default: def, ReferenceSeeds: f.referenceSeeds, CostSitting: f.costSitting}
 	cfg.Clipping, _, cfg.AutoClipGamma = clippingOf(f.clipping, 0, f.autoClipGamma)
-	cfg.IncludeDefault, cfg.SelectionShare = f.includeDefault, f.share
+	cfg.IncludeDefault, cfg.SelectionShare, cfg.Subsample = f.includeDefault, f.share, f.subsample
 	if f.includeDefault {
 		cfg.DefaultWeight = f.defaultWeight
 	}
@@ -410,6 +422,10 @@ func (f benchCompareFlags) checkWide(cmd *cobra.Command) error {
 	switch {
 	case ch("selection-share") && !(f.share > 0 && f.share < 1):
 		return usagef("--selection-share %v is outside (0, 1)", f.share)
+	case ch("subsample") && !(f.subsample > 0 && f.subsample <= 1):
+		return usagef("--subsample %v is outside (0, 1]", f.subsample)
+	case ch("subsample") && !ch("selection-share"):
+		return usagef("--subsample needs --selection-share: the released model is the final run on the whole set")
 	case ch("default-weight") && !f.includeDefault:
 		return usagef("--default-weight needs --include-default")
 	case f.includeDefault && !(f.defaultWeight > 0 && f.defaultWeight < 1):
@@ -432,6 +448,9 @@ func (f benchCompareFlags) voteNotRun() string {
 	}
 	if f.share != 0 {
 		opts = append(opts, "--selection-share")
+	}
+	if f.subsample != 0 {
+		opts = append(opts, "--subsample")
 	}
 	if len(opts) == 0 {
 		return ""

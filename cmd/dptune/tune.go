@@ -141,6 +141,9 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		if s.FinalNoiseMultiplier > 0 {
 			fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, spec.SelectionShare)
 		}
+		if spec.Subsample != 0 {
+			fmt.Fprintf(w, "tuning subset  every run of the selection trains on one secret Poisson subsample of ratio %g (its ε amplified as one mechanism); carried over: %s\n", spec.Subsample, job.SubsampleRule)
+		}
 	}
 	rel, diag, err := job.Tune(cmd.Context(), spec)
 	err = errors.Join(err, end(errors.Is(err, context.Canceled)))

@@ -15,9 +15,9 @@ import (
 // selection share (job.TuneSpec.IncludeDefault, SelectionShare); the job
 // checks their values.
 type splitFlags struct {
-	includeDefault                 bool
-	defaultWeight, share           float64
-	defaultSettings, defaultSource string
+	includeDefault                  bool
+	defaultWeight, share, subsample float64
+	defaultSettings, defaultSource  string
 }
 
 func addSplitFlags(fl *pflag.FlagSet, f *splitFlags) {
@@ -25,6 +25,7 @@ func addSplitFlags(fl *pflag.FlagSet, f *splitFlags) {
 	fl.Float64Var(&f.defaultWeight, "default-weight", 0.25, "randomstop with --include-default: the probability w ∈ (0, 1) that each run trains the default (else a uniform candidate of the space); other tuners take none")
 	fl.StringVar(&f.defaultSettings, "default-settings", "", "with --include-default: the default's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
 	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
+	fl.Float64Var(&f.subsample, "subsample", 0, "with --selection-share: run the selection on a secret Poisson subsample of ratio q ∈ (0, 1] of the training set (Koskela & Kulkarni 2023), its validation split inside it; each candidate keeps its sampling rate and epochs, and the chosen settings train the final run on the whole set; the selection's ε is amplified by q as one mechanism (default: none)")
 	fl.Float64Var(&f.share, "selection-share", 0, "a share s ∈ (0, 1) of ε for the selection: only the selected hyperparameters leave it, and one final run of them on the whole training set, calibrated alone to (1 − s)·ε, is the released model; the selection's noise is calibrated so that both compose to ε (grid, randomstop and gp; default: no final run)")
 }
 
@@ -59,6 +60,13 @@ func (f splitFlags) apply(cmd *cobra.Command, spec *job.TuneSpec) error {
 		}
 		spec.SelectionShare = f.share
 	}
+	if ch("subsample") {
+		if f.subsample == 0 {
+			// 0 is the job's "no subsample".
+			return usagef("--subsample 0 is outside (0, 1]")
+		}
+		spec.Subsample = f.subsample
+	}
 	return nil
 }
 
@@ -80,7 +88,7 @@ func checkDefaultWeight(tuner string, w float64) error {
 // notFor refuses the flags for a tuner that takes none of them (the vote,
 // whose clients hold the data).
 func (f splitFlags) notFor(cmd *cobra.Command, tuner string) error {
-	for _, n := range []string{"include-default", "default-weight", "default-settings", "default-source", "selection-share"} {
+	for _, n := range []string{"include-default", "default-weight", "default-settings", "default-source", "selection-share", "subsample"} {
 		if cmd.Flags().Changed(n) {
 			return usagef("--%s is not a --tuner %s option", n, tuner)
 		}
