@@ -69,6 +69,16 @@
 // Xiang et al.'s NTCV setting. NewDiracCanaries is the audit-only engine
 // hook behind every Dirac canary, one or many on distinct coordinates.
 //
+// Protocols by name. Each protocol's file registers a Game (Register):
+// its name (`dptune audit NAME`), the Settings its trials depend on (the
+// trial file's header records them), whether it trains on real data, its
+// parameters' ranges (Bounds, which a command line checks under its flag
+// names), its Check before any data is read, and New, which builds the
+// Protocol and its Claims — the events an accountant turns into the ε_U
+// the audit's ε_L is compared with (Claims.Epsilons). Package job's Audit
+// looks the game up (Lookup) and names none; errors that refuse settings
+// wrap ErrInvalid.
+//
 // One-run auditing (Steinke, Nasr & Jagielski 2023, "Privacy Auditing with
 // One (1) Training Run"): OneRunGuesses scores the auditor's guesses about
 // m canaries of one training run, OneRunPValue is their Theorem 3.1's

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
@@ -205,3 +206,76 @@ func withCanary(d *data.Dataset) *data.Dataset { return WithCanarySlots(d, 1) }
 // dpsgd.Train's either way.
 var CanaryArch = model.Arch{Spec: model.Spec{Name: "audit-canary", Layers: []model.LayerSpec{model.Flatten(), model.Linear(2)}},
 	C: 1, H: 1, W: 1, Classes: 2}
+
+// dpsgdBounds are the ranges of a DP-SGD game's parameters: the clipping
+// norm and sampling rate its float32 parameters stay finite with
+// (MaxCanaryClipNorm, MinCanarySamplingRate), and a base ε that can be
+// calibrated (accounting.CheckEpsilon; 0 means none).
+var dpsgdBounds = []Bound{
+	{Flag: "clip-norm", Check: func(label string, v float64) error {
+		if !(v > 0 && v <= MaxCanaryClipNorm) {
+			return fmt.Errorf("%s %v is outside (0, %g]: beyond it the float32 parameters overflow", label, v, float64(MaxCanaryClipNorm))
+		}
+		return nil
+	}},
+	{Flag: "sampling-rate", Check: func(label string, v float64) error {
+		if !(v >= MinCanarySamplingRate && v <= 1) {
+			return fmt.Errorf("%s %v is outside [%g, 1]: below it the float32 parameters overflow", label, v, MinCanarySamplingRate)
+		}
+		return nil
+	}},
+	{Flag: "base-epsilon", Check: func(label string, v float64) error {
+		if v == 0 {
+			return nil
+		}
+		if err := accounting.CheckEpsilon(v); err != nil {
+			return fmt.Errorf("%s: %v", label, err)
+		}
+		return nil
+	}},
+}
+
+// dpsgdFields are the Settings a DP-SGD canary game's trials depend on.
+var dpsgdFields = []string{"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size"}
+
+// checkCanary is the Check of the games that play a DPSGDCanary: without
+// real data, X = ∅ holds 1 to MaxCanarySize examples.
+func checkCanary(s Settings) error {
+	if n := s.size(); !s.OnData && (n < 1 || n > MaxCanarySize) {
+		return invalidf("size %d is outside [1, %d] (examples of X = ∅ besides the canary)", s.Size, MaxCanarySize)
+	}
+	return nil
+}
+
+// canaryRun is the DPSGDCanary of s, checked, and the event of one run.
+func canaryRun(s Settings) (DPSGDCanary, accounting.Event, error) {
+	run := DPSGDCanary{Arch: s.RunArch(), Size: s.size(), NoiseMultiplier: s.NoiseMultiplier, ClipNorm: s.ClipNorm,
+		SamplingRate: s.SamplingRate, Steps: s.Steps, Observe: s.Observe}
+	if s.OnData {
+		run.Base = s.Base
+	}
+	if err := run.Check(); err != nil {
+		return run, nil, invalid(err)
+	}
+	return run, dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: s.NoiseMultiplier, SamplingRate: s.SamplingRate, Steps: s.Steps,
+		DataNorm: dpsgd.DataNormOf(run.Arch)}), nil
+}
+
+// The DP-SGD game, registered as "dpsgd": one DPSGDCanary run. Its claims
+// are RDP and PLD of the run; beside ε_L the audit reports the μ-GDP
+// fitted to its statistics (GDPEstimate), labelled an estimate.
+func init() {
+	Register(Game{Name: "dpsgd", Rank: 1,
+		Help:   "one DP-SGD run, Dirac gradient canary, white-box (ETCV, §4)",
+		Fields: append(slices.Clip(dpsgdFields), "Observe"),
+		DPSGD:  true, Views: []string{ObserveAll, ObserveLast}, GDPFit: true, Bounds: dpsgdBounds,
+		Check: checkCanary,
+		New: func(s Settings) (Protocol, Claims, error) {
+			run, base, err := canaryRun(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			return run, Claims{"rdp": base, "pld": base}, nil
+		},
+	})
+}

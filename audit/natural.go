@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // NaturalCanary audits one DP-SGD run with an input-space canary (Xiang et
@@ -85,4 +87,28 @@ func CheckerCanary(a model.Arch) []float32 {
 		}
 	}
 	return img
+}
+
+// The natural game, registered as "natural": one NaturalCanary run on the
+// caller's real data with CheckerCanary as z. Its claims are RDP and PLD
+// of the run.
+func init() {
+	Register(Game{Name: "natural", Rank: 5,
+		Help: "one DP-SGD run on --size real training examples with an\nout-of-distribution checkerboard canary; statistic = −loss\n" +
+			"on it (the realistic, black-box ε_L); a --model with a\nscatter front end trains on the features of both",
+		Fields: append(slices.Clip(dpsgdFields), "LearningRate"),
+		Data:   DataRequired, Image: CheckerCanary, DPSGD: true, Bounds: dpsgdBounds,
+		Check: func(s Settings) error {
+			if s.BaseEpsilon == 0 && !(s.NoiseMultiplier > 0 && s.NoiseMultiplier <= accounting.MaxNoiseMultiplier) {
+				return invalidf("noise multiplier %v is outside (0, %g]", s.NoiseMultiplier, accounting.MaxNoiseMultiplier)
+			}
+			return nil
+		},
+		New: func(s Settings) (Protocol, Claims, error) {
+			run := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: s.NoiseMultiplier, SamplingRate: s.SamplingRate, Steps: s.Steps,
+				DataNorm: dpsgd.DataNormOf(s.Arch)})
+			return NaturalCanary{Arch: s.Arch, Base: s.Base, Image: s.Image, Label: 0, NoiseMultiplier: s.NoiseMultiplier,
+				ClipNorm: s.ClipNorm, SamplingRate: s.SamplingRate, Steps: s.Steps, LearningRate: s.LearningRate}, Claims{"rdp": run, "pld": run}, nil
+		},
+	})
 }

@@ -74,3 +74,30 @@ func (r ReducedTuning) Trial(ctx context.Context, b int, rng *rand.Rand) (float6
 	}
 	return m + float64(b)*r.Mu, nil
 }
+
+// The reduced game, registered as "reduced". Its claims: Papernot–Steinke's
+// bound for a Gaussian base of RDP α·μ²/2 ("rdp", for K ~ TNB or Poisson
+// only, the proved bound's domain) and Xiang et al.'s Algorithm 3
+// ("xiang-o", exact for this game).
+func init() {
+	Register(Game{Name: "reduced", Rank: 0,
+		Help:   "the reduced tuning game (Fig. 5): max of K ~ --repeat draws\nfrom N(0,1) or N(--gdp-mu, 1)",
+		Fields: []string{"Mu", "Repetitions"},
+		Check: func(s Settings) error {
+			if err := s.checkRepetitions(); err != nil {
+				return err
+			}
+			if !(s.Mu > 0 && s.Mu <= accounting.MaxGaussianSelectMu) {
+				return invalidf("μ = %v is outside (0, %d]: a larger shift leaves no meaningful privacy to audit (one run alone at μ = %d has ε above 50 nats)", s.Mu, accounting.MaxGaussianSelectMu, accounting.MaxGaussianSelectMu)
+			}
+			return nil
+		},
+		New: func(s Settings) (Protocol, Claims, error) {
+			claims := Claims{"xiang-o": accounting.GaussianSelect{Mu: s.Mu, Repetitions: s.Repetitions, Reduction: "gdp-mu"}}
+			if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
+				claims["rdp"] = accounting.RepeatAndSelect{Event: accounting.Gaussian{NoiseMultiplier: 1 / s.Mu, Sensitivity: 1}, Repetitions: s.Repetitions}
+			}
+			return ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
+		},
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/randsrc"
@@ -69,4 +70,88 @@ func (p TunerCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 		return math.Inf(-1), nil
 	}
 	return res.Score, nil
+}
+
+// The tuning games: dptune's own tuners over DPSGDCanary runs, registered
+// as "tuner" (random-stop; on real data when the caller has some, Xiang et
+// al.'s NTCV), "gp" (DP-HyPO) and "grid". Each claims what `dptune tune`
+// would charge, by the tuner's own Check and Event: random-stop and gp
+// Papernot–Steinke's (DP-HyPO's Theorem 1) RDP bound of the runs ("rdp",
+// for K ~ TNB or Poisson only), random-stop also Xiang et al.'s Algorithm 3
+// with μ = τ√T/σ ("xiang-o", approximate; absent when that μ is above
+// accounting.MaxGaussianSelectMu); grid the composition of its runs, by
+// RDP and PLD (exact by PLD at τ = 1).
+func init() {
+	Register(Game{Name: "tuner", Rank: 2,
+		Help: "random-stop tuning of such runs, score = the canary's sum;\nwith --dataset or --model, X is --size real training\n" +
+			"examples and the canary sits on the network's first\nparameter (Xiang et al.'s NTCV)",
+		Fields: append(slices.Clip(dpsgdFields), "Repetitions"),
+		Data:   DataOptional, DPSGD: true, Bounds: dpsgdBounds,
+		Check: checkCanary,
+		New: func(s Settings) (Protocol, Claims, error) {
+			return tunerGame(s, tuning.RandomStopName, nil, true)
+		},
+	})
+	Register(Game{Name: "gp", Rank: 3,
+		Help:   "DP-HyPO (GP) tuning of such runs (--repeat tnb)",
+		Fields: append(slices.Clip(dpsgdFields), "Repetitions", "GPOptions"),
+		DPSGD:  true, Bounds: dpsgdBounds,
+		Check: checkCanary,
+		New: func(s Settings) (Protocol, Claims, error) {
+			return tunerGame(s, tuning.GPName, s.GPOptions.Values(), false)
+		},
+	})
+	Register(Game{Name: "grid", Rank: 4,
+		Help:   "grid search over such runs: all four candidates, the best\nreleased (no --repeat)",
+		Fields: dpsgdFields,
+		DPSGD:  true, Bounds: dpsgdBounds,
+		Refuses: map[string]string{"Repetitions": "grid search trains every candidate once"},
+		Check:   checkCanary,
+		New: func(s Settings) (Protocol, Claims, error) {
+			run, base, err := canaryRun(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			// Every candidate once: K is the space's size, the runs
+			// compose (tuning.GridEvent), exactly by PLD at τ = 1.
+			tu, err := tuning.Lookup(tuning.GridName)
+			if err != nil {
+				return nil, nil, invalid(err)
+			}
+			spec := tuning.Spec{Repetitions: s.Repetitions, Validation: "public", Space: TunerSpace()}
+			return TunerCanary{Run: run, Tuner: tu.(tuning.Runner)}, Claims{"rdp": tu.Event(base, spec), "pld": tu.Event(base, spec)}, nil
+		},
+	})
+}
+
+// tunerGame is the TunerCanary of the tuner called name with options over
+// s's canary runs, and its claims (with xiang, also Algorithm 3's).
+func tunerGame(s Settings, name string, options tuning.Values, xiang bool) (Protocol, Claims, error) {
+	run, base, err := canaryRun(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.checkRepetitions(); err != nil {
+		return nil, nil, err
+	}
+	tu, err := tuning.Lookup(name)
+	if err != nil {
+		return nil, nil, invalid(err)
+	}
+	spec := tuning.Spec{Repetitions: s.Repetitions, Validation: "public", Space: TunerSpace(), Options: options}
+	if err := tu.Check(spec); err != nil {
+		return nil, nil, invalid(err)
+	}
+	claims := Claims{}
+	if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
+		claims["rdp"] = tu.Event(base, spec) // the proved bounds' domain
+	}
+	if xiang {
+		x := spec
+		x.Accountant = tuning.XiangO
+		if e, ok := tu.Event(base, x).(accounting.GaussianSelect); ok && e.Mu <= accounting.MaxGaussianSelectMu {
+			claims["xiang-o"] = e
+		}
+	}
+	return TunerCanary{Run: run, Repetitions: s.Repetitions, Tuner: tu.(tuning.Runner), Options: spec.Options}, claims, nil
 }

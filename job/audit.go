@@ -60,7 +60,8 @@ func DefaultAuditGPOptions() tuning.GPOptions { return tuning.DefaultGPOptions()
 // g: T_max = ⌈5·log₂((1 − u0)/g)⌉, at least 1 (tuning.DefaultMaxIterations).
 func DefaultAuditMaxIterations(u0, g float64) int { return tuning.DefaultMaxIterations(u0, g) }
 
-// The protocols Audit plays (Xiang et al., Algorithm 1).
+// The protocols Audit plays (Xiang et al., Algorithm 1), as they register
+// in package audit (audit.Games).
 const (
 	AuditReduced        = "reduced"         // the reduced tuning game of their Fig. 5
 	AuditDPSGD          = "dpsgd"           // one DP-SGD run, Dirac gradient canary (ETCV, §4)
@@ -141,20 +142,11 @@ type AuditResult struct {
 // Audit plays s.Trials games of s.Protocol on all cores (audit.Run), bounds
 // ε from below (audit.EpsilonLower: threshold chosen on one half of the
 // trials, evaluated on the other) and computes the claims ε_U it is
-// compared with:
-//
-//   - reduced: Papernot–Steinke's bound for a Gaussian base of RDP α·μ²/2
-//     ("rdp", TNB and Poisson only) and Algorithm 3 ("xiang-o", exact for
-//     this game);
-//   - dpsgd: RDP and PLD of the run, and beside ε_L the GDP-fitted
-//     estimate (audit.GDPEstimate), labelled as one;
-//   - tuner: Papernot–Steinke of the runs ("rdp") and Algorithm 3 with
-//     μ = τ√T/σ ("xiang-o", approximate; absent when that μ is above
-//     accounting.MaxGaussianSelectMu);
-//   - gp: DP-HyPO's Theorem 1 ("rdp");
-//   - natural: RDP and PLD of the run;
-//   - score: RDP of the discrete Gaussian;
-//   - above-threshold: the search's pure ε at its cap ("basic") and RDP.
+// compared with: each protocol registers in package audit (audit.Game)
+// with its name, its checks and its claims per accountant, which its file
+// documents (audit.Games lists them). Beside ε_L, a protocol whose
+// adversary sees every iterate of one DP-SGD run (Game.GDPFit: dpsgd)
+// reports the GDP-fitted estimate (audit.GDPEstimate), labelled as one.
 //
 // The CSV's header records the audit (Params); a CSV that holds another
 // audit's trials — another protocol, parameter, δ, confidence, seed or
@@ -172,12 +164,13 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 	if s.Confidence == 0 {
 		s.Confidence = 0.95
 	}
-	if s.Protocol == AuditDPSGD && s.Observe == "" {
-		s.Observe = audit.ObserveAll
+	g, known := audit.Lookup(s.Protocol)
+	if known && s.Observe == "" && len(g.Views) > 0 {
+		s.Observe = g.Views[0]
 	}
 	switch {
-	case s.Observe != "" && s.Protocol != AuditDPSGD:
-		return nil, invalidf("observe %q: only the dpsgd audit has a choice of what the adversary sees", s.Observe)
+	case s.Observe != "" && (!known || len(g.Views) == 0):
+		return nil, invalidf("observe %q: only the %s audit has a choice of what the adversary sees", s.Observe, audit.Either(hasViews))
 	case s.Trials < 4 || s.Trials > audit.MaxTrials:
 		return nil, invalidf("%d trials: an audit plays between 4 and %d", s.Trials, audit.MaxTrials)
 	case !(s.Confidence > 0 && s.Confidence < 1):
@@ -201,19 +194,9 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &AuditResult{Confidence: s.Confidence, Delta: s.Delta, Trials: s.Trials, EpsilonUpper: map[string]float64{}}
-	accountants := map[string]accounting.Accountant{"rdp": accounting.RDP{}, "pld": accounting.PLD{}, "basic": accounting.Basic{}, "xiang-o": accounting.RDP{}}
-	for name, e := range claims {
-		g, err := accounting.EpsilonContext(ctx, accountants[name], e, s.Delta)
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
-		}
-		if err != nil {
-			return nil, invalid(err)
-		}
-		if !math.IsInf(g.Epsilon, 0) {
-			res.EpsilonUpper[name] = g.Epsilon
-		}
+	res := &AuditResult{Confidence: s.Confidence, Delta: s.Delta, Trials: s.Trials}
+	if res.EpsilonUpper, err = claims.Epsilons(ctx, s.Delta); err != nil {
+		return nil, refused(err)
 	}
 	if s.Runner == nil && s.OpenRunner != nil {
 		if s.Runner, err = s.OpenRunner(ctx); err != nil {
@@ -235,7 +218,7 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 		return nil, err
 	}
 	res.EpsilonLower, res.Detail, res.Stats0, res.Stats1 = lb.EpsilonLower, lb, s0, s1
-	if s.Protocol == AuditDPSGD {
+	if g.GDPFit {
 		if mu, eps, err := audit.GDPEstimate(s0, s1, s.Delta); err == nil {
 			res.GDPMuEstimate, res.EpsilonGDPEstimate = &mu, &eps
 		}
@@ -243,128 +226,71 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 	return res, nil
 }
 
-// protocol builds s's protocol and the events of its claims, by accountant.
-func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, map[string]accounting.Event, error) {
-	claims := map[string]accounting.Event{}
-	switch s.Protocol {
-	case AuditReduced:
-		if err := s.checkRepetitions(); err != nil {
-			return nil, nil, err
-		}
-		if !(s.Mu > 0 && s.Mu <= accounting.MaxGaussianSelectMu) {
-			return nil, nil, invalidf("μ = %v is outside (0, %d]: a larger shift leaves no meaningful privacy to audit (one run alone at μ = %d has ε above 50 nats)", s.Mu, accounting.MaxGaussianSelectMu, accounting.MaxGaussianSelectMu)
-		}
-		claims["xiang-o"] = accounting.GaussianSelect{Mu: s.Mu, Repetitions: s.Repetitions, Reduction: "gdp-mu"}
-		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
-			claims["rdp"] = accounting.RepeatAndSelect{Event: accounting.Gaussian{NoiseMultiplier: 1 / s.Mu, Sensitivity: 1}, Repetitions: s.Repetitions}
-		}
-		return audit.ReducedTuning{Mu: s.Mu, Repetitions: s.Repetitions}, claims, nil
-	case AuditDPSGD, AuditTuner, AuditGP, AuditGrid:
-		onData := s.Protocol == AuditTuner && s.Data.Load != nil
-		if n := s.size(); !onData && (n < 1 || n > audit.MaxCanarySize) {
-			return nil, nil, invalidf("size %d is outside [1, %d] (examples of X = ∅ besides the canary)", s.Size, audit.MaxCanarySize)
-		}
-		run := audit.DPSGDCanary{Arch: audit.CanaryArch, Size: s.size(), ClipNorm: s.ClipNorm,
-			SamplingRate: s.SamplingRate, Steps: s.Steps, Observe: s.Observe}
-		if onData {
-			// Xiang et al.'s NTCV: X is real data, the canary's gradient
-			// sits on the network's first parameter.
-			var err error
-			if run.Base, _, err = s.realBase(ctx, false); err != nil {
-				return nil, nil, err
-			}
-			run.Arch = s.Data.Arch
-		}
-		norm := dpsgd.DataNormOf(run.Arch)
-		sigma, err := s.noiseMultiplier(ctx, norm)
-		if err != nil {
-			return nil, nil, err
-		}
-		run.NoiseMultiplier = sigma
-		if err := run.Check(); err != nil {
-			return nil, nil, invalid(err)
-		}
-		base := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: s.SamplingRate, Steps: s.Steps, DataNorm: norm})
-		if s.Protocol == AuditDPSGD {
-			claims["rdp"], claims["pld"] = base, base
-			return run, claims, nil
-		}
-		// The tuner's own check and event: the audit claims what tune
-		// would charge.
-		name, spec := tuning.RandomStopName, tuning.Spec{Repetitions: s.Repetitions, Validation: "public", Space: audit.TunerSpace()}
-		switch s.Protocol {
-		case AuditGP:
-			name, spec.Options = tuning.GPName, s.GPOptions.Values()
-		case AuditGrid:
-			// Every candidate once: K is the space's size, the runs
-			// compose (tuning.GridEvent), exactly by PLD at τ = 1.
-			tu, _ := tuning.Lookup(tuning.GridName)
-			claims["rdp"], claims["pld"] = tu.Event(base, spec), tu.Event(base, spec)
-			return audit.TunerCanary{Run: run, Tuner: tu.(tuning.Runner)}, claims, nil
-		}
-		if err := s.checkRepetitions(); err != nil {
-			return nil, nil, err
-		}
-		tu, err := tuning.Lookup(name)
-		if err != nil {
-			return nil, nil, invalid(err)
-		}
-		if err := tu.Check(spec); err != nil {
-			return nil, nil, invalid(err)
-		}
-		if d := s.Repetitions.Distribution; d == accounting.TNB || d == accounting.Poisson {
-			claims["rdp"] = tu.Event(base, spec) // the proved bounds' domain
-		}
-		if xiang := spec; s.Protocol != AuditGP {
-			xiang.Accountant = tuning.XiangO
-			if x, ok := tu.Event(base, xiang).(accounting.GaussianSelect); ok && x.Mu <= accounting.MaxGaussianSelectMu {
-				claims["xiang-o"] = x
-			}
-		}
-		return audit.TunerCanary{Run: run, Repetitions: s.Repetitions, Tuner: tu.(tuning.Runner), Options: spec.Options}, claims, nil
-	case AuditNatural:
-		if s.BaseEpsilon == 0 && !(s.NoiseMultiplier > 0 && s.NoiseMultiplier <= accounting.MaxNoiseMultiplier) {
-			return nil, nil, invalidf("noise multiplier %v is outside (0, %g]", s.NoiseMultiplier, accounting.MaxNoiseMultiplier)
-		}
-		base, image, err := s.realBase(ctx, true)
-		if err != nil {
-			return nil, nil, err
-		}
-		norm := dpsgd.DataNormOf(s.Data.Arch)
-		sigma, err := s.noiseMultiplier(ctx, norm)
-		if err != nil {
-			return nil, nil, err
-		}
-		run := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: sigma, SamplingRate: s.SamplingRate, Steps: s.Steps, DataNorm: norm})
-		claims["rdp"], claims["pld"] = run, run
-		return audit.NaturalCanary{Arch: s.Data.Arch, Base: base, Image: image, Label: 0,
-			NoiseMultiplier: sigma, ClipNorm: s.ClipNorm, SamplingRate: s.SamplingRate, Steps: s.Steps, LearningRate: s.LearningRate}, claims, nil
-	case AuditScore:
-		if !(s.ScoreNoise > 0 && s.ScoreNoise <= noise.MaxDiscreteSigma) {
-			return nil, nil, invalidf("score noise %v is outside (0, %g], the discrete Gaussian sampler's range", s.ScoreNoise, float64(noise.MaxDiscreteSigma))
-		}
-		claims["rdp"] = accounting.DiscreteGaussian{NoiseMultiplier: s.ScoreNoise, Sensitivity: 1}
-		return audit.NoisyScore{Count: 1000, Sigma: s.ScoreNoise}, claims, nil
-	case AuditAboveThreshold:
-		if err := s.AboveThreshold.Check(); err != nil {
-			return nil, nil, invalid(err)
-		}
-		e := accounting.AboveThreshold{Epsilon: s.AboveThreshold.IterationEpsilon(), MaxIterations: s.AboveThreshold.MaxIterations}
-		claims["basic"], claims["rdp"] = e, e
-		// One candidate just below the first threshold u₀ + g: the step
-		// that X′'s extra 1/k can tip.
-		return audit.AboveThreshold{Config: s.AboveThreshold, Utilities: []float64{s.AboveThreshold.U0 + s.AboveThreshold.Granularity - 0.5/float64(s.AboveThreshold.Partitions)}}, claims, nil
+// AuditProtocols describes the registered audit protocols (audit.Game:
+// name, help, fields, data, views, bounds), by rank, for a command line.
+func AuditProtocols() []audit.Game { return audit.Games(nil) }
+
+// AuditProtocol describes the audit protocol called name (audit.Lookup);
+// false if none is registered.
+func AuditProtocol(name string) (audit.Game, bool) { return audit.Lookup(name) }
+
+// hasViews keeps the protocols whose adversary's view can be chosen.
+func hasViews(g audit.Game) bool { return len(g.Views) > 0 }
+
+// refused is err, wrapping ErrInvalid too if it refuses an audit's
+// settings (audit.ErrInvalid).
+func refused(err error) error {
+	if errors.Is(err, audit.ErrInvalid) {
+		return invalid(err)
 	}
-	return nil, nil, invalidf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, grid, natural, score or above-threshold)", s.Protocol)
+	return err
 }
 
-// realBase is the real training subset of the natural audit and of the
-// tuner audit on data (Xiang et al.'s NTCV): the first Size training
-// examples of Data as its network reads them — for a network with a fixed
-// front end, their features, by the same fixed, data-independent
+// protocol builds s's protocol and the events of its claims, by accountant
+// (the audit.Game registered as s.Protocol): the game's check, then the
+// real data of a game that trains on it (realBase), then the runs' σ of a
+// DP-SGD game (noiseMultiplier), then the game's protocol and claims.
+func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, audit.Claims, error) {
+	g, ok := audit.Lookup(s.Protocol)
+	if !ok {
+		return nil, nil, invalidf("unknown audit protocol %q (want %s)", s.Protocol, audit.Either(nil))
+	}
+	set := audit.Settings{Mu: s.Mu, Repetitions: s.Repetitions, NoiseMultiplier: s.NoiseMultiplier, BaseEpsilon: s.BaseEpsilon,
+		SamplingRate: s.SamplingRate, ClipNorm: s.ClipNorm, Steps: s.Steps, Size: s.Size, Observe: s.Observe,
+		LearningRate: s.LearningRate, GPOptions: s.GPOptions, ScoreNoise: s.ScoreNoise, AboveThreshold: s.AboveThreshold,
+		OnData: g.OnData(s.Data.Load != nil)}
+	if err := g.Check(set); err != nil {
+		return nil, nil, refused(err)
+	}
+	if set.OnData {
+		var err error
+		if set.Base, set.Image, err = s.realBase(ctx, g.Image); err != nil {
+			return nil, nil, err
+		}
+		set.Arch = s.Data.Arch
+	}
+	if g.DPSGD {
+		sigma, err := s.noiseMultiplier(ctx, dpsgd.DataNormOf(set.RunArch()))
+		if err != nil {
+			return nil, nil, err
+		}
+		set.NoiseMultiplier = sigma
+	}
+	p, claims, err := g.New(set)
+	if err != nil {
+		return nil, nil, refused(err)
+	}
+	return p, claims, nil
+}
+
+// realBase is the real training subset of an audit on data (the natural
+// audit, and the tuner audit on data: Xiang et al.'s NTCV): the first Size
+// training examples of Data as its network reads them — for a network with
+// a fixed front end, their features, by the same fixed, data-independent
 // transform (computed here for these examples alone, wherever the trials
-// run) — and, when checker is set, the checkerboard canary image likewise.
-func (s AuditSpec) realBase(ctx context.Context, checker bool) (base *data.Dataset, image []float32, err error) {
+// run) — and, when canary is set (audit.Game.Image), the canary image
+// likewise.
+func (s AuditSpec) realBase(ctx context.Context, canary func(model.Arch) []float32) (base *data.Dataset, image []float32, err error) {
 	if err := s.Data.Check(); err != nil {
 		return nil, nil, err
 	}
@@ -380,14 +306,14 @@ func (s AuditSpec) realBase(ctx context.Context, checker bool) (base *data.Datas
 		first[i] = i
 	}
 	base = train.Subset("audit base", first)
-	if checker {
-		image = audit.CheckerCanary(s.Data.Arch)
+	if canary != nil {
+		image = canary(s.Data.Arch)
 	}
 	f, ok := s.Data.Arch.FrontEnd()
 	if !ok {
 		return base, image, nil
 	}
-	if base, err = features.Compute(ctx, f, base, nil); err != nil || !checker {
+	if base, err = features.Compute(ctx, f, base, nil); err != nil || canary == nil {
 		return base, nil, err
 	}
 	a := s.Data.Arch
@@ -398,53 +324,17 @@ func (s AuditSpec) realBase(ctx context.Context, checker bool) (base *data.Datas
 	return base, z.X, nil
 }
 
-// checkRepetitions returns an error wrapping ErrInvalid unless s's
-// distribution of the number of runs can be drawn from (CheckSampled) and,
-// for a fixed or binary number, its L is at most tuning.MaxRuns, the most
-// runs a tuning plays (the claims' integrals alone took seconds above it).
-func (s AuditSpec) checkRepetitions() error {
-	r := s.Repetitions
-	if err := r.CheckSampled(); err != nil {
-		return invalid(err)
-	}
-	if (r.Distribution == accounting.Fixed || r.Distribution == accounting.Binary) && r.L > tuning.MaxRuns {
-		return invalidf("%d runs is above %d, the most runs a tuning plays", r.L, tuning.MaxRuns)
-	}
-	return nil
-}
-
-// size is the canary audits' Size, 0 meaning 1.
-func (s AuditSpec) size() int {
-	if s.Size == 0 {
-		return 1
-	}
-	return s.Size
-}
-
-// auditFields are the AuditSpec fields (by their JSON names) that each
-// protocol's trials depend on, besides Protocol, Delta and Confidence.
-var auditFields = map[string][]string{
-	AuditReduced:        {"Mu", "Repetitions"},
-	AuditDPSGD:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Observe"},
-	AuditTuner:          {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions"},
-	AuditGP:             {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "Repetitions", "GPOptions"},
-	AuditGrid:           {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size"},
-	AuditNatural:        {"NoiseMultiplier", "BaseEpsilon", "SamplingRate", "ClipNorm", "Steps", "Size", "LearningRate"},
-	AuditScore:          {"ScoreNoise"},
-	AuditAboveThreshold: {"AboveThreshold"},
-}
-
 // Params describes s's audit for its trial file's header (audit.Config's
 // Protocol): Protocol, Delta, Confidence and every field its protocol's
-// trials depend on, by their JSON names, nested fields joined by dots
-// (e.g. "Repetitions.gamma"), numbers in Go's shortest form; for natural
-// also the data (dataset name, directory, nominal size, subset) and the
-// network. The seed and the trial count are added by audit.Run. An unknown
+// trials depend on (audit.Game.Fields), by their JSON names, nested fields
+// joined by dots (e.g. "Repetitions.gamma"), numbers in Go's shortest
+// form; for an audit on real data (natural; tuner with Data) also the data
+// (dataset name, directory, nominal size, subset) and the network. The seed and the trial count are added by audit.Run. An unknown
 // protocol is an error.
 func (s AuditSpec) Params() ([]audit.Param, error) {
-	fields, ok := auditFields[s.Protocol]
+	g, ok := audit.Lookup(s.Protocol)
 	if !ok {
-		return nil, fmt.Errorf("unknown audit protocol %q (want reduced, dpsgd, tuner, gp, grid, natural, score or above-threshold)", s.Protocol)
+		return nil, fmt.Errorf("unknown audit protocol %q (want %s)", s.Protocol, audit.Either(nil))
 	}
 	if name := nonFinite(reflect.ValueOf(s), ""); name != "" {
 		return nil, fmt.Errorf("%s must be a finite number", name)
@@ -460,10 +350,10 @@ func (s AuditSpec) Params() ([]audit.Param, error) {
 		return nil, err
 	}
 	keep := map[string]any{}
-	for _, f := range append([]string{"Protocol", "Delta", "Confidence"}, fields...) {
+	for _, f := range append([]string{"Protocol", "Delta", "Confidence"}, g.Fields...) {
 		keep[f] = all[f]
 	}
-	if s.Protocol == AuditNatural || s.Protocol == AuditTuner && s.Data.Load != nil {
+	if g.OnData(s.Data.Load != nil) {
 		b, err := json.Marshal(struct {
 			Data dataRef
 			Arch model.Arch

@@ -27,3 +27,21 @@ func TestAboveThresholdParamsNameEveryField(t *testing.T) {
 		t.Errorf("params %v\nwant %v", keys, want)
 	}
 }
+
+// The protocol names job exports are exactly the registered ones
+// (audit.Games), in their order.
+func TestAuditNamesRegistered(t *testing.T) {
+	var got []string
+	for _, g := range AuditProtocols() {
+		got = append(got, g.Name)
+	}
+	want := []string{AuditReduced, AuditDPSGD, AuditTuner, AuditGP, AuditGrid, AuditNatural, AuditScore, AuditAboveThreshold}
+	if !slices.Equal(got, want) {
+		t.Errorf("registered %v, job names %v", got, want)
+	}
+	for _, name := range want {
+		if g, ok := AuditProtocol(name); !ok || g.Name != name {
+			t.Errorf("AuditProtocol(%q) = %v, %v", name, g.Name, ok)
+		}
+	}
+}

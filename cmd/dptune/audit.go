@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/runner"
 )
@@ -36,8 +39,13 @@ type auditFlags struct {
 
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
+	var names []string
+	for _, g := range job.AuditProtocols() {
+		names = append(names, g.Name)
+	}
+	names = append(names, "one-run")
 	cmd := &cobra.Command{
-		Use:   "audit reduced|dpsgd|tuner|gp|grid|natural|score|above-threshold|one-run",
+		Use:   "audit " + strings.Join(names, "|"),
 		Short: "Privacy audit: a lower bound ε_L on ε from the distinguishing game, beside the claimed ε_U",
 		Long: `audit plays Xiang et al.'s distinguishing game ("Selection leaks privacy",
 Algorithm 1) --trials times on all cores: a fair coin chooses X or X′, the
@@ -46,23 +54,7 @@ Clopper–Pearson bounds (two-sided, --confidence) on the false-positive and
 false-negative rates, at a threshold chosen on one half of the trials and
 evaluated on the other. A claim ε_U below ε_L means a bug that under-reports ε.
 
-  reduced          the reduced tuning game (Fig. 5): max of K ~ --repeat draws
-                   from N(0,1) or N(--gdp-mu, 1)
-  dpsgd            one DP-SGD run, Dirac gradient canary, white-box (ETCV, §4)
-  tuner            random-stop tuning of such runs, score = the canary's sum;
-                   with --dataset or --model, X is --size real training
-                   examples and the canary sits on the network's first
-                   parameter (Xiang et al.'s NTCV)
-  gp               DP-HyPO (GP) tuning of such runs (--repeat tnb)
-  grid             grid search over such runs: all four candidates, the best
-                   released (no --repeat)
-  natural          one DP-SGD run on --size real training examples with an
-                   out-of-distribution checkerboard canary; statistic = −loss
-                   on it (the realistic, black-box ε_L); a --model with a
-                   scatter front end trains on the features of both
-  score            the private score's integer count + discrete Gaussian
-  above-threshold  Ding et al.'s capped AboveThreshold search
-  one-run          one real training run with train's flags and --canaries
+` + auditProtocolsHelp() + `  one-run          one real training run with train's flags and --canaries
                    (Steinke, Nasr & Jagielski 2023): see dptune audit one-run --help
 
 --dataset, --data-dir, --model and --lr belong to natural (and but for --lr
@@ -85,7 +77,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
   dptune audit dpsgd --base-epsilon 2 --sampling-rate 1 --steps 50 --trials 4000 --out out/audit-dpsgd`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("audit takes one protocol (reduced, dpsgd, tuner, gp, grid, natural, score, above-threshold or one-run), have %d arguments", len(args))
+				return usagef("audit takes one protocol (%s), have %d arguments", registry.Either(names), len(args))
 			}
 			return nil
 		},
@@ -130,46 +122,40 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	case f.size < 1:
 		return usagef("--size %d must be at least 1", f.size)
 	}
-	// Only the natural audit trains a network on data: the others have
-	// none to choose (dpsgd, tuner and gp play a Dirac gradient canary on
-	// a fixed network, whatever --model would say).
-	onData := protocol == job.AuditNatural
+	g, _ := job.AuditProtocol(protocol) // none for an unknown name, which job.Audit refuses
+	// Only some audits train a network on data: the others have none to
+	// choose (dpsgd and gp play a Dirac gradient canary on a fixed network,
+	// whatever --model would say).
+	onData := g.OnData(false)
 	for _, name := range []string{"model", "dataset", "data-dir", "lr"} {
 		switch {
-		case !cmd.Flags().Changed(name) || protocol == job.AuditNatural:
-		case protocol == job.AuditTuner && name != "lr":
-			onData = true // Xiang et al.'s NTCV
+		case !cmd.Flags().Changed(name):
+		case name == "lr" && g.Uses("LearningRate"):
+		case name != "lr" && g.TakesData():
+			onData = true
 		default:
-			return usagef("--%s applies to audit natural (and, but for --lr, tuner) only: the %s audit trains no network of yours on data", name, protocol)
+			return usagef("--%s applies to audit %s only: the %s audit trains no network of yours on data", name, auditDataProtocols(), protocol)
 		}
 	}
 	observe := ""
 	switch {
-	case protocol == job.AuditDPSGD && f.observe != job.ObserveAll && f.observe != job.ObserveLast:
-		return usagef("--observe %q is neither %s nor %s", f.observe, job.ObserveAll, job.ObserveLast)
-	case protocol == job.AuditDPSGD:
+	case len(g.Views) > 0 && !slices.Contains(g.Views, f.observe):
+		return usagef("--observe %q is neither %s", f.observe, strings.Join(g.Views, " nor "))
+	case len(g.Views) > 0:
 		observe = f.observe
 	case cmd.Flags().Changed("observe"):
-		return usagef("--observe applies to audit dpsgd only")
+		return usagef("--observe applies to audit %s only", auditViewProtocols())
 	}
-	// The protocols' own ranges, checked here so that the message names
-	// the flag; out of them a trial used to fail after the audit started.
-	switch protocol {
-	case job.AuditScore:
-		if !(f.scoreNoise > 0 && f.scoreNoise <= job.MaxScoreNoise) {
-			return usagef("--score-noise %v is outside (0, %g], the discrete Gaussian sampler's range", f.scoreNoise, float64(job.MaxScoreNoise))
+	// The protocol's own ranges (its registration's bounds), checked here
+	// so that the message names the flag; out of them a trial used to fail
+	// after the audit started.
+	for _, b := range g.Bounds {
+		v, err := cmd.Flags().GetFloat64(b.Flag)
+		if err != nil {
+			return err
 		}
-	case job.AuditDPSGD, job.AuditTuner, job.AuditGP, job.AuditGrid, job.AuditNatural:
-		switch {
-		case !(f.clipNorm > 0 && f.clipNorm <= job.MaxCanaryClipNorm):
-			return usagef("--clip-norm %v is outside (0, %g]: beyond it the float32 parameters overflow", f.clipNorm, float64(job.MaxCanaryClipNorm))
-		case !(f.samplingRate >= job.MinCanarySamplingRate && f.samplingRate <= 1):
-			return usagef("--sampling-rate %v is outside [%g, 1]: below it the float32 parameters overflow", f.samplingRate, job.MinCanarySamplingRate)
-		}
-		if f.baseEpsilon != 0 {
-			if err := job.CheckEpsilon(f.baseEpsilon); err != nil {
-				return usagef("--base-epsilon: %v", err)
-			}
+		if err := b.Check("--"+b.Flag, v); err != nil {
+			return usageError{err}
 		}
 	}
 	spec := job.AuditSpec{Protocol: protocol, Trials: f.trials, Seed: f.seed, Delta: f.delta, Confidence: f.confidence,
@@ -185,17 +171,19 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 			return err
 		}
 		spec.Data = src
-		if protocol == job.AuditNatural {
+		if g.Uses("LearningRate") {
 			spec.LearningRate = f.lr
 		}
 	}
-	if protocol == job.AuditGrid && cmd.Flags().Changed("repeat") {
-		return usagef("--repeat does not apply to audit grid: grid search trains every candidate once")
+	for field, why := range g.Refuses {
+		if flag := auditFieldFlags[field]; flag != "" && cmd.Flags().Changed(flag) {
+			return usagef("--%s does not apply to audit %s: %s", flag, protocol, why)
+		}
 	}
-	if protocol == job.AuditGP {
+	if g.Uses("GPOptions") {
 		spec.GPOptions = job.DefaultAuditGPOptions()
 	}
-	if protocol == job.AuditReduced || protocol == job.AuditTuner || protocol == job.AuditGP {
+	if g.Uses("Repetitions") {
 		rep, err := f.repeat.parse(cmd)
 		if err != nil {
 			return err
@@ -212,7 +200,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		}
 		spec.Repetitions = *rep
 	}
-	if protocol == job.AuditAboveThreshold {
+	if g.Uses("AboveThreshold") {
 		if f.maxIterations == 0 {
 			f.maxIterations = job.DefaultAuditMaxIterations(f.u0, f.granularity)
 		}
@@ -279,4 +267,54 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	fmt.Fprintf(w, "wall time      %.1f s; audit.json, audit.png and trials.csv in %s\n", time.Since(start).Seconds(), f.out)
 	return closeErr
+}
+
+// auditFieldFlags are the flags that set the audit settings a protocol may
+// refuse (its registration's Refuses), by the setting's name.
+var auditFieldFlags = map[string]string{"Repetitions": "repeat"}
+
+// auditProtocolsHelp lists the registered audit protocols for audit's
+// --help: each name, its help beside it.
+func auditProtocolsHelp() string {
+	var b strings.Builder
+	for _, g := range job.AuditProtocols() {
+		for i, line := range strings.Split(g.Help, "\n") {
+			name := ""
+			if i == 0 {
+				name = g.Name
+			}
+			fmt.Fprintf(&b, "  %-17s%s\n", name, line)
+		}
+	}
+	return b.String()
+}
+
+// auditDataProtocols names the audit protocols that train on data of the
+// user's, for an error: "natural (and, but for --lr, tuner)".
+func auditDataProtocols() string {
+	var all, noLR []string
+	for _, g := range job.AuditProtocols() {
+		switch {
+		case g.TakesData() && g.Uses("LearningRate"):
+			all = append(all, g.Name)
+		case g.TakesData():
+			noLR = append(noLR, g.Name)
+		}
+	}
+	if len(noLR) == 0 {
+		return registry.Either(all)
+	}
+	return fmt.Sprintf("%s (and, but for --lr, %s)", registry.Either(all), registry.Either(noLR))
+}
+
+// auditViewProtocols names the audit protocols whose adversary's view can
+// be chosen (--observe).
+func auditViewProtocols() string {
+	var names []string
+	for _, g := range job.AuditProtocols() {
+		if len(g.Views) > 0 {
+			names = append(names, g.Name)
+		}
+	}
+	return registry.Either(names)
 }
