@@ -113,20 +113,23 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	return cmd
 }
 
-func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
+// checkAuditFlags refuses, before any work, flags that protocol cannot
+// play with (its registration: job.AuditProtocol), and returns whether it
+// trains on data and what its adversary observes.
+func checkAuditFlags(cmd *cobra.Command, protocol string, f auditFlags) (onData bool, observe string, err error) {
+	g, _ := job.AuditProtocol(protocol) // none for an unknown name, which job.Audit refuses
 	switch {
 	case f.trials < job.MinAuditTrials || f.trials > job.MaxAuditTrials:
-		return usagef("--trials %d is outside [%d, %d]", f.trials, job.MinAuditTrials, job.MaxAuditTrials)
+		return false, "", usagef("--trials %d is outside [%d, %d]", f.trials, job.MinAuditTrials, job.MaxAuditTrials)
 	case !(f.confidence > 0 && f.confidence < 1):
-		return usagef("--confidence %v is outside (0, 1)", f.confidence)
+		return false, "", usagef("--confidence %v is outside (0, 1)", f.confidence)
 	case f.size < 1:
-		return usagef("--size %d must be at least 1", f.size)
+		return false, "", usagef("--size %d must be at least 1", f.size)
 	}
-	g, _ := job.AuditProtocol(protocol) // none for an unknown name, which job.Audit refuses
 	// Only some audits train a network on data: the others have none to
 	// choose (dpsgd and gp play a Dirac gradient canary on a fixed network,
 	// whatever --model would say).
-	onData := g.OnData(false)
+	onData = g.OnData(false)
 	for _, name := range []string{"model", "dataset", "data-dir", "lr"} {
 		switch {
 		case !cmd.Flags().Changed(name):
@@ -134,17 +137,16 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		case name != "lr" && g.TakesData():
 			onData = true
 		default:
-			return usagef("--%s applies to audit %s only: the %s audit trains no network of yours on data", name, auditDataProtocols(), protocol)
+			return false, "", usagef("--%s applies to audit %s only: the %s audit trains no network of yours on data", name, auditDataProtocols(), protocol)
 		}
 	}
-	observe := ""
 	switch {
 	case len(g.Views) > 0 && !slices.Contains(g.Views, f.observe):
-		return usagef("--observe %q is neither %s", f.observe, strings.Join(g.Views, " nor "))
+		return false, "", usagef("--observe %q is neither %s", f.observe, strings.Join(g.Views, " nor "))
 	case len(g.Views) > 0:
 		observe = f.observe
 	case cmd.Flags().Changed("observe"):
-		return usagef("--observe applies to audit %s only", auditViewProtocols())
+		return false, "", usagef("--observe applies to audit %s only", auditViewProtocols())
 	}
 	// The protocol's own ranges (its registration's bounds), checked here
 	// so that the message names the flag; out of them a trial used to fail
@@ -152,12 +154,22 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	for _, b := range g.Bounds {
 		v, err := cmd.Flags().GetFloat64(b.Flag)
 		if err != nil {
-			return err
+			return false, "", err
 		}
 		if err := b.Check("--"+b.Flag, v); err != nil {
-			return usageError{err}
+			return false, "", usageError{err}
 		}
 	}
+	return onData, observe, nil
+}
+
+// auditSpec is the audit of protocol that f asks for, its flags checked.
+func auditSpec(cmd *cobra.Command, protocol string, f auditFlags) (job.AuditSpec, error) {
+	onData, observe, err := checkAuditFlags(cmd, protocol, f)
+	if err != nil {
+		return job.AuditSpec{}, err
+	}
+	g, _ := job.AuditProtocol(protocol)
 	spec := job.AuditSpec{Protocol: protocol, Trials: f.trials, Seed: f.seed, Delta: f.delta, Confidence: f.confidence,
 		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
 		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise, Observe: observe,
@@ -168,7 +180,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 			src, err = withModel(src, f.model)
 		}
 		if err != nil {
-			return err
+			return job.AuditSpec{}, err
 		}
 		spec.Data = src
 		if g.Uses("LearningRate") {
@@ -177,7 +189,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	}
 	for field, why := range g.Refuses {
 		if flag := auditFieldFlags[field]; flag != "" && cmd.Flags().Changed(flag) {
-			return usagef("--%s does not apply to audit %s: %s", flag, protocol, why)
+			return job.AuditSpec{}, usagef("--%s does not apply to audit %s: %s", flag, protocol, why)
 		}
 	}
 	if g.Uses("GPOptions") {
@@ -186,17 +198,17 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	if g.Uses("Repetitions") {
 		rep, err := f.repeat.parse(cmd)
 		if err != nil {
-			return err
+			return job.AuditSpec{}, err
 		}
 		if rep == nil {
-			return usagef("audit %s needs --repeat tnb|poisson|binary|fixed", protocol)
+			return job.AuditSpec{}, usagef("audit %s needs --repeat tnb|poisson|binary|fixed", protocol)
 		}
 		if rep.L > job.MaxRuns {
 			flag := "--runs"
 			if rep.Distribution == job.RepeatBinary {
 				flag = "--binary-l"
 			}
-			return usagef("%s %d is above %d, the most runs a tuning plays", flag, rep.L, job.MaxRuns)
+			return job.AuditSpec{}, usagef("%s %d is above %d, the most runs a tuning plays", flag, rep.L, job.MaxRuns)
 		}
 		spec.Repetitions = *rep
 	}
@@ -206,6 +218,14 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		}
 		d := &spec.AboveThreshold
 		d.Partitions, d.Epsilon0, d.Granularity, d.U0, d.MaxIterations = f.partitions, f.epsilon0, f.granularity, f.u0, f.maxIterations
+	}
+	return spec, nil
+}
+
+func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
+	spec, err := auditSpec(cmd, protocol, f)
+	if err != nil {
+		return err
 	}
 	if err := f.run.check(cmd); err != nil {
 		return err
