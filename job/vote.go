@@ -208,25 +208,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, invalid(err)
 	}
 	if err != nil {
-		if len(out.Survivors) == 0 {
-			return nil, err
-		}
-		ledger, lerr := voteLedger(j, out)
-		if lerr != nil {
-			return nil, errors.Join(err, lerr)
-		}
-		rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger, Failed: true}
-		rep := &VoteFailedReport{Tuner: Vote, Error: err.Error(), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
-			NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
-		if total, terr := ledger.Spent(accounting.RDP{}, s.Delta); terr == nil && !math.IsInf(total.Epsilon, 1) {
-			e := total.Epsilon
-			rep.Epsilon, rel.Epsilon = &e, &e
-		}
-		if v, verr := (accounting.RDP{}).Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta); verr == nil {
-			rep.VoteEpsilon = v.Epsilon
-		}
-		rel.Report = rep
-		return rel, err
+		return s.failedRelease(j, out, err)
 	}
 	for i, p := range out.Params {
 		if math.IsNaN(float64(p)) || math.IsInf(float64(p), 0) {
@@ -273,6 +255,32 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	rel.Model, rel.Selected, rel.Report = net, cand, rep
 	rel.hyper = map[string]any{"tuner": Vote, "selected": cand, "final_training": j.Final}
 	return rel, nil
+}
+
+// failedRelease is RunVote's result when the protocol ended with err
+// after out: err alone if no vote was summed, else with the failed Release
+// of what may have reached the clients (Failed set, no model; its report a
+// VoteFailedReport).
+func (s VoteSpec) failedRelease(j federated.Job, out federated.Outcome, err error) (*Release, error) {
+	if len(out.Survivors) == 0 {
+		return nil, err
+	}
+	ledger, lerr := voteLedger(j, out)
+	if lerr != nil {
+		return nil, errors.Join(err, lerr)
+	}
+	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger, Failed: true}
+	rep := &VoteFailedReport{Tuner: Vote, Error: err.Error(), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
+		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
+	if total, terr := ledger.Spent(accounting.RDP{}, s.Delta); terr == nil && !math.IsInf(total.Epsilon, 1) {
+		e := total.Epsilon
+		rep.Epsilon, rel.Epsilon = &e, &e
+	}
+	if v, verr := (accounting.RDP{}).Epsilon(j.Mechanism.Event(len(out.Survivors)), s.Delta); verr == nil {
+		rep.VoteEpsilon = v.Epsilon
+	}
+	rel.Report = rep
+	return rel, err
 }
 
 // voteLedger is the ledger of out: the vote at its survivors, then, with
