@@ -45,7 +45,9 @@ func (s TuneSpec) Baseline() (*Baseline, bool) {
 		data += " --data-dir DIR"
 	}
 	cmd := fmt.Sprintf("dptune train %s --model %s --epsilon %g --delta %g", data, spec.Name, s.Epsilon, s.Delta)
-	if s.Default != nil {
+	if own, _ := NetworkDefaultsOn(spec, s.Data.Name); s.Default != nil || d.Source != own.Source {
+		// Settings train does not take by itself: given ones, or the
+		// published ones standing for settings dptune chose on this data.
 		cmd += fmt.Sprintf(" --batch-size %d --epochs %d --lr %g --momentum %g --clip-norm %g", d.BatchSize, d.Epochs, d.LearningRate, d.Momentum, d.ClipNorm)
 	}
 	return &Baseline{Network: spec.Name, Dataset: s.Data.Name, BatchSize: d.BatchSize, Epochs: d.Epochs, LearningRate: d.LearningRate,

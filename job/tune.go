@@ -480,6 +480,10 @@ func (s TuneSpec) fixedReport() map[string]float64 {
 // ErrUncommitted): then nothing is returned but the error, and the worst
 // case stays charged.
 func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
+	s, err := s.withPreset()
+	if err != nil {
+		return nil, nil, err
+	}
 	if tu, err := tuning.Lookup(s.Tuner); err == nil {
 		if fed, ok := tu.(tuning.Federated); ok {
 			if s.IncludeDefault || s.SelectionShare != 0 {
@@ -684,6 +688,10 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 // reading data, opening a runner or charging a budget: the σ of each run
 // (a partitioned tuner: of the final run), or an error wrapping ErrInvalid.
 func CheckTune(ctx context.Context, s TuneSpec) (float64, error) {
+	s, err := s.withPreset()
+	if err != nil {
+		return 0, err
+	}
 	p, err := s.plan(ctx)
 	if err != nil {
 		return 0, err
@@ -757,6 +765,9 @@ type TunerInfo struct {
 	Uses        tuning.Uses
 	Partitioned bool
 	Federated   bool
+	// Preset says the tuner fixes the tuning's other settings
+	// (tuning.Presetter): the flags that set them are refused.
+	Preset bool
 }
 
 // Tuners describes the registered tuners, in registration order.
@@ -765,7 +776,8 @@ func Tuners() []TunerInfo {
 	for _, t := range tuning.Tuners() {
 		_, parts := t.(tuning.Partitioned)
 		_, fed := t.(tuning.Federated)
-		info := TunerInfo{Name: t.Name(), Summary: t.Summary(), Options: t.Options(), Uses: t.Uses(), Partitioned: parts, Federated: fed}
+		_, preset := t.(tuning.Presetter)
+		info := TunerInfo{Name: t.Name(), Summary: t.Summary(), Options: t.Options(), Uses: t.Uses(), Partitioned: parts, Federated: fed, Preset: preset}
 		if e, ok := t.(tuning.Exampler); ok {
 			info.Example = e.Example()
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/dptune/dptune/data"
@@ -32,12 +33,18 @@ const SubsampleRule = tuning.SubsampleRule
 type EpsilonComponent = tuning.EpsilonComponent
 
 // defaultsOf returns the settings of the default candidate of s: s.Default,
-// or else the network's published settings (NetworkDefaultsOn).
+// or else the network's settings on the dataset (NetworkDefaultsOn) — the
+// published ones they were chosen around (TrainDefaults.Published) where
+// dptune chose them on this data, which no candidate may depend on.
 func (s TuneSpec) defaultsOf() (TrainDefaults, bool) {
 	if s.Default != nil {
 		return *s.Default, true
 	}
-	return NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name)
+	d, ok := NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name)
+	if ok && d.Published != nil && s.dataIndependent(d) != nil {
+		return *d.Published, true
+	}
+	return d, ok
 }
 
 // dataIndependent refuses default settings d that dptune chose on the
@@ -197,6 +204,50 @@ func (s TuneSpec) calibrateSplit(ctx context.Context, tu tuning.Tuner, spec tuni
 		return 0, 0, invalidWrapf(err, "selection share %g: no noise multiplier of the selection's runs fits its share of ε = %g at δ = %g beside the final run: %v", sh, s.Epsilon, s.Delta, err)
 	}
 	return sel, fin, nil
+}
+
+// withPreset is s with the settings a preset tuner (tuning.Presetter, the
+// recommended tuner) fixes filled in: the default among the candidates, its
+// weight, the selection share, the tuning subset, the distribution of K and
+// the private validation's size and noise. A setting s gives that differs
+// from the preset's is refused (ErrInvalid), naming it; any other tuner's
+// s is returned as it is.
+func (s TuneSpec) withPreset() (TuneSpec, error) {
+	tu, err := tuning.Lookup(s.Tuner)
+	if err != nil {
+		return s, nil // plan refuses it
+	}
+	pr, ok := tu.(tuning.Presetter)
+	if !ok {
+		return s, nil
+	}
+	p := pr.Preset()
+	fill := func(name string, have *float64, want float64) error {
+		if *have != 0 && *have != want {
+			return invalidf("the %s tuner fixes its %s at %g: leave it unset (have %g)", s.Tuner, name, want, *have)
+		}
+		*have = want
+		return nil
+	}
+	valSize, rep := float64(s.ValSize), s.Repetitions
+	for _, f := range []struct {
+		name string
+		have *float64
+		want float64
+	}{{"default weight", &s.DefaultWeight, p.DefaultWeight}, {"selection share", &s.SelectionShare, p.SelectionShare},
+		{"subsample ratio", &s.Subsample, p.Subsample}, {"validation size", &valSize, math.Round(p.ValFraction * float64(s.Data.NominalN))}, {"score noise", &s.ScoreNoise, p.ScoreNoise}} {
+		if err := fill(f.name, f.have, f.want); err != nil {
+			return s, err
+		}
+	}
+	if rep != (accounting.Repetitions{}) && rep != p.Repetitions {
+		return s, invalidf("the %s tuner fixes its number of runs at %s: leave it unset (have %s)", s.Tuner, p.Repetitions, rep)
+	}
+	if s.Validation != "" && s.Validation != "private" {
+		return s, invalidf("the %s tuner scores on a private validation split inside its tuning subset: validation %q", s.Tuner, s.Validation)
+	}
+	s.ValSize, s.Repetitions, s.Validation, s.IncludeDefault = int(valSize), p.Repetitions, "private", true
+	return s, nil
 }
 
 // selectionLedger is a selection's ledger l as it counts: amplified once

@@ -100,3 +100,53 @@ func TestSubsampleRefused(t *testing.T) {
 		}
 	}
 }
+
+// recommendedSpec is the recommended tuner on tinyMNIST(12000) with only
+// what it does not fix: two learning rates, the default among them.
+func recommendedSpec() job.TuneSpec {
+	seed := uint64(3)
+	return job.TuneSpec{Data: tinyMNIST(12000), Tuner: tuning.RecommendedName, Epsilon: 4, Delta: 1e-5, Epochs: 1, BatchSize: 200,
+		Space: tuning.Space{Name: "lr", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.05, 0.5}, Log: true}}},
+		Seed:  &seed, Default: &job.TrainDefaults{BatchSize: 200, Epochs: 1, LearningRate: 0.2, Momentum: 0.5, ClipNorm: 1, Source: "a test"}}
+}
+
+// The recommended tuner fills in what it fixes — the default among the
+// candidates with its weight, the selection share, the tuning subset, K's
+// distribution and the private validation (a sixth of the nominal size) —
+// and its report says so; a request that sets one of them otherwise is
+// refused before any data is read, naming it.
+func TestRecommendedPreset(t *testing.T) {
+	rel, _, err := job.Tune(context.Background(), recommendedSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := rel.Report.(*job.TuneReport)
+	if rep.Tuner != tuning.RecommendedName || !rep.IncludesDefault || rep.DefaultWeight != 0.5 || rep.SelectionShare != 0.1 ||
+		rep.Subsample != 0.1 || rep.Repetitions != accounting.PoissonRepetitions(10) || rep.ValidationSize != 200 || rep.Validation != "private" {
+		t.Errorf("report: tuner %s, default %v (weight %v), share %v, subsample %v, K %v, validation %s of %d",
+			rep.Tuner, rep.IncludesDefault, rep.DefaultWeight, rep.SelectionShare, rep.Subsample, rep.Repetitions, rep.Validation, rep.ValidationSize)
+	}
+	if *rel.Epsilon > 4 || len(rep.EpsilonComponents) != 2 {
+		t.Errorf("ε = %v, components %+v", *rel.Epsilon, rep.EpsilonComponents)
+	}
+	for name, change := range map[string]func(*job.TuneSpec){
+		"share":   func(s *job.TuneSpec) { s.SelectionShare = 0.3 },
+		"ratio":   func(s *job.TuneSpec) { s.Subsample = 0.2 },
+		"weight":  func(s *job.TuneSpec) { s.DefaultWeight = 0.25 },
+		"K":       func(s *job.TuneSpec) { s.Repetitions = accounting.PoissonRepetitions(20) },
+		"val":     func(s *job.TuneSpec) { s.ValSize = 500 },
+		"noise":   func(s *job.TuneSpec) { s.ScoreNoise = 20 },
+		"public":  func(s *job.TuneSpec) { s.Validation = "public" },
+		"too few": func(s *job.TuneSpec) { s.Data = tinyMNIST(3000) },
+	} {
+		spec := recommendedSpec()
+		change(&spec)
+		loaded := false
+		load := spec.Data.Load
+		spec.Data.Load = func() (a, b *data.Dataset, err error) { loaded = true; return load() }
+		_, _, err := job.Tune(context.Background(), spec)
+		if !errors.Is(err, job.ErrInvalid) || loaded {
+			t.Errorf("%s: %v (data read: %v), want an error wrapping ErrInvalid before any data is read", name, err, loaded)
+		}
+	}
+}

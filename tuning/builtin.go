@@ -12,6 +12,7 @@ func init() {
 	Register(gpTuner{})
 	Register(doublingTuner{})
 	Register(gridTuner{})
+	Register(recommended{})
 }
 
 // LineupEntry is one tuner as a benchmark compares it: a registered tuner

@@ -14,7 +14,7 @@ import (
 // The built-in tuners are registered once each, in builtin.go's order, and
 // an unknown name is refused with the list.
 func TestBuiltinTuners(t *testing.T) {
-	want := []string{"randomstop", "gp", "doubling", "grid", "vote"}
+	want := []string{"randomstop", "gp", "doubling", "grid", "recommended", "vote"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -31,7 +31,7 @@ func TestBuiltinTuners(t *testing.T) {
 		}
 	}
 	_, err := Lookup("bayes")
-	if !errors.Is(err, ErrInvalid) || err.Error() != `unknown tuner "bayes" (want randomstop, gp, doubling, grid or vote)` {
+	if !errors.Is(err, ErrInvalid) || err.Error() != `unknown tuner "bayes" (want randomstop, gp, doubling, grid, recommended or vote)` {
 		t.Errorf("Lookup(bayes): %v", err)
 	}
 	defer func() {

@@ -203,6 +203,15 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 		}
 	}
 	var notMine []string
+	if t.Preset {
+		// The preset fixes these (job.TuneSpec's zero values take it).
+		for _, n := range []string{"eta", "mean-runs", "runs-dist", "val-size", "score-noise", "validation", "public-val-dir", "default-weight", "selection-share", "subsample"} {
+			if ch(n) {
+				return spec, usagef("--%s is fixed by --tuner %s (%s)", n, f.tuner, t.Summary)
+			}
+		}
+		spec.ValSize, spec.ScoreNoise, spec.Validation = 0, 0, ""
+	}
 	if !t.Uses.Repetitions {
 		notMine = append(notMine, "eta", "mean-runs", "runs-dist")
 	}
@@ -257,7 +266,7 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	} else if err := f.publicValidation(cmd, &spec); err != nil {
 		return spec, err
 	}
-	if !t.Uses.Repetitions {
+	if !t.Uses.Repetitions || t.Preset {
 		return spec, nil // K is fixed by the tuner
 	}
 	if f.runsDist == "" {

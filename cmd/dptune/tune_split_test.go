@@ -42,15 +42,18 @@ func TestTuneSplitBadInputExit2(t *testing.T) {
 		"weight NaN":        {[]string{"--include-default", good, "--default-source", "x", "--default-weight", "NaN"}, "outside (0, 1)"},
 		"grid weight 0":     {[]string{"--tuner", "grid", "--include-default", good, "--default-source", "x", "--default-weight", "0"}, "no weight"},
 		"doubling weight 0": {[]string{"--tuner", "doubling", "--include-default", good, "--default-source", "x", "--default-weight", "0"}, "no weight"},
-		// Settings dptune chose on MNIST's own training data are no
-		// data-independent candidate for a tuning of MNIST.
-		"default chosen on the data": {[]string{"--model", "scatter-linear-mnist", "--include-default"}, "chosen by dptune on mnist's training data"},
-		"cnn chosen on the data":     {[]string{"--model", "scatter-cnn-mnist", "--include-default"}, "--default-settings chosen elsewhere"},
-		"grid weight":                {[]string{"--tuner", "grid", "--include-default", good, "--default-source", "x", "--default-weight", "0.5"}, "no weight"},
-		"gp default":                 {[]string{"--tuner", "gp", "--include-default", good, "--default-source", "x"}, "cannot take the default"},
-		"doubling weight":            {[]string{"--tuner", "doubling", "--include-default", good, "--default-source", "x", "--default-weight", "0.5"}, "no weight"},
-		"doubling share":             {[]string{"--tuner", "doubling", "--selection-share", "0.2"}, "no selection share"},
-		"vote share":                 {[]string{"--tuner", "vote", "--selection-share", "0.2"}, "not a --tuner vote option"},
+		"grid weight":       {[]string{"--tuner", "grid", "--include-default", good, "--default-source", "x", "--default-weight", "0.5"}, "no weight"},
+		"gp default":        {[]string{"--tuner", "gp", "--include-default", good, "--default-source", "x"}, "cannot take the default"},
+		"doubling weight":   {[]string{"--tuner", "doubling", "--include-default", good, "--default-source", "x", "--default-weight", "0.5"}, "no weight"},
+		"doubling share":    {[]string{"--tuner", "doubling", "--selection-share", "0.2"}, "no selection share"},
+		"vote share":        {[]string{"--tuner", "vote", "--selection-share", "0.2"}, "not a --tuner vote option"},
+		"subsample 0":       {[]string{"--selection-share", "0.2", "--subsample", "0"}, "--subsample 0 is outside (0, 1]"},
+		"subsample 2":       {[]string{"--selection-share", "0.2", "--subsample", "2"}, "outside (0, 1]"},
+		"subsample alone":   {[]string{"--subsample", "0.5"}, "needs a selection share"},
+		"vote subsample":    {[]string{"--tuner", "vote", "--subsample", "0.5"}, "not a --tuner vote option"},
+		"recommended K":     {[]string{"--tuner", "recommended", "--mean-runs", "5"}, "--mean-runs is fixed by --tuner recommended"},
+		"recommended share": {[]string{"--tuner", "recommended", "--selection-share", "0.5"}, "--selection-share is fixed by --tuner recommended"},
+		"recommended val":   {[]string{"--tuner", "recommended", "--val-size", "500"}, "--val-size is fixed by --tuner recommended"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			expectExit2(t, 3*time.Second, c.want, append(append([]string{}, common...), c.args...)...)
