@@ -35,10 +35,12 @@ const MaxSubsampledOrder = 1024
 // above order 64 when inner contains a GaussianSelect, whose integrals are
 // slow). Each order α then gets
 //
-//	min(ε_sub(m), ε(α)),  m = ⌈α⌉ for α > 2 and m = 2 for α ∈ (1, 2],
+//	max(0, min(min over integers m' ≥ m of ε_sub(m'), ε(α))),
+//	m = ⌈α⌉ for α > 2 and m = 2 for α ∈ (1, 2],
 //
 // which bounds the subsampled RDP at α: Rényi divergence is non-decreasing
-// in its order, so ε_sub(α) ≤ ε_sub(⌈α⌉), and Poisson subsampling never
+// in its order, so ε_sub(α) ≤ ε_sub(m') for every m' ≥ α (the bound itself
+// need not be monotone in the order), and Poisson subsampling never
 // costs more than the unsampled mechanism (the subsampled output
 // distributions are mixtures, and Rényi divergence is jointly
 // quasi-convex), so ε_sub(α) ≤ ε(α). Orders above MaxSubsampledOrder get ε(α).
@@ -75,25 +77,32 @@ func (a RDP) poissonSubsampledRDP(ctx context.Context, orders []float64, q float
 	if err != nil {
 		return nil, err
 	}
-	bounds := make(map[int]float64)
+	// best[m−2] is the least bound at any integer order m' ≥ m: the RDP at
+	// m is at most the RDP at m' (non-decreasing in the order), so each is
+	// a bound at m, and the bound itself need not be monotone.
+	best := make([]float64, top-1)
+	for m := top; m >= 2; m-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b := subsampledBound(q, grid, m)
+		if m < top && !(b <= best[m-1]) && !math.IsNaN(best[m-1]) {
+			b = best[m-1]
+		}
+		best[m-2] = b
+	}
 	out := make([]float64, len(orders))
 	for i, o := range orders {
 		out[i] = own[i]
 		if o > MaxSubsampledOrder {
 			continue
 		}
-		m := subsampledOrder(o)
-		b, ok := bounds[m]
-		if !ok {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			b = subsampledBound(q, grid, m)
-			bounds[m] = b
-		}
-		if b < out[i] || math.IsNaN(out[i]) {
+		if b := best[subsampledOrder(o)-2]; b < out[i] || math.IsNaN(out[i]) {
 			out[i] = b
 		}
+		// A sum of terms that is 1 up to rounding can come out just
+		// below it at tiny q: an RDP is never negative.
+		out[i] = math.Max(out[i], 0)
 	}
 	return out, nil
 }

@@ -289,3 +289,31 @@ func TestSubsampledOtherAccountants(t *testing.T) {
 		t.Errorf("pureEpsilon of a subsampled Gaussian: %v, %v", ok, err)
 	}
 }
+
+// The bound at order α is the least of Zhu & Wang's bounds at every integer
+// order m ≥ α the accountant reaches (the RDP is non-decreasing in the
+// order; the bound need not be): for a pure ε₀ = 0.5 inner at q = 0.3 the
+// bound at 10 (0.205) exceeds the one at a higher order, and order 10 gets
+// the least, recomputed here from subsampledBound at every m in 10 … 40.
+func TestSubsampledBoundLeastAboveOrder(t *testing.T) {
+	inner := EpsilonDelta{Epsilon: 0.5}
+	grid := make([]float64, 39)
+	for l := 2; l <= 40; l++ {
+		grid[l-2] = PureDPRDP(0.5, float64(l))
+	}
+	least := math.Inf(1)
+	for m := 10; m <= 40; m++ {
+		least = math.Min(least, subsampledBound(0.3, grid, m))
+	}
+	at10 := subsampledBound(0.3, grid, 10)
+	if !(least < at10) {
+		t.Fatalf("the least bound above order 10, %v, is not below the bound at 10, %v: nothing to test", least, at10)
+	}
+	got, err := RDP{Orders: []float64{10, 40}}.RDP(PoissonSampled{SamplingRate: 0.3, Event: inner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got[0]-least) > 1e-12 {
+		t.Errorf("RDP at order 10 = %v, want the least bound at orders 10 … 40, %v (the bound at 10 is %v)", got[0], least, at10)
+	}
+}
