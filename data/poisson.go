@@ -22,8 +22,21 @@ import (
 // a copy named "NAME/subsample"; its size is Binomial(N, q) and must not be
 // released. q = 1 keeps every example.
 func PoissonSubsampleMAC(d *Dataset, q float64, key [32]byte) (*Dataset, error) {
+	keep, err := PoissonKeepMAC(d, q, key)
+	if err != nil {
+		return nil, err
+	}
+	return d.Subset(d.Name+"/subsample", keep), nil
+}
+
+// PoissonKeepMAC is the indices of the examples PoissonSubsampleMAC keeps,
+// in order: applied to another set in the same order (the features of d's
+// images), they keep the same examples — membership is decided on the
+// examples as read, so every machine that reads them draws the same subset
+// even where its features differ in the last bits.
+func PoissonKeepMAC(d *Dataset, q float64, key [32]byte) ([]int, error) {
 	m := hmac.New(sha256.New, key[:])
-	return poissonSubsample(d, q, func(b []byte) uint64 {
+	return poissonKeep(d, q, func(b []byte) uint64 {
 		m.Reset()
 		m.Write(b)
 		return binary.LittleEndian.Uint64(m.Sum(nil))
@@ -34,11 +47,20 @@ func PoissonSubsampleMAC(d *Dataset, q float64, key [32]byte) (*Dataset, error) 
 // non-cryptographic keyed hash, for a seeded (reproducible) run: whoever
 // knows the key knows the subset.
 func PoissonSubsample(d *Dataset, q float64, key uint64) (*Dataset, error) {
-	prefix := binary.LittleEndian.AppendUint64(nil, key)
-	return poissonSubsample(d, q, func(b []byte) uint64 { return hash64(append(prefix, b...)) })
+	keep, err := PoissonKeep(d, q, key)
+	if err != nil {
+		return nil, err
+	}
+	return d.Subset(d.Name+"/subsample", keep), nil
 }
 
-func poissonSubsample(d *Dataset, q float64, hash func([]byte) uint64) (*Dataset, error) {
+// PoissonKeep is PoissonKeepMAC with PoissonSubsample's key.
+func PoissonKeep(d *Dataset, q float64, key uint64) ([]int, error) {
+	prefix := binary.LittleEndian.AppendUint64(nil, key)
+	return poissonKeep(d, q, func(b []byte) uint64 { return hash64(append(prefix, b...)) })
+}
+
+func poissonKeep(d *Dataset, q float64, hash func([]byte) uint64) ([]int, error) {
 	if !(q > 0 && q <= 1) {
 		return nil, fmt.Errorf("poisson subsample %s: ratio %v is outside (0, 1]", d.Name, q)
 	}
@@ -59,5 +81,5 @@ func poissonSubsample(d *Dataset, q float64, hash func([]byte) uint64) (*Dataset
 			keep = append(keep, i)
 		}
 	}
-	return d.Subset(d.Name+"/subsample", keep), nil
+	return keep, nil
 }

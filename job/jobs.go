@@ -101,12 +101,12 @@ func (k cutKey) split(d *data.Dataset, fractions []float64) ([]*data.Dataset, er
 	return data.KeyedSplit(d, fractions, k.Seeded)
 }
 
-// subsample keeps a Poisson subsample of ratio q of d under k.
-func (k cutKey) subsample(d *data.Dataset, q float64) (*data.Dataset, error) {
+// keep is the indices of a Poisson subsample of ratio q of d under k.
+func (k cutKey) keep(d *data.Dataset, q float64) ([]int, error) {
 	if k.MAC != nil {
-		return data.PoissonSubsampleMAC(d, q, *k.MAC)
+		return data.PoissonKeepMAC(d, q, *k.MAC)
 	}
-	return data.PoissonSubsample(d, q, k.Seeded)
+	return data.PoissonKeep(d, q, k.Seeded)
 }
 
 // subsampleKey is the key of a tuning subset (newCutKey).
@@ -233,10 +233,18 @@ func (r dataRef) resolve(ctx context.Context) (loaded, error) {
 	if err != nil {
 		return loaded{}, err
 	}
+	raw := train
+	if r.Subsample != 0 && r.FrontEnd != nil {
+		// The tuning subset is drawn on the images as read (cached by
+		// loadRaw), as the curator draws it.
+		if raw, _, err = r.raw(); err != nil {
+			return loaded{}, err
+		}
+	}
 	var l loaded
 	switch r.Validation {
 	case "private":
-		if l.train, l.val, err = r.cut(train); err != nil {
+		if l.train, l.val, err = r.cut(raw, train); err != nil {
 			return loaded{}, err
 		}
 	case "public":
@@ -247,7 +255,7 @@ func (r dataRef) resolve(ctx context.Context) (loaded, error) {
 		if err != nil {
 			return loaded{}, err
 		}
-		if l.train, err = r.subset(train); err != nil {
+		if l.train, err = r.subset(raw, train); err != nil {
 			return loaded{}, err
 		}
 		l.val = pub
@@ -265,18 +273,33 @@ func (r dataRef) resolve(ctx context.Context) (loaded, error) {
 	return l, nil
 }
 
-// subset is train, or its tuning subset when r.Subsample is set.
-func (r dataRef) subset(train *data.Dataset) (*data.Dataset, error) {
+// subset is train, or its tuning subset when r.Subsample is set: the
+// examples whose images raw (train itself, or the images train holds the
+// front end's features of, in the same order) a Poisson subsample keeps.
+// Drawn on the images, the subset is the same on every machine, even one
+// whose features differ from the curator's in the last bits.
+func (r dataRef) subset(raw, train *data.Dataset) (*data.Dataset, error) {
 	if r.Subsample == 0 {
 		return train, nil
 	}
-	return r.SubsampleKey.subsample(train, r.Subsample)
+	if !(r.Subsample > 0 && r.Subsample <= 1) {
+		return nil, fmt.Errorf("job: tuning subset ratio %v is outside (0, 1]: %w", r.Subsample, runner.ErrInvalidInput)
+	}
+	if raw.N != train.N {
+		return nil, fmt.Errorf("job: the tuning subset's %d images do not match the %d examples read", raw.N, train.N)
+	}
+	keep, err := r.SubsampleKey.keep(raw, r.Subsample)
+	if err != nil {
+		return nil, err
+	}
+	return train.Subset(train.Name+"/subsample", keep), nil
 }
 
 // cut is train cut for a private validation: to its tuning subset (if
-// any), then into the fit and validation splits (keyedValidationSplit).
-func (r dataRef) cut(train *data.Dataset) (fit, val *data.Dataset, err error) {
-	if train, err = r.subset(train); err != nil {
+// any; drawn on raw, see subset), then into the fit and validation splits
+// (keyedValidationSplit).
+func (r dataRef) cut(raw, train *data.Dataset) (fit, val *data.Dataset, err error) {
+	if train, err = r.subset(raw, train); err != nil {
 		return nil, nil, err
 	}
 	return keyedValidationSplit(train, r.ValSize, r.NominalN, r.SplitKey)
@@ -384,6 +407,11 @@ func doDPSGDRun(ctx context.Context, b []byte) ([]byte, error) {
 	var in runInput
 	if err := decodeInput(b, &in); err != nil {
 		return nil, err
+	}
+	if in.Subsample != in.Data.Subsample {
+		// A run on the whole set counted as one on a subset, or the
+		// reverse: never trained.
+		return nil, fmt.Errorf("job: the run's tuning subset ratio %v is not its data's %v: %w", in.Subsample, in.Data.Subsample, runner.ErrInvalidInput)
 	}
 	l, err := in.Data.resolve(ctx)
 	if err != nil {

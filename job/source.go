@@ -316,7 +316,10 @@ func (s Source) WithSubset(n int, key uint64) (Source, error) {
 // with key, public) and the rest its training set, of nominal size
 // NominalN − nDev; the real test set is never read. Settings chosen on
 // such a split's accuracies leave the test set unseen, as a recommended
-// configuration must. It returns an error wrapping ErrInvalid unless
+// configuration must. The accuracies on the held-out examples are not
+// private releases (no noise): a development split is for public
+// benchmarks, never for private data. It returns an error wrapping
+// ErrInvalid unless
 // 1 ≤ nDev < NominalN, or if s is a subset already.
 func (s Source) WithDevSplit(nDev int, key uint64) (Source, error) {
 	switch {
@@ -376,19 +379,27 @@ func (s Source) Check() error {
 // (from s.Features' cache, or computed), which the network reads as its
 // input; it stops with ctx's error while they are computed.
 func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error) {
+	_, train, test, err = s.loadRawCtx(ctx, warn)
+	return train, test, err
+}
+
+// loadRawCtx is loadCtx that also returns the training set's images as
+// read, before the front end (train itself for a network without one).
+func (s Source) loadRawCtx(ctx context.Context, warn func(string)) (raw, train, test *data.Dataset, err error) {
 	if s.loadContext != nil {
 		train, test, err = s.loadContext(ctx, warn)
 	} else {
 		train, test, err = s.Load()
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	raw = train
 	if train, err = s.inputs(ctx, "train", train, warn); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if test, err = s.inputs(ctx, "test", test, warn); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// A subset's count is binomial around its nominal size by design.
 	if train.N != s.NominalN && s.Subset == nil && warn != nil {
@@ -398,7 +409,7 @@ func (s Source) loadCtx(ctx context.Context, warn func(string)) (train, test *da
 		}
 		warn(fmt.Sprintf("%s holds %d training examples, not the nominal %d; sampling rates and divisors use the nominal size (curator-side note)", where, train.N, s.NominalN))
 	}
-	return train, test, nil
+	return raw, train, test, nil
 }
 
 // LoadInputs reads s's training and test sets as its network reads them:

@@ -2,10 +2,13 @@ package job
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/randsrc"
+	"github.com/dptune/dptune/runner"
 )
 
 // within5sd fails unless got is within 5 standard deviations of a
@@ -91,4 +94,49 @@ func TestDevSplit(t *testing.T) {
 	if _, err := dev.WithDevSplit(100, 1); err == nil {
 		t.Error("a development split of a development split accepted")
 	}
+}
+
+// The tuning subset is drawn on the images as read and applied to their
+// features by position: features that differ in their last bits (another
+// machine's arithmetic) keep the same examples. A hostile ratio in a job's
+// input is refused as invalid input (never retried).
+func TestTuningSubsetDrawnOnImages(t *testing.T) {
+	raw := poissonImages(4000)
+	feat := poissonImages(4000)
+	for i := range feat.X {
+		feat.X[i] = math.Nextafter32(feat.X[i]*3, 1e9) // another "machine"'s features
+	}
+	ref := dataRef{Subsample: 0.2, SubsampleKey: cutKey{Seeded: 11}}
+	a, err := ref.subset(raw, feat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ref.subset(raw, poissonImages(4000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.N != b.N {
+		t.Fatalf("%d and %d examples kept from the same images", a.N, b.N)
+	}
+	for i := 0; i < a.N; i++ {
+		if a.Y[i] != b.Y[i] || a.X[i] != math.Nextafter32(b.X[i]*3, 1e9) {
+			t.Fatalf("example %d of the subset differs between the two feature sets", i)
+		}
+	}
+	within5sd(t, "kept", a.N, 4000, 0.2)
+	for _, q := range []float64{-1, 2, math.NaN()} {
+		ref.Subsample = q
+		if _, err := ref.subset(raw, feat); !errors.Is(err, runner.ErrInvalidInput) {
+			t.Errorf("ratio %v: %v, want invalid input", q, err)
+		}
+	}
+}
+
+// poissonImages is n distinct one-pixel examples.
+func poissonImages(n int) *data.Dataset {
+	d := &data.Dataset{Name: "imgs", X: make([]float32, n), Y: make([]uint8, n), N: n, C: 1, H: 1, W: 1, Classes: 10}
+	for i := range d.Y {
+		d.X[i], d.Y[i] = float32(i)/7, uint8(i%10)
+	}
+	return d
 }

@@ -180,7 +180,7 @@ type TuneReport struct {
 	// validation_size).
 	ValidationCount     *int64                 `json:"validation_noisy_count,omitempty"`
 	Validation          string                 `json:"validation"`
-	ValidationSize      int                    `json:"validation_size"` // nominal n_val of a private score; 0 when public
+	ValidationSize      int                    `json:"validation_size"` // nominal n_val of a private score, the divisor of its count (on a tuning subset, round(q·ValSize)); 0 when public
 	TestAccuracy        *float64               `json:"test_accuracy"`
 	Epsilon             float64                `json:"epsilon"`
 	Delta               float64                `json:"delta"`
@@ -486,11 +486,11 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 	}
 	if tu, err := tuning.Lookup(s.Tuner); err == nil {
 		if fed, ok := tu.(tuning.Federated); ok {
-			if s.IncludeDefault || s.SelectionShare != 0 {
+			if s.IncludeDefault || s.SelectionShare != 0 || s.Subsample != 0 {
 				if err := s.checkShare(); err != nil {
 					return nil, nil, err
 				}
-				return nil, nil, invalidf("the %s tuner takes neither the default among its candidates nor a selection share", s.Tuner)
+				return nil, nil, invalidf("the %s tuner takes neither the default among its candidates, nor a selection share, nor a tuning subset", s.Tuner)
 			}
 			return withInput(s.Data)(s.tuneFederated(ctx, fed))
 		}
@@ -530,7 +530,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	if s.Started != nil {
 		s.Started(TuneStart{Tuner: s.Tuner, Candidates: spec.Candidates(), NoiseMultiplier: trainer.NoiseMultiplier, FinalNoiseMultiplier: finalSigma})
 	}
-	train, test, err := s.Data.loadCtx(ctx, s.Warn)
+	raw, train, test, err := s.Data.loadRawCtx(ctx, s.Warn)
 	if err != nil {
 		return nil, nil, resv.done(accounting.Ledger{}, err)
 	}
@@ -544,7 +544,7 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 			// selection trains inside it.
 			ref.Subsample, ref.SubsampleKey = s.Subsample, subsampleKey(seed, key)
 		}
-		if trainer.Data, err = ref.subset(train); err != nil {
+		if trainer.Data, err = ref.subset(raw, train); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, err)
 		}
 		val, _, err := s.PublicVal.Load()
@@ -566,10 +566,11 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 			// every run of the selection are inside it.
 			ref.Subsample, ref.SubsampleKey = s.Subsample, subsampleKey(seed, key)
 		}
-		if trainer.Data, trainer.Val, err = ref.cut(train); err != nil {
+		if trainer.Data, trainer.Val, err = ref.cut(raw, train); err != nil {
 			return nil, nil, resv.done(accounting.Ledger{}, err)
 		}
 	}
+	raw = nil // the images drew the tuning subset: let them go
 	var res tuning.Result
 	var tuneErr error
 	if trainer.Norm != nil {

@@ -67,14 +67,16 @@ func SubsampledLedger(q float64, label string, l accounting.Ledger) accounting.L
 	return out
 }
 
-// MinSubsampleValSize is the fewest nominal validation examples a tuning
-// subset may hold for its private scores (q·n_val).
+// MinSubsampleValSize is the fewest nominal examples a tuning subset may
+// hold for its runs (q·n, so that it is empty with probability below
+// e^−100) and for its private scores (q·n_val).
 const MinSubsampleValSize = 100
 
 // CheckSubsample returns an error wrapping ErrInvalid unless a tuning
 // subset of ratio q ∈ (0, 1] can hold the runs of h over space s: every
 // candidate's expected batch q·B (B its batch size) at least one example,
-// and, with private scores on valSize nominal examples (0: public), at
+// at least MinSubsampleValSize of h.NominalN training examples in the
+// subset, and, with private scores on valSize nominal examples (0: public), at
 // least MinSubsampleValSize of them in the subset. It also refuses a run
 // that estimates its own data normalisation (a network with a datanorm
 // layer that does not take h.Norm's one estimate): its estimate divides by
@@ -95,6 +97,9 @@ func CheckSubsample(q float64, h Hyper, s Space, valSize int) error {
 		if cfg.DataNorm != nil {
 			return invalidf("subsample ratio %v: a candidate's network estimates its own data normalisation, which divides by the whole set's size; tune it without a subsample", q)
 		}
+	}
+	if q*float64(h.NominalN) < MinSubsampleValSize {
+		return invalidf("subsample ratio %v keeps about %.0f of the %d training examples, under %d; raise the ratio", q, q*float64(h.NominalN), h.NominalN, MinSubsampleValSize)
 	}
 	if valSize > 0 && q*float64(valSize) < MinSubsampleValSize {
 		return invalidf("subsample ratio %v leaves %.0f of the %d validation examples in the subset, under %d; raise the ratio or the validation size", q, q*float64(valSize), valSize, MinSubsampleValSize)
