@@ -119,8 +119,12 @@ func tensorType(batch string, dims ...int) *onnxpb.TypeProto {
 // 1/255 and normalise channel c as (x − in.Mean[c]) / in.Std[c] (none when
 // in has no constants), as dptune's loaders do; then each layer's nodes
 // (its kind's onnx method); its one output "logits" is [N, classes].
-// metadata becomes the model's metadata_props. A layer kind without ONNX
-// nodes (the ScatterNet front layer) is an error naming it.
+// metadata becomes the model's metadata_props, with, for a network with
+// a ScatterNet front end, its J, L and input and output shapes
+// (frontEndMetadata) where metadata does not set those keys. The
+// ScatterNet front layer is written as standard operators too
+// (onnx_scatter.go), so every built-in network exports. A layer kind
+// without ONNX nodes is an error naming the layer, in one line.
 func (n *Net) WriteONNX(w io.Writer, in Input, metadata map[string]string) error {
 	layers, _, err := n.Arch.Layers()
 	if err != nil {
@@ -163,6 +167,7 @@ func (n *Net) WriteONNX(w io.Writer, in Input, metadata map[string]string) error
 			Output:      []*onnxpb.ValueInfoProto{{Name: "logits", Type: tensorType("N", a.Classes)}},
 		},
 	}
+	metadata = withFrontEnd(metadata, a)
 	keys := make([]string, 0, len(metadata))
 	for k := range metadata {
 		keys = append(keys, k)
