@@ -42,8 +42,12 @@ func (n *Net) SequentialKeys() (map[string]string, error) {
 // then the little-endian data), each tensor of dtype F32 under its
 // torch.nn.Sequential state_dict key (SequentialKeys), in the order of n's
 // tensors, then buffers. metadata goes in the header's "__metadata__"
-// (string values only, as the format requires). The header is padded with
-// spaces to a multiple of 8 bytes.
+// (string values only, as the format requires), with, for a network with
+// a ScatterNet front end (whose filters are fixed, not stored), the
+// transform's J, L and input and output shapes ("scatter_j", "scatter_l",
+// "scatter_input_shape", "scatter_output_shape": frontEndMetadata) where
+// metadata does not set those keys. The header is padded with spaces to a
+// multiple of 8 bytes.
 func (n *Net) WriteSafetensors(w io.Writer, metadata map[string]string) error {
 	keys, err := n.SequentialKeys()
 	if err != nil {
@@ -55,6 +59,7 @@ func (n *Net) WriteSafetensors(w io.Writer, metadata map[string]string) error {
 		Offsets [2]int `json:"data_offsets"`
 	}
 	// The header is written by hand so that tensors keep their order.
+	metadata = withFrontEnd(metadata, n.Arch)
 	var head bytes.Buffer
 	head.WriteString("{")
 	if len(metadata) > 0 {

@@ -116,4 +116,11 @@ func TestSafetensorsReadByPython(t *testing.T) {
 	if got.Metadata["epsilon"] != "3" || got.Metadata["spec"] != "{}" {
 		t.Errorf("metadata %v", got.Metadata)
 	}
+	// The ScatterNet front end's filter bank is fixed: its parameters
+	// stand in the metadata instead of weights.
+	for k, v := range map[string]string{"scatter_j": "2", "scatter_l": "8", "scatter_input_shape": "[1,28,28]", "scatter_output_shape": "[81,7,7]"} {
+		if got.Metadata[k] != v {
+			t.Errorf("metadata %s = %q, want %q", k, got.Metadata[k], v)
+		}
+	}
 }
