@@ -503,7 +503,15 @@ func compareSpec(cfg CompareConfig, e CompareEntry, eps float64, seed uint64) (j
 		return spec, fmt.Errorf("%w: %v", job.ErrInvalid, err)
 	}
 	uses := tu.Uses()
+	_, preset := tu.(tuning.Presetter)
 	switch {
+	case preset:
+		// It fixes K and its own validation (job.TuneSpec's zero
+		// values), and its default candidate is the default row's.
+		spec.Validation, spec.ValSize, spec.ScoreNoise = "", 0, 0
+		if d, err := cfg.defaultSettings(); err == nil {
+			spec.Default = &d
+		}
 	case !uses.TrainerScores:
 		spec.Validation = ""
 	case !uses.Repetitions:

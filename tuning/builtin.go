@@ -24,6 +24,7 @@ type LineupEntry struct {
 
 // Lineup is the built-in tuners as `dptune bench compare` compares them by
 // default, in its tables' order: the naive baseline first, random-stop with
-// each distribution of K, then the tuners built on it.
+// each distribution of K, then the tuners built on it, and the recommended
+// configuration last.
 var Lineup = []LineupEntry{{Tuner: GridName}, {Tuner: RandomStopName, Runs: accounting.TNB},
-	{Tuner: RandomStopName, Runs: accounting.Poisson}, {Tuner: GPName}, {Tuner: DoublingName}}
+	{Tuner: RandomStopName, Runs: accounting.Poisson}, {Tuner: GPName}, {Tuner: DoublingName}, {Tuner: RecommendedName}}
