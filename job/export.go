@@ -310,8 +310,8 @@ func CheckExportOut(dir, out string) error {
 // filesystem has too little room for the export (where the free space can
 // be read), a model that does not load or has non-finite parameters, a
 // release without its report or whose report is not the model's
-// (ExportMetadata), or a layer without an ONNX form (the ScatterNet front
-// layer). A disk that fills while out is written (after the room check)
+// (ExportMetadata), or a layer without an ONNX form (named; the ScatterNet
+// front layer has one). A disk that fills while out is written (after the room check)
 // is a plain error: out is left as it was.
 func Export(dir, format, out string) error {
 	if format != "safetensors" && format != "onnx" {

@@ -20,9 +20,10 @@ onnx: a self-contained ONNX model (opset 17) for ONNX Runtime and other
 clients: its one input "pixels" is the raw image as float32 values in
 [0, 255], [N, C, H, W] with N dynamic; its first nodes do dptune's own
 scaling and normalisation; its one output "logits" is [N, classes]. The
-metadata_props carry the same facts as the safetensors header below. The
-ScatterNet front layer has no ONNX form in this version: a network with it
-is refused.
+metadata_props carry the same facts as the safetensors header below. A
+ScatterNet front layer exports as standard operators (its filters as fixed
+DFT-domain weights, the modulus from elementwise operators); a layer with
+no ONNX form is refused by name.
 
 safetensors: the weights (float32) under the state_dict keys of the
 equivalent torch.nn.Sequential, whose module i is the network spec's layer i
