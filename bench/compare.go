@@ -157,6 +157,9 @@ type CompareConfig struct {
 	// (every candidate at every budget) on the first ReferenceSeeds seeds
 	// only; the default runs on every seed.
 	ReferenceSeeds int
+	// NoReferences leaves the two not-private baselines out on every seed
+	// (the default row still runs).
+	NoReferences bool
 	// Options are the tuners' own settings by name: those a comparison
 	// takes as flags (CompareOptions), and any other of a tuner's
 	// options (tuning.Tuner.Options, e.g. the GP tuner's); a missing one
@@ -375,7 +378,7 @@ func Compare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) {
 	for si, seed := range cfg.Seeds {
 		for _, eps := range cfg.Budgets {
 			if cfg.Baselines {
-				references := cfg.ReferenceSeeds <= 0 || si < cfg.ReferenceSeeds
+				references := !cfg.NoReferences && (cfg.ReferenceSeeds <= 0 || si < cfg.ReferenceSeeds)
 				rows, cached, err := rep.baselineRows(ctx, cfg, def, eps, seed, references)
 				if err != nil {
 					return nil, fmt.Errorf("bench: the baselines at ε = %g, seed %d: %w", eps, seed, err)

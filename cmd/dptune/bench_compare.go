@@ -36,6 +36,7 @@ type benchCompareFlags struct {
 	trainSubset, devSplit       int
 	baselines                   bool
 	referenceSeeds              int
+	references                  bool
 	defaultSettings             string
 	defaultSource               string
 	costSitting                 bool
@@ -109,6 +110,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.IntVar(&f.voteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
 	fl.IntVar(&f.voteReps, "vote-reps", 1000, fmt.Sprintf("DP-Hype: votes per seed and budget (the vote's noise only), 1 to %d", bench.MaxVoteReps))
 	fl.BoolVar(&f.baselines, "baselines", true, "also run the baselines at every budget and seed: the default (one private run of published settings at the whole ε), and, NOT PRIVATE, the best candidate on clean validation scores and the oracle best, each candidate trained at the whole ε; skipped with a note when the network has no published settings and no --default-settings")
+	fl.BoolVar(&f.references, "references", true, "with --baselines: run the two not-private baselines (every candidate at every budget); --references=false runs only the default row")
 	fl.IntVar(&f.referenceSeeds, "reference-seeds", 0, "run the two not-private baselines (every candidate at every budget) on the first n seeds only; 0: every seed")
 	fl.StringVar(&f.defaultSettings, "default-settings", "", "the default baseline's settings, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (default: the network's published settings on the dataset)")
 	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
@@ -392,7 +394,7 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 	}
 	cfg = bench.CompareConfig{Data: src, Space: space, Entries: entries, Budgets: f.budgets, Delta: f.delta, Seeds: seeds,
 		Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum, MeanRuns: f.meanRuns, ValSize: f.valSize, ScoreNoise: f.score, GridScoreNoise: f.gridScore,
-		Options: options, Dir: f.out, Baselines: f.baselines, Default: def, ReferenceSeeds: f.referenceSeeds, CostSitting: f.costSitting}
+		Options: options, Dir: f.out, Baselines: f.baselines, Default: def, ReferenceSeeds: f.referenceSeeds, NoReferences: !f.references, CostSitting: f.costSitting}
 	cfg.Clipping, _, cfg.AutoClipGamma = clippingOf(f.clipping, 0, f.autoClipGamma)
 	cfg.IncludeDefault, cfg.SelectionShare, cfg.Subsample = f.includeDefault, f.share, f.subsample
 	if f.includeDefault {
