@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/dptune/dptune/tuning"
 )
 
 // answerReports are the comparisons among all that answer the report's
@@ -51,6 +53,10 @@ type answerRow struct {
 	def, sel, ora CompareCell
 	best          *CompareCell
 	diff, verdict string // "–" without a paired difference
+	// rec is the recommended tuner's cell (nil when it did not run), with
+	// its paired difference to the default; best is among the others.
+	rec     *CompareCell
+	recDiff string
 }
 
 // answerRows are the answer table's rows: every budget of every report
@@ -67,9 +73,16 @@ func answerRows(reps []CompareReport) []answerRow {
 			if !ok {
 				continue
 			}
-			row := answerRow{dataset: name, options: r.Settings.Options(), eps: eps, def: def, diff: "–", verdict: "–"}
+			row := answerRow{dataset: name, options: r.Settings.Options(), eps: eps, def: def, diff: "–", verdict: "–", recDiff: "–"}
 			for _, c := range r.Cells {
 				if e := (CompareEntry{Tuner: c.Tuner, Variant: c.Variant}); e.IsBaseline() || c.Budget != eps {
+					continue
+				}
+				if c.Tuner == tuning.RecommendedName {
+					row.rec = &c
+					if mean, half, n := r.paired(CompareEntry{Tuner: c.Tuner}, CompareEntry{Tuner: BaselineDefault}, eps); n > 0 {
+						row.recDiff = signedWithCI(mean, half, n)
+					}
 					continue
 				}
 				if row.best == nil || c.Accuracy > row.best.Accuracy {
@@ -184,10 +197,10 @@ func writeAnswer(w io.Writer, reps []CompareReport, rows []answerRow) {
 		return
 	}
 	fmt.Fprintf(w, "## Does private tuning pay?\n\n")
-	fmt.Fprintf(w, "dptune tunes privately so that one ε covers tuning and the released model. What a user does instead of tuning is one private run of the network's published settings at the whole budget (the *default*). Each row below compares, at the same total (ε, δ) and on the same seeds, that default with the best private tuner (by mean test accuracy; its per-seed paired difference to the default with a 95%% Student-t interval), and with two references that are **not private** (every candidate trained at the whole ε: the best on clean validation scores, as most papers report, and the oracle best on the test set). The verdict is the best tuner's: *%s*, *%s* or *%s*.\n\n",
+	fmt.Fprintf(w, "dptune tunes privately so that one ε covers tuning and the released model. What a user does instead of tuning is one private run of the network's published settings at the whole budget (the *default*). Each row below compares, at the same total (ε, δ) and on the same seeds, that default with the best private tuner (by mean test accuracy; its per-seed paired difference to the default with a 95%% Student-t interval), with the recommended tuner (`dptune tune`'s default configuration, chosen on development splits of the training sets: [its page](../guide/tuners/recommended.md); \"–\" where it did not run), and with two references that are **not private** (every candidate trained at the whole ε: the best on clean validation scores, as most papers report, and the oracle best on the test set). The verdict is the best tuner's: *%s*, *%s* or *%s*.\n\n",
 		VerdictPays, VerdictCosts, VerdictUnresolved)
-	fmt.Fprintln(w, "| dataset | ε | default | best private tuner | − default | non-private selection (*not private*) | oracle (*not private*) | verdict |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| dataset | ε | default | best private tuner | − default | recommended | − default | non-private selection (*not private*) | oracle (*not private*) | verdict |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range rows {
 		tuner := "–"
 		if a.best != nil {
@@ -197,8 +210,12 @@ func writeAnswer(w io.Writer, reps []CompareReport, rows []answerRow) {
 		if a.options != "" {
 			dataset += ", " + a.options
 		}
-		fmt.Fprintf(w, "| %s | %g | %s | %s | %s | %s | %s | %s |\n", dataset, a.eps, meanWithCI(a.def.Accuracy, a.def.CI95, a.def.Seeds), tuner, a.diff,
-			optionalCell(a.sel), optionalCell(a.ora), a.verdict)
+		rec := CompareCell{}
+		if a.rec != nil {
+			rec = *a.rec
+		}
+		fmt.Fprintf(w, "| %s | %g | %s | %s | %s | %s | %s | %s | %s | %s |\n", dataset, a.eps, meanWithCI(a.def.Accuracy, a.def.CI95, a.def.Seeds), tuner, a.diff,
+			optionalCell(rec), a.recDiff, optionalCell(a.sel), optionalCell(a.ora), a.verdict)
 	}
 	fmt.Fprintln(w)
 	for _, r := range reps {
