@@ -31,6 +31,19 @@ import (
 // rule is conservative where more noise favours a smaller step; it is
 // fixed before any data is read, so carrying the settings over is
 // post-processing.
+//
+// What the two scaling rules the field uses would change, and why neither
+// is applied: Sander, Stock & Sablayrolles ("TAN Without a Burn", ICML
+// 2023) hold the steps and the noise on the averaged gradient σ/B fixed and
+// scale the batch with σ — matching the candidates' noise to the final
+// run's would need σ = q·σ_f on the subset, which makes each candidate run
+// far less private and undoes the amplification (the selection would cost
+// more than it does on the whole set); Panda et al. ("A New Linear Scaling
+// Rule for Private Adaptive Hyperparameter Optimization", ICML 2024) scale
+// the product of learning rate and steps linearly in ε between budgets,
+// with full batches — here the candidates and the final run share steps
+// and sampling rate, and only the noise differs. Which rule carries the
+// selection best is a measurement (docs/report), not a theorem.
 const SubsampleRule = "same sampling rate, epochs (steps), learning rate, clipping norm and momentum; σ calibrated to the final run's share"
 
 // SubsampledSelection is the privacy event of a selection (a tuner's Event)
