@@ -17,14 +17,15 @@ import (
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/tuning"
 )
 
 // VoteRealConfig is the real-data part of dptune bench vote: DP-Hype's
 // Figures 5 and 6 (Opt, RandGuess and DP-Hype against ε, IID with n clients
 // and Dirichlet(α) splits) on a public subset of a dataset.
 type VoteRealConfig struct {
-	Source job.Source      // the dataset and network
-	Space  federated.Space // default federated.MNISTSpace
+	Source job.Source   // the dataset and network
+	Space  tuning.Space // default federated.MNISTSpace
 	// Subset is the number of training examples used (a fixed public
 	// subset, drawn with Seed), to fit the machine; 0 keeps them all.
 	Subset int

@@ -13,6 +13,7 @@ import (
 	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
 )
 
 // Figure 2's simulation on a small setup: every point's success rate is at
@@ -85,7 +86,7 @@ func toySource(t *testing.T, n int) job.Source {
 // the split histogram counts every example once, and a rerun on the cache
 // trains nothing and gives the same points.
 func TestVoteReal(t *testing.T) {
-	space := federated.Space{Name: "toy", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-4, 0.01, 0.3}}, {Name: federated.Momentum, Values: []float64{0, 0.9}}}}
+	space := tuning.Space{Name: "toy", Dims: []tuning.Dim{{Name: federated.LearningRate, Values: []float64{1e-4, 0.01, 0.3}}, {Name: federated.Momentum, Values: []float64{0, 0.9}}}}
 	trained := 0
 	cfg := VoteRealConfig{Source: toySource(t, 600), Space: space, IIDClients: []int{4}, Alphas: []float64{0.5}, AlphaClients: 4, DirichletClients: []int{4, 3},
 		Epsilons: []float64{0.5, 8}, Delta: 1e-5, VotesPerClient: 1, LocalEpochs: 1, BatchSize: 16, Rounds: 2, ClipNorm: 1,
@@ -170,7 +171,7 @@ func TestVoteRealOfAScatterNetwork(t *testing.T) {
 	if src, err = src.WithModel(spec); err != nil {
 		t.Fatal(err)
 	}
-	space := federated.Space{Name: "toy", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-4, 0.3}}}}
+	space := tuning.Space{Name: "toy", Dims: []tuning.Dim{{Name: federated.LearningRate, Values: []float64{1e-4, 0.3}}}}
 	cfg := VoteRealConfig{Source: src, Space: space, IIDClients: []int{2}, AlphaClients: 2, Epsilons: []float64{8}, Delta: 1e-5,
 		VotesPerClient: 1, LocalEpochs: 1, BatchSize: 16, Rounds: 1, ClipNorm: 1, Reps: 10, Seed: 1, CacheDir: t.TempDir()}
 	pts, _, err := VoteReal(context.Background(), cfg)

@@ -167,7 +167,7 @@ func (c *Client) Run(ctx context.Context, conn pb.VoteClient) (ClientReport, err
 	if err != nil {
 		return rep, err
 	}
-	cand := job.Space.At(rep.Winner)
+	cand := job.Space.At(rep.Winner).Values
 	upd := job.Updates(net.NumParams())
 	for r := 0; r < job.Final.Rounds; r++ {
 		global := slices.Clone(net.Params)

@@ -11,17 +11,18 @@
 //
 // What is where: the vote mechanism, its noise and calibration (Mechanism,
 // Calibrate, TopVotes, Winner; GoodSelectionBound, the paper's Theorem V.1);
-// the candidates (Space, CheckSpace, MNISTSpace) and the job every client is
-// sent (Job); the protocol's server and client (Server, Client; the wire
-// protocol is package votepb); the transport that carries them (Serve a
-// Server on a listener, Dial a server for a Client, both over a Transport:
-// mutual TLS with the curator's certificates, package pki, or plaintext on
-// loopback); the rounds' deadlines; FedAvg of the winner (the server's
-// rounds, and Job.FedAvg, all clients in one process for simulations) and
-// client-level DP-FedAvg (UpdateSum).
+// the candidates (a space.Space: CheckSpace, MNISTSpace) and the job every
+// client is sent (Job); the protocol's server and client (Server, Client;
+// the wire protocol is package votepb); the transport that carries them
+// (Serve a Server on a listener, Dial a server for a Client, both over a
+// Transport: mutual TLS with the curator's certificates, package pki, or
+// plaintext on loopback); the rounds' deadlines; FedAvg of the winner (the
+// server's rounds, and Job.FedAvg, all clients in one process for
+// simulations) and client-level DP-FedAvg (UpdateSum).
 // The package knows no tuner and imports none: it depends on dpsgd, model
-// and data for the clients' local training and on privacy/accounting for
-// the events its releases cost. The vote tuner of package tuning
+// and data for the clients' local training, on privacy/accounting for the
+// events its releases cost, and on the leaf tuning/space for the search
+// space it shares with the tuners. The vote tuner of package tuning
 // (tuning.Federated) plans its Job; package job runs it (job.Tune,
 // job.RunVote, job.VoteClient) and owns the release.
 //

@@ -69,7 +69,7 @@ func (j Job) FedAvg(ctx context.Context, shares []*data.Dataset, c int, seed *ui
 		return nil, err
 	}
 	global := slices.Clone(net.Params)
-	cand := j.Space.At(c)
+	cand := j.Space.At(c).Values
 	upd := j.Updates(len(global))
 	for r := range j.Final.Rounds {
 		updates := make([][]float32, len(shares))

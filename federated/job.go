@@ -13,6 +13,7 @@ import (
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning/space"
 )
 
 // Final training modes.
@@ -25,14 +26,14 @@ const (
 // Job is everything a client is told when it joins: public, fixed before
 // any data is read.
 type Job struct {
-	Dataset    string     `json:"dataset"` // the client checks it holds this dataset
-	Arch       model.Arch `json:"arch"`
-	Space      Space      `json:"space"`
-	Clients    int        `json:"clients"`
-	SplitAlpha float64    `json:"split_alpha"` // 0: IID; > 0: Dirichlet(α) (data.SplitClients)
-	SplitSeed  uint64     `json:"split_seed"`  // the simulation's split, shared by every client
-	NominalN   int        `json:"nominal_n"`   // public size of the whole training set
-	HeldOut    float64    `json:"held_out"`    // fraction of a client's data it scores candidates on
+	Dataset    string      `json:"dataset"` // the client checks it holds this dataset
+	Arch       model.Arch  `json:"arch"`
+	Space      space.Space `json:"space"`
+	Clients    int         `json:"clients"`
+	SplitAlpha float64     `json:"split_alpha"` // 0: IID; > 0: Dirichlet(α) (data.SplitClients)
+	SplitSeed  uint64      `json:"split_seed"`  // the simulation's split, shared by every client
+	NominalN   int         `json:"nominal_n"`   // public size of the whole training set
+	HeldOut    float64     `json:"held_out"`    // fraction of a client's data it scores candidates on
 	// Local candidate training (non-private, as in the paper).
 	LocalEpochs    int    `json:"local_epochs"`
 	LocalBatchSize int    `json:"local_batch_size"`
@@ -178,7 +179,7 @@ func (j Job) LocalScores(ctx context.Context, train, held *data.Dataset, progres
 		if err != nil {
 			return nil, err
 		}
-		_, err = dpsgd.Train(ctx, net, train, j.candidateConfig(j.Space.At(i), train.N), nil, nil)
+		_, err = dpsgd.Train(ctx, net, train, j.candidateConfig(j.Space.At(i).Values, train.N), nil, nil)
 		switch {
 		case err == nil:
 			m, err := dpsgd.Evaluate(ctx, net, held.X, held.Y)

@@ -137,7 +137,7 @@ func TestLocalFailuresAreNotDropouts(t *testing.T) {
 func TestEmptyShareRunsNoiseOnlySteps(t *testing.T) {
 	job := toyJob(t, 4, 0)
 	job.Final.NoiseMultiplier, job.Final.ClipNorm = 2, 0.5
-	cand := job.Space.At(1)
+	cand := job.Space.At(1).Values
 	cfg := job.finalConfig(cand, 0, nil)
 	scale := cand["learning_rate"] * job.Final.NoiseMultiplier * job.Final.ClipNorm / cfg.ExpectedBatchSize
 	want := float64(job.Final.StepsPerRound) * scale * scale

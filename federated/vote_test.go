@@ -20,6 +20,7 @@ import (
 	pb "github.com/dptune/dptune/federated/votepb"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning/space"
 )
 
 func TestTopVotes(t *testing.T) {
@@ -136,9 +137,9 @@ func toyJob(t *testing.T, clients int, dropout float64) Job {
 	if err != nil {
 		t.Fatal(err)
 	}
-	space := Space{Name: "toy", Dims: []Dim{{Name: LearningRate, Values: []float64{1e-4, 0.3}}}}
+	grid := space.Space{Name: "toy", Dims: []space.Dim{{Name: LearningRate, Values: []float64{1e-4, 0.3}}}}
 	m := Mechanism{Clients: clients, Candidates: 2, VotesPerClient: 1, NoiseStddev: 0.5, Scale: DefaultScale, Dropout: dropout}
-	return Job{Dataset: "toy", Arch: arch, Space: space, Clients: clients, SplitSeed: 3, NominalN: 800, HeldOut: 0.25,
+	return Job{Dataset: "toy", Arch: arch, Space: grid, Clients: clients, SplitSeed: 3, NominalN: 800, HeldOut: 0.25,
 		LocalEpochs: 1, LocalBatchSize: 16, InitSeed: 5, Mechanism: m, Threshold: Threshold(clients, 0),
 		Final: Final{Mode: FinalDPSGD, Rounds: 2, StepsPerRound: 5, SamplingRate: 0.1, NoiseMultiplier: 1, ClipNorm: 1}}
 }

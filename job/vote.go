@@ -24,7 +24,7 @@ const Vote = tuning.VoteName
 // then FedAvg of the winner.
 type VoteSpec struct {
 	Data  Source
-	Space federated.Space // federated.CheckSpace; default federated.MNISTSpace (LoadVoteSpace)
+	Space tuning.Space // federated.CheckSpace; default federated.MNISTSpace (LoadVoteSpace)
 	// Epsilon and Delta are the total example-level budget of vote and
 	// final training; VoteEpsilon (< Epsilon) is the vote's client-level ε
 	// at Delta.
@@ -111,13 +111,13 @@ func (s VoteSpec) timeouts() (training, message time.Duration) {
 // else the builtin space or JSON file nameOrFile as tuning.LoadSpace reads
 // it, with its errors. It does not check the space against the vote
 // (federated.CheckSpace; PlanVote does).
-func LoadVoteSpace(nameOrFile string) (federated.Space, error) {
+func LoadVoteSpace(nameOrFile string) (tuning.Space, error) {
 	if nameOrFile == "" {
 		return federated.MNISTSpace, nil
 	}
 	s, err := tuning.LoadSpace(nameOrFile)
 	if err != nil {
-		return federated.Space{}, err
+		return tuning.Space{}, err
 	}
 	return tuning.VoteSpace(s)
 }
@@ -152,7 +152,7 @@ func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
 // options (tuning.Tuner.Options), its space as tuning's.
 func (s VoteSpec) tuningSpec() tuning.Spec {
 	seed := s.Seed
-	spec := tuning.Spec{Space: tuning.SpaceOfVote(s.Space), Delta: s.Delta, TrainN: s.Data.NominalN, BatchSize: s.BatchSize, Seed: &seed,
+	spec := tuning.Spec{Space: s.Space, Delta: s.Delta, TrainN: s.Data.NominalN, BatchSize: s.BatchSize, Seed: &seed,
 		Options: tuning.Values{"clients": s.Clients, "votes-per-client": s.VotesPerClient, "vote-epsilon": s.VoteEpsilon,
 			"dropout": s.Dropout, "split-alpha": s.SplitAlpha, "local-epochs": s.LocalEpochs, "final-training": s.FinalTraining,
 			"fedavg-rounds": s.Rounds, "clip-norm": s.ClipNorm, "colluding": s.Colluding,
@@ -244,7 +244,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 	if err != nil {
 		return nil, err
 	}
-	cand := j.Space.At(out.Winner)
+	cand := j.Space.At(out.Winner).Values
 	rep := &VoteReport{Tuner: Vote, Selected: cand, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
 		EpsilonLevel: level, ModelPrivate: j.Final.Mode != federated.FinalNonPrivate, Clients: j.Clients, Survivors: len(out.Survivors),
 		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Traffic: traffic, Ledger: ledger}
@@ -426,7 +426,7 @@ type (
 
 // CheckVoteSpace returns an error if space cannot be voted on
 // (federated.CheckSpace).
-func CheckVoteSpace(space federated.Space) error { return federated.CheckSpace(space) }
+func CheckVoteSpace(space tuning.Space) error { return federated.CheckSpace(space) }
 
 // Federation is how Tune serves a federated tuner (tuning.Federated): where
 // its server listens, how the connections are secured, and who starts the

@@ -14,7 +14,7 @@ import (
 )
 
 // voteSpaceOf is s as LoadVoteSpace returns it, read back from a JSON file.
-func voteSpaceOf(t *testing.T, s tuning.Space) federated.Space {
+func voteSpaceOf(t *testing.T, s tuning.Space) tuning.Space {
 	t.Helper()
 	b, err := json.Marshal(s)
 	if err != nil {
@@ -52,7 +52,7 @@ func TestLoadVoteSpaceMatchesTuning(t *testing.T) {
 		t.Fatalf("size %d, want %d", v.Size(), s.Size())
 	}
 	for i := range s.Size() {
-		if got, want := v.At(i), s.At(i).Values; !reflect.DeepEqual(got, want) {
+		if got, want := v.At(i).Values, s.At(i).Values; !reflect.DeepEqual(got, want) {
 			t.Fatalf("candidate %d: %v, want %v", i, got, want)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
 )
 
 // toyVote is a vote of 2 clients over two learning rates of a linear model
@@ -28,7 +29,7 @@ func toyVote(t *testing.T) VoteSpec {
 	}
 	train, test := noiseImages(400, 1), noiseImages(50, 2)
 	src := Source{Name: "noise", Arch: arch, NominalN: 400, Load: func() (*data.Dataset, *data.Dataset, error) { return train, test, nil }}
-	space := federated.Space{Name: "two", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-3, 0.1}}}}
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: federated.LearningRate, Values: []float64{1e-3, 0.1}}}}
 	return VoteSpec{Data: src, Space: space, Epsilon: 20, Delta: 1e-5, VoteEpsilon: 5, Clients: 2, VotesPerClient: 1,
 		LocalEpochs: 1, BatchSize: 32, FinalTraining: federated.FinalDPSGD, Rounds: 1, ClipNorm: 1, Seed: 7,
 		Transport: VoteTransport{Insecure: true}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
 )
 
 // TestVoteThresholdRule: PlanVote's secure-sum threshold is the least t
@@ -16,7 +17,7 @@ import (
 // setting, which used to run at t = 2.
 func TestVoteThresholdRule(t *testing.T) {
 	src := Source{Name: "mnist", Arch: model.MNIST, NominalN: 6000}
-	space := federated.Space{Name: "two", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{0.01, 0.1}}}}
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: federated.LearningRate, Values: []float64{0.01, 0.1}}}}
 	for _, c := range []struct {
 		n    int
 		f    float64

@@ -2,7 +2,6 @@ package tuning
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 
@@ -98,38 +97,25 @@ func (voteTuner) Label(s Spec) string {
 // A categorical dimension, which a vote's clients cannot train, leaves the
 // space empty, which federated.CheckSpace refuses (Check calls VoteSpace
 // first for the error that names it).
-func voteSpace(s Space) federated.Space {
+func voteSpace(s Space) Space {
 	if s.Name == "" {
 		return federated.MNISTSpace
 	}
-	v, err := VoteSpace(s)
-	if err != nil {
-		return federated.Space{Name: s.Name}
-	}
-	return v
-}
-
-// VoteSpace is s as a vote's space (federated.Space): the clients' local
-// SGD takes numeric dimensions only, so a categorical dimension is an
-// error that names it.
-func VoteSpace(s Space) (federated.Space, error) {
-	v := federated.Space{Name: s.Name, Dims: make([]federated.Dim, len(s.Dims))}
-	for i, d := range s.Dims {
-		if d.Choices != nil {
-			return federated.Space{}, fmt.Errorf("search space %s: the vote's clients cannot tune the categorical dimension %q", s.Name, d.Name)
-		}
-		v.Dims[i] = federated.Dim{Name: d.Name, Values: d.Values, Log: d.Log}
-	}
-	return v, nil
-}
-
-// SpaceOfVote is a vote's space as a search space.
-func SpaceOfVote(v federated.Space) Space {
-	s := Space{Name: v.Name, Dims: make([]Dim, len(v.Dims))}
-	for i, d := range v.Dims {
-		s.Dims[i] = Dim{Name: d.Name, Values: d.Values, Log: d.Log}
+	if _, err := VoteSpace(s); err != nil {
+		return Space{Name: s.Name}
 	}
 	return s
+}
+
+// VoteSpace returns s if a vote's clients can tune it: their local SGD
+// takes numeric dimensions only, so a categorical dimension is an error
+// that names it (federated.CheckNumeric). It does not check the rest
+// (federated.CheckSpace does).
+func VoteSpace(s Space) (Space, error) {
+	if err := federated.CheckNumeric(s); err != nil {
+		return Space{}, err
+	}
+	return s, nil
 }
 
 // timeouts are s's round deadlines, zero ones at federated's defaults.

@@ -20,6 +20,7 @@ import (
 	"github.com/dptune/dptune/federated/pki"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning"
 )
 
 // TestMain lets a test start this binary as dptune itself: with
@@ -102,7 +103,7 @@ func killedClientVote(t *testing.T, clients int, dropout float64, insecure bool)
 		t.Fatal(err)
 	}
 	src = src.WithNominalSize(480)
-	space := federated.Space{Name: "two", Dims: []federated.Dim{{Name: federated.LearningRate, Values: []float64{1e-3, 0.1}}}}
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: federated.LearningRate, Values: []float64{1e-3, 0.1}}}}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
