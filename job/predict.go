@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"iter"
 	"math"
 	"os"
 	"path/filepath"
@@ -99,20 +100,55 @@ func surrogateEscaped(s string) json.RawMessage {
 	return append(b, '"')
 }
 
-// maxPredictImages bounds the images one Predict call reads.
-const maxPredictImages = 1 << 20
-
-// predictBatchBytes bounds the float32 tensors one batch of Predict holds
-// (the decoded images, their front end's features and their logits): the
-// images are decoded and evaluated this many bytes at a time (at least one
-// image), so that memory does not grow with the number of images. The
-// garbage of decoding (each image's own buffers) lets the heap reach about
-// twice this before it is collected.
+// predictBatchBytes bounds the float32 tensors one batch of PredictStream
+// holds (the decoded images, their front end's features and their
+// logits) when PredictConfig.BatchBytes is 0; the batch's file names are
+// bounded apart, by an eighth of it.
 var predictBatchBytes = 64 << 20
 
+// decodeImage reads one image file into a batch: data.DecodeImage, which
+// tests replace with a counter.
+var decodeImage = data.DecodeImage
+
+// PredictConfig says which saved model labels which images, for
+// PredictStream.
+type PredictConfig struct {
+	// Model is a directory written by dptune train or tune.
+	Model string
+	// Paths yields the image files and directories to label, in order;
+	// each is a file in a format an image folder is read in
+	// (data.FolderFormats: PNG, JPEG, GIF, TIFF), or a directory whose
+	// .png, .jpg, .jpeg, .gif, .tif and .tiff files (case-insensitive, not
+	// hidden, any depth, in lexical order) are read. The first error it
+	// yields (a list of paths that cannot be read) ends the run. Nil
+	// yields nothing.
+	Paths iter.Seq2[string, error]
+	// Count, when true, ranges over Paths a first time before any image is
+	// read: every path is checked (it exists; a directory holds an image)
+	// and the images are counted, for PredictProgress.Total. Paths must
+	// then yield the same paths each time it is ranged over (a slice, a
+	// file read anew), and holds nothing more for being counted.
+	Count bool
+	// BatchBytes bounds one batch: its float32 tensors (the images at the
+	// model's input size, the front end's features, the logits) to
+	// BatchBytes bytes, its file names to BatchBytes/8; a batch holds at
+	// least one image. 0 means 64 MiB.
+	BatchBytes int
+	// Progress, if not nil, is called after each image is read and after
+	// each batch is labelled, before that batch's predictions are emitted.
+	Progress func(PredictProgress)
+}
+
+// PredictProgress is where a PredictStream run stands.
+type PredictProgress struct {
+	Read     int // images decoded so far
+	Labelled int // images labelled so far; the last batch's are emitted next
+	Total    int // images in all, counted first (PredictConfig.Count), else -1
+}
+
 // Predict labels images with the model saved in dir (by dptune train or
-// tune) and returns their predictions in the order of paths: PredictEach,
-// collected.
+// tune) and returns their predictions in the order of paths:
+// PredictEach, collected.
 func Predict(ctx context.Context, dir string, paths []string, progress func(done, total int)) ([]Prediction, error) {
 	var out []Prediction
 	err := PredictEach(ctx, dir, paths, progress, func(p Prediction) error {
@@ -125,91 +161,276 @@ func Predict(ctx context.Context, dir string, paths []string, progress func(done
 	return out, nil
 }
 
-// PredictEach labels images with the model saved in dir (by dptune train
-// or tune) and calls emit with each image's Prediction, in input order:
-// each path is an image file in a format an image folder is read in
-// (data.FolderFormats: PNG, JPEG, GIF, TIFF), or a directory whose .png,
-// .jpg, .jpeg, .gif, .tif and .tiff files (case-insensitive, any depth, in
-// lexical order) are read.
+// PredictEach is PredictStream over the files and directories paths
+// names, counted first (so that a path that does not exist or a directory
+// without images is refused before any image is read), with progress
+// called (done images read, of total) after each image is read.
+func PredictEach(ctx context.Context, dir string, paths []string, progress func(done, total int), emit func(Prediction) error) error {
+	c := PredictConfig{Model: dir, Paths: pathSeq(paths), Count: true}
+	if progress != nil {
+		last := 0
+		c.Progress = func(p PredictProgress) {
+			if p.Read != last {
+				last = p.Read
+				progress(p.Read, p.Total)
+			}
+		}
+	}
+	return PredictStream(ctx, c, emit)
+}
+
+// pathSeq yields paths, with no error.
+func pathSeq(paths []string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for _, p := range paths {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+}
+
+// PredictStream labels the images c names with the model saved in
+// c.Model and calls emit with each image's Prediction, in input order.
+//
 // Each image is read as the model's training data was (its channels,
 // resized bilinearly to its input size, normalised with its recorded
 // constants: model.Input; a model saved without them is read with its
-// dataset's — MNIST's for 1×28×28 inputs, CIFAR-10's for 3×32×32), and the
-// model's own forward pass (with its ScatterNet front end, if any) gives
-// the probabilities. The images are decoded and evaluated in batches whose
-// float32 tensors stay under a fixed bound (64 MiB, or one image): memory
-// does not grow with their number, and the predictions of a batch are
-// emitted before the next is read. progress, if not nil, is called as
-// images are read. It returns an error wrapping ErrInvalid and naming the
-// path for a model that does not load or whose parameters are not finite,
-// a path that does not exist or holds no image (before any is read), or
-// an image that does not decode (after the batches before it were
-// emitted); emit's error ends it and is returned.
-func PredictEach(ctx context.Context, dir string, paths []string, progress func(done, total int), emit func(Prediction) error) error {
-	net, meta, err := model.Load(dir)
+// dataset's — MNIST's for 1×28×28 inputs, CIFAR-10's for 3×32×32), and
+// the model's own forward pass (with its ScatterNet front end, if any)
+// gives the probabilities.
+//
+// # Memory
+//
+// The paths are ranged over as they come, a directory walked as it is
+// read (filepath.WalkDir, which holds the sorted entries of the
+// directories it is in), and the images are decoded and labelled in
+// batches: a batch ends before its float32 tensors (the images at the
+// model's input size, the front end's features, the logits) would pass
+// c.BatchBytes (64 MiB) or its file names an eighth of that, and is
+// labelled and emitted, in order, before the next image is read; a batch
+// holds at least one image. What PredictStream holds at once is one
+// batch, one image being decoded (data.DecodeImage: a file of at most
+// 64 MiB, 4096 × 4096 pixels) and the model, whatever the number of paths
+// or the model's input size, and it retains nothing of a batch once it
+// is emitted. A batch's tensors are at most c.BatchBytes unless one
+// image's alone are more (a 3×4096×4096 input is 192 MiB of float32).
+//
+// # Errors
+//
+// It returns an error wrapping ErrInvalid, naming the path, for a model
+// that does not load or whose parameters are not finite (before any path
+// is read), for a path that does not exist or a directory that holds no
+// image (before any image is read when c.Count is set, else when it is
+// reached), for an error c.Paths yields, and for an image that does not
+// decode; such an error after images were read comes once every image
+// before it has been emitted, so that the predictions emitted are exactly
+// those of the images before the failure. emit's error ends it and is
+// returned; so is ctx's, checked before each image (the images of the
+// batch under way are then not emitted). No path gives no prediction and
+// no error.
+func PredictStream(ctx context.Context, c PredictConfig, emit func(Prediction) error) error {
+	bound := c.BatchBytes
+	if bound < 0 {
+		return invalidf("predict: batch bound %d bytes, not ≥ 0", bound)
+	}
+	if bound == 0 {
+		bound = predictBatchBytes
+	}
+	net, meta, err := model.Load(c.Model)
 	if err != nil {
 		return invalid(err)
 	}
 	if err := net.CheckFinite(); err != nil {
-		return invalidf("the model in %s: %v", dir, err)
+		return invalidf("the model in %s: %v", c.Model, err)
 	}
 	in, err := inputOf(net.Arch, meta)
 	if err != nil {
-		return invalidf("the model in %s: %v", dir, err)
+		return invalidf("the model in %s: %v", c.Model, err)
 	}
-	files, err := imageFiles(paths)
-	if err != nil {
-		return invalid(err)
+	paths := c.Paths
+	if paths == nil {
+		paths = pathSeq(nil)
 	}
-	a := net.Arch
-	o := data.FolderOptions{C: a.C, H: a.H, W: a.W, Mean: in.Mean, Std: in.Std}
-	size := a.C * a.H * a.W
-	front, hasFront := a.FrontEnd()
-	k := a.Classes
-	per := int64(size + k)
-	if hasFront {
-		per += int64(front.OutSize)
-	}
-	batch := int(max(1, min(int64(len(files)), int64(predictBatchBytes)/(4*per))))
-	x := make([]float32, batch*size) // reused by every batch
-	for lo := 0; lo < len(files); lo += batch {
-		hi := min(lo+batch, len(files))
-		n := hi - lo
-		for i, f := range files[lo:hi] {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := data.DecodeImage(f, o, x[i*size:(i+1)*size]); err != nil {
-				return invalid(err)
-			}
-			if progress != nil {
-				progress(lo+i+1, len(files))
-			}
+	st := PredictProgress{Total: -1}
+	if c.Count {
+		if st.Total, err = countImages(ctx, paths); err != nil {
+			return err
 		}
-		xs := x[:n*size]
-		if hasFront {
-			feat, err := features.Compute(ctx, front, &data.Dataset{Name: "images", X: xs, Y: make([]uint8, n), N: n, C: a.C, H: a.H, W: a.W, Classes: a.Classes}, nil)
-			if err != nil {
-				return err
-			}
-			xs = feat.X
+	}
+	l := newLabeller(net, in, bound)
+	progress := func() {
+		if c.Progress != nil {
+			c.Progress(st)
 		}
-		logits, err := dpsgd.Logits(ctx, net, xs)
+	}
+	// flush labels the batch, reports it and emits its predictions.
+	flush := func() error {
+		if len(l.paths) == 0 {
+			return nil
+		}
+		preds, err := l.label(ctx)
 		if err != nil {
 			return err
 		}
-		for i, f := range files[lo:hi] {
-			p, best := softmax(logits[i*k : (i+1)*k])
-			label := strconv.Itoa(best)
-			if len(in.Classes) == k {
-				label = in.Classes[best]
-			}
-			if err := emit(Prediction{Path: f, Label: label, Index: best, Probabilities: p}); err != nil {
+		st.Labelled += len(preds)
+		progress()
+		for _, p := range preds {
+			if err := emit(p); err != nil {
 				return err
 			}
 		}
+		l.reset()
+		return nil
 	}
-	return nil
+	// fail emits the images before a failure, then returns it.
+	fail := func(err error) error {
+		if ferr := flush(); ferr != nil {
+			return ferr
+		}
+		return invalid(err)
+	}
+	for path, err := range imagesIn(paths) {
+		if err != nil {
+			return fail(err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if !l.fits(path) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if err := decodeImage(path, l.opts, l.add(path)); err != nil {
+			l.drop()
+			return fail(err)
+		}
+		st.Read++
+		progress()
+	}
+	return flush()
+}
+
+// countImages ranges over paths as PredictStream reads them and returns
+// the number of images, or the first error: a path that does not exist, a
+// directory without images, an error paths yields (wrapping ErrInvalid),
+// or ctx's.
+func countImages(ctx context.Context, paths iter.Seq2[string, error]) (int, error) {
+	n := 0
+	for _, err := range imagesIn(paths) {
+		if err != nil {
+			return 0, invalid(err)
+		}
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
+		n++
+	}
+	return n, nil
+}
+
+// labeller holds one batch of PredictStream: the paths and decoded pixels
+// of its images, within the byte bounds, and labels it.
+type labeller struct {
+	net      *model.Net
+	in       model.Input
+	opts     data.FolderOptions
+	size     int // float32 values of one image at the input
+	perImage int // bytes of float32 tensors of one image: input, features, logits
+	bound    int // bytes of tensors in a batch
+	maxN     int // images a batch can hold at most, by its tensors
+	names    int // bytes of file names (and their string headers) in the batch
+
+	paths []string
+	x     []float32 // the batch's pixels, [len(paths), C, H, W]; grown up to maxN images, then reused
+}
+
+// nameCost is what one file name costs a batch: its bytes and its string
+// header.
+func nameCost(path string) int { return len(path) + 16 }
+
+func newLabeller(net *model.Net, in model.Input, bound int) *labeller {
+	a := net.Arch
+	l := &labeller{net: net, in: in, bound: bound,
+		opts: data.FolderOptions{C: a.C, H: a.H, W: a.W, Mean: in.Mean, Std: in.Std}}
+	l.size = a.C * a.H * a.W
+	per := l.size + a.Classes
+	if f, ok := a.FrontEnd(); ok {
+		per += f.OutSize
+	}
+	l.perImage = 4 * per
+	l.maxN = max(1, bound/l.perImage)
+	return l
+}
+
+// fits reports whether an image named path can join the batch: an empty
+// batch takes any image.
+func (l *labeller) fits(path string) bool {
+	n := len(l.paths)
+	return n == 0 || (n < l.maxN && l.names+nameCost(path) <= l.bound/8)
+}
+
+// add puts path in the batch and returns the place of its pixels.
+func (l *labeller) add(path string) []float32 {
+	n := len(l.paths)
+	if need := (n + 1) * l.size; need > len(l.x) {
+		// Grow by doubling, never past maxN images: a short run holds
+		// little, a long one reuses one buffer.
+		x := make([]float32, max(need, min(2*len(l.x), l.maxN*l.size)))
+		copy(x, l.x[:n*l.size])
+		l.x = x
+	}
+	l.paths = append(l.paths, path)
+	l.names += nameCost(path)
+	return l.x[n*l.size : (n+1)*l.size]
+}
+
+// drop takes the last image added out of the batch.
+func (l *labeller) drop() {
+	n := len(l.paths) - 1
+	l.names -= nameCost(l.paths[n])
+	l.paths[n] = ""
+	l.paths = l.paths[:n]
+}
+
+// reset empties the batch, keeping its pixel buffer.
+func (l *labeller) reset() {
+	clear(l.paths)
+	l.paths = l.paths[:0]
+	l.names = 0
+}
+
+// label runs the model on the batch and returns its predictions, in
+// order.
+func (l *labeller) label(ctx context.Context) ([]Prediction, error) {
+	a := l.net.Arch
+	n := len(l.paths)
+	xs := l.x[:n*l.size]
+	if front, ok := a.FrontEnd(); ok {
+		feat, err := features.Compute(ctx, front, &data.Dataset{Name: "images", X: xs, Y: make([]uint8, n), N: n, C: a.C, H: a.H, W: a.W, Classes: a.Classes}, nil)
+		if err != nil {
+			return nil, err
+		}
+		xs = feat.X
+	}
+	logits, err := dpsgd.Logits(ctx, l.net, xs)
+	if err != nil {
+		return nil, err
+	}
+	k := a.Classes
+	out := make([]Prediction, n)
+	for i, f := range l.paths {
+		p, best := softmax(logits[i*k : (i+1)*k])
+		label := strconv.Itoa(best)
+		if len(l.in.Classes) == k {
+			label = l.in.Classes[best]
+		}
+		out[i] = Prediction{Path: f, Label: label, Index: best, Probabilities: p}
+	}
+	return out, nil
 }
 
 // inputOf is the model's recorded input, or for a model saved before it
@@ -233,45 +454,59 @@ func inputOf(a model.Arch, meta model.Metadata) (model.Input, error) {
 	return model.Input{}, fmt.Errorf("it records no input normalisation and reads %d×%d×%d images, no dataset's shape", a.C, a.H, a.W)
 }
 
-// imageFiles expands paths: a file is itself, a directory its image files.
-func imageFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() {
-			out = append(out, p)
-			continue
-		}
-		n := len(out)
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+// imagesIn yields the image files paths names, in order: a file is
+// itself, a directory its regular files not hidden with an image
+// extension (any depth, in lexical order). It ends with an error for a
+// path that cannot be stat'ed, a directory that cannot be walked or holds
+// no image, or an error paths yields. It holds one path and the walk of
+// one directory at a time.
+func imagesIn(paths iter.Seq2[string, error]) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for p, err := range paths {
 			if err != nil {
-				return err
+				yield("", err)
+				return
 			}
-			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
-				switch strings.ToLower(filepath.Ext(path)) {
-				case ".png", ".jpg", ".jpeg", ".gif", ".tif", ".tiff":
-					out = append(out, path)
+			st, err := os.Stat(p)
+			if err != nil {
+				yield("", err)
+				return
+			}
+			if !st.IsDir() {
+				if !yield(p, nil) {
+					return
 				}
+				continue
 			}
-			if len(out) > maxPredictImages {
-				return fmt.Errorf("more than %d images", maxPredictImages)
+			found, stopped := false, false
+			err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") {
+					switch strings.ToLower(filepath.Ext(path)) {
+					case ".png", ".jpg", ".jpeg", ".gif", ".tif", ".tiff":
+						found = true
+						if !yield(path, nil) {
+							stopped = true
+							return filepath.SkipAll
+						}
+					}
+				}
+				return nil
+			})
+			switch {
+			case stopped:
+				return
+			case err == nil && !found:
+				err = fmt.Errorf("%s: no .png, .jpg, .jpeg, .gif, .tif or .tiff file", p)
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		if len(out) == n {
-			return nil, fmt.Errorf("%s: no .png, .jpg, .jpeg, .gif, .tif or .tiff file", p)
+			if err != nil {
+				yield("", err)
+				return
+			}
 		}
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no image given")
-	}
-	return out, nil
 }
 
 // softmax returns the probabilities of logits (computed stably in float64)
