@@ -258,7 +258,7 @@ func PredictStream(ctx context.Context, c PredictConfig, emit func(Prediction) e
 			return err
 		}
 	}
-	l := newLabeller(net, in, bound)
+	l := newLabeller(net, in, bound, st.Total)
 	progress := func() {
 		if c.Progress != nil {
 			c.Progress(st)
@@ -342,6 +342,7 @@ type labeller struct {
 	perImage int // bytes of float32 tensors of one image: input, features, logits
 	bound    int // bytes of tensors in a batch
 	maxN     int // images a batch can hold at most, by its tensors
+	total    int // images in all, or -1 when not known
 	names    int // bytes of file names (and their string headers) in the batch
 
 	paths []string
@@ -352,9 +353,11 @@ type labeller struct {
 // header.
 func nameCost(path string) int { return len(path) + 16 }
 
-func newLabeller(net *model.Net, in model.Input, bound int) *labeller {
+// newLabeller returns an empty batch for net, reading images as in says,
+// within bound bytes of tensors, for total images (-1: not known).
+func newLabeller(net *model.Net, in model.Input, bound, total int) *labeller {
 	a := net.Arch
-	l := &labeller{net: net, in: in, bound: bound,
+	l := &labeller{net: net, in: in, bound: bound, total: total,
 		opts: data.FolderOptions{C: a.C, H: a.H, W: a.W, Mean: in.Mean, Std: in.Std}}
 	l.size = a.C * a.H * a.W
 	per := l.size + a.Classes
@@ -377,9 +380,14 @@ func (l *labeller) fits(path string) bool {
 func (l *labeller) add(path string) []float32 {
 	n := len(l.paths)
 	if need := (n + 1) * l.size; need > len(l.x) {
-		// Grow by doubling, never past maxN images: a short run holds
-		// little, a long one reuses one buffer.
-		x := make([]float32, max(need, min(2*len(l.x), l.maxN*l.size)))
+		// Room for every image when their number is known (and right),
+		// else grown by doubling; never past maxN images: a short run
+		// holds little, a long one reuses one buffer.
+		room := min(2*len(l.x), l.maxN*l.size)
+		if l.total > n {
+			room = min(l.total, l.maxN) * l.size
+		}
+		x := make([]float32, max(need, room))
 		copy(x, l.x[:n*l.size])
 		l.x = x
 	}
