@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"iter"
+	"os"
+	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/internal/textsafe"
@@ -11,10 +18,10 @@ import (
 )
 
 func newPredictCmd() *cobra.Command {
-	var modelDir string
-	var asJSON bool
+	var modelDir, filesFrom string
+	var asJSON, null bool
 	cmd := &cobra.Command{
-		Use:   "predict --model DIR [--json] PATH…",
+		Use:   "predict --model DIR [--json] (PATH… | --files-from LIST)",
 		Short: "Label image files or directories with a saved model",
 		Long: `predict labels images with a model saved by dptune train or tune. Each PATH
 is a PNG, JPEG, GIF or TIFF file, or a directory whose .png, .jpg, .jpeg,
@@ -24,11 +31,26 @@ normalised with the constants saved with it. It prints each image's label (the
 class name from the dataset or the image folder) and its probability, or with
 --json one JSON array of {"path", "label", "index", "probabilities"}.
 
-Images are read and labelled a batch at a time (at most 64 MiB of pixels
-as float32), and each batch's lines are printed before the next is read, in
-input order: memory does not grow with the number of images. An image that cannot be read
-ends the command (exit 2) after the lines before it; with --json the array is
-then left unclosed.
+--files-from LIST reads the paths from the file LIST instead, one a line
+(empty lines skipped; with --null, each ended by a NUL byte, as find -print0
+writes them), "-" for standard input; the list is read as the images are,
+never held whole.
+
+Images are read and labelled a batch at a time: at most 64 MiB of float32
+(pixels at the model's input size, features, logits; one image's alone may
+be more) and 8 MiB of file names. Each batch's lines are printed, in input
+order, before the next is read, so memory grows neither with the number of
+images nor with the model's input size (a batch holds fewer images, at
+least one). PATHs, and a LIST that is a regular file, are read twice:
+checked and counted first, so that a missing path or a directory without
+images is refused before any image is read; a LIST read from a pipe is
+checked as it comes. The progress goes to standard error: a live bar on a
+terminal, else one line per batch (images so far, time, images per second).
+
+An image that cannot be read ends the command (exit 2) once every image
+before it is printed; with --json the array is then left unclosed, so that no
+JSON reader takes it for the whole answer (closing it with "]" gives the
+images before the failure). An empty LIST prints nothing, or "[]" with --json.
 
 A file name that is not valid UTF-8 keeps its exact bytes in "path_bytes"
 (base64) beside "path", which holds the name as Python's os.fsdecode reads it
@@ -36,56 +58,196 @@ A file name that is not valid UTF-8 keeps its exact bytes in "path_bytes"
 so that Python's json.load gives a str that open() and os.fsencode() take for
 that very file; other readers should use "path_bytes" when it is present.`,
 		Example: `  dptune predict --model out/mnist digit.png
-  dptune predict --model out/photos --json photos/test`,
+  dptune predict --model out/photos --json photos/test
+  find photos -name '*.jpg' -print0 | dptune predict --model out/photos --files-from - --null`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, paths []string) error {
-			if modelDir == "" {
+			c := job.PredictConfig{Model: modelDir}
+			switch {
+			case modelDir == "":
 				return usagef("--model DIR is required")
-			}
-			if len(paths) == 0 {
+			case filesFrom != "" && len(paths) > 0:
+				return usagef("give PATHs or --files-from, not both")
+			case null && filesFrom == "":
+				return usagef("--null describes --files-from's list: give --files-from")
+			case filesFrom != "":
+				c.Paths = listedPaths(filesFrom, cmd.InOrStdin(), null)
+				if filesFrom != "-" {
+					st, err := os.Stat(filesFrom)
+					if err != nil {
+						return usagef("--files-from: %v", err)
+					}
+					c.Count = st.Mode().IsRegular() // read twice: counted first
+				}
+			case len(paths) == 0:
 				return usagef("give one or more image files or directories")
+			default:
+				c.Paths = argPaths(paths)
+				c.Count = true
 			}
-			var b *bar
-			out := cmd.OutOrStdout()
-			n := 0
-			err := job.PredictEach(cmd.Context(), modelDir, paths, func(done, total int) {
-				if b == nil {
-					b = newPhaseBar(cmd.ErrOrStderr(), total, "images")
-				}
-				b.Set(done)
-			}, func(p job.Prediction) error {
-				n++
-				if !asJSON {
-					_, err := fmt.Fprintf(out, "%s\t%s\t%.4f\n", textsafe.Quoted(p.Path), textsafe.Quoted(p.Label), p.Probabilities[p.Index])
-					return err
-				}
-				// One JSON array, an element per image as it is labelled.
-				js, err := json.MarshalIndent(p, "  ", "  ")
-				if err != nil {
-					return err
-				}
-				sep := ",\n  "
-				if n == 1 {
-					sep = "[\n  "
-				}
-				_, err = fmt.Fprintf(out, "%s%s", sep, js)
-				return err
-			})
-			if b != nil {
-				b.Close()
-			}
-			if err != nil {
-				// The predictions so far are out; a JSON array is left
-				// open, so that no reader takes it for the whole answer.
-				return err
-			}
-			if asJSON {
-				_, err = fmt.Fprint(out, "\n]\n")
-			}
-			return err
+			return predict(cmd, c, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train or tune")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array of {path, label, index, probabilities} (and path_bytes for a file name that is not UTF-8)")
+	cmd.Flags().StringVar(&filesFrom, "files-from", "", `read the paths from this file, one a line ("-": standard input)`)
+	cmd.Flags().BoolVar(&null, "null", false, "the --files-from list's paths each end with a NUL byte, not a newline (find -print0)")
 	return cmd
+}
+
+// predict runs job.PredictStream as c says, printing each prediction as
+// a line or an element of one JSON array, each batch flushed once
+// printed, and the progress on standard error.
+func predict(cmd *cobra.Command, c job.PredictConfig, asJSON bool) error {
+	b := newPredictBar(cmd.ErrOrStderr())
+	out := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
+	labelled, emitted := 0, 0
+	c.Progress = func(p job.PredictProgress) {
+		b.update(p)
+		labelled = p.Labelled
+	}
+	err := job.PredictStream(cmd.Context(), c, func(p job.Prediction) error {
+		emitted++
+		if !asJSON {
+			fmt.Fprintf(out, "%s\t%s\t%.4f\n", textsafe.Quoted(p.Path), textsafe.Quoted(p.Label), p.Probabilities[p.Index])
+		} else {
+			// One JSON array, an element per image as it is labelled.
+			js, err := json.MarshalIndent(p, "  ", "  ")
+			if err != nil {
+				return err
+			}
+			sep := ",\n  "
+			if emitted == 1 {
+				sep = "[\n  "
+			}
+			out.WriteString(sep)
+			out.Write(js)
+		}
+		if emitted == labelled { // the batch's last: out it goes
+			return out.Flush()
+		}
+		return nil
+	})
+	b.close()
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		// The predictions so far are out; a JSON array is left open, so
+		// that no reader takes it for the whole answer.
+		return err
+	}
+	if asJSON {
+		end := "\n]\n"
+		if emitted == 0 {
+			end = "[]\n"
+		}
+		_, err = io.WriteString(cmd.OutOrStdout(), end)
+	}
+	return err
+}
+
+// argPaths yields the command line's paths.
+func argPaths(paths []string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for _, p := range paths {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+}
+
+// maxListEntry bounds one entry of a --files-from list (Linux's PATH_MAX
+// is 4096 bytes).
+const maxListEntry = 1 << 16
+
+// listedPaths yields the paths listed in the file name ("-": in), each
+// ended by a newline or with null a NUL byte (the last may lack it),
+// skipping empty ones; each range reads the list anew, an entry at a time.
+// It ends with an error for a list that cannot be read or an entry longer
+// than maxListEntry.
+func listedPaths(name string, in io.Reader, null bool) iter.Seq2[string, error] {
+	sep := byte('\n')
+	if null {
+		sep = 0
+	}
+	return func(yield func(string, error) bool) {
+		r := in
+		if name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				yield("", fmt.Errorf("--files-from: %w", err))
+				return
+			}
+			defer f.Close()
+			r = f
+		}
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 4096), maxListEntry)
+		sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+			if i := bytes.IndexByte(data, sep); i >= 0 {
+				return i + 1, data[:i], nil
+			}
+			if atEOF && len(data) > 0 {
+				return len(data), data, nil
+			}
+			return 0, nil, nil
+		})
+		for sc.Scan() {
+			if len(sc.Bytes()) > 0 && !yield(sc.Text(), nil) {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield("", fmt.Errorf("--files-from %s: %w", textsafe.Quoted(name), err))
+		}
+	}
+}
+
+// predictBar shows predict's progress on w: on a terminal, a live bar of
+// the images read (a counter when their number is not known first);
+// elsewhere one line per batch labelled, with the images so far, the time
+// and the images per second since the command began.
+type predictBar struct {
+	w     io.Writer
+	term  bool
+	pb    *progressbar.ProgressBar
+	start time.Time
+	last  job.PredictProgress
+}
+
+func newPredictBar(w io.Writer) *predictBar {
+	return &predictBar{w: w, term: isTerminal(w), start: time.Now()}
+}
+
+// update shows p.
+func (b *predictBar) update(p job.PredictProgress) {
+	switch {
+	case b.term:
+		if b.pb == nil {
+			b.pb = progressbar.NewOptions(p.Total, progressbar.OptionSetWriter(b.w), progressbar.OptionSetDescription("images"),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("images"),
+				progressbar.OptionSetPredictTime(p.Total >= 0), progressbar.OptionSetWidth(25),
+				progressbar.OptionThrottle(500*time.Millisecond), progressbar.OptionShowElapsedTimeOnFinish())
+		}
+		if p.Read != b.last.Read {
+			_ = b.pb.Set(p.Read)
+		}
+	case p.Labelled != b.last.Labelled:
+		t := time.Since(b.start)
+		of := ""
+		if p.Total >= 0 {
+			of = fmt.Sprintf("/%d", p.Total)
+		}
+		fmt.Fprintf(b.w, "images  (%d%s) [%s, %.0f images/s]\n", p.Labelled, of, t.Round(100*time.Millisecond), float64(p.Labelled)/max(t.Seconds(), 1e-9))
+	}
+	b.last = p
+}
+
+// close ends a live bar's line.
+func (b *predictBar) close() {
+	if b.pb != nil {
+		fmt.Fprintln(b.w)
+	}
 }
