@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist compare-mnist-published compare-mnist-split autoclip-seeds autoclip-seeds-mnist autoclip-seeds-fashion-mnist autoclip-seeds-cifar10 flat-seeds flat-seeds-mnist flat-seeds-cifar10 build run test onnxruntime compare-mnist cost-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
+.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist compare-mnist-published compare-mnist-split autoclip-seeds autoclip-seeds-mnist autoclip-seeds-fashion-mnist autoclip-seeds-cifar10 flat-seeds flat-seeds-mnist flat-seeds-cifar10 build run test onnxruntime chromium compare-mnist cost-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
 
 all: build
 
@@ -42,9 +42,9 @@ run: build
 # Unit and integration tests (TestTemporalIntegration needs bin/temporal,
 # built first), the tight DP-SGD audit against each planted bug (it must
 # find ε_L above the claim), then a short run of each fuzz target.
-test: deps temporal onnxruntime
+test: deps temporal onnxruntime chromium
 	$(GO) vet ./...
-	DPTUNE_ONNXRUNTIME=$(CURDIR)/$(ORT_DIR)/node_modules/onnxruntime-node $(GO) test ./...
+	DPTUNE_ONNXRUNTIME=$(CURDIR)/$(ORT_DIR)/node_modules/onnxruntime-node DPTUNE_CHROMIUM=$(CHROMIUM) $(GO) test ./...
 	$(GO) test -tags purego ./internal/gemm ./internal/vec ./dpsgd
 	$(GO) test -tags dptune_plant_quarter_noise -run '^TestPlantedBugCaught$$' ./audit
 	$(GO) test -tags dptune_plant_no_clip -run '^TestPlantedBugCaught$$' ./audit
@@ -59,6 +59,14 @@ onnxruntime: $(ORT_DIR)/node_modules/onnxruntime-node/package.json
 $(ORT_DIR)/node_modules/onnxruntime-node/package.json:
 	@command -v npm >/dev/null || { apt-get update && apt-get install -y --no-install-recommends nodejs npm; }
 	npm install --prefix $(ORT_DIR) --no-audit --no-fund --ignore-scripts onnxruntime-node@$(ONNXRUNTIME_NODE)
+
+# Debian's chromium: the headless browser the tuning pages' test
+# (job/tuningpage's TestPagesInChromium) renders tuning.html in; make test
+# sets DPTUNE_CHROMIUM, so the test fails rather than skips.
+CHROMIUM ?= /usr/bin/chromium
+chromium: $(CHROMIUM)
+$(CHROMIUM):
+	apt-get update && apt-get install -y --no-install-recommends chromium
 
 fuzz:
 	$(GO) test ./data -run '^$$' -fuzz '^FuzzParseIDX$$' -fuzztime $(FUZZTIME)
