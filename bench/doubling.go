@@ -427,6 +427,9 @@ func init() {
 				}},
 		},
 		spec: func(cfg CompareConfig, tuner string, eps float64, seed uint64) tuning.Values {
+			if tuner != tuning.DoublingName {
+				return nil // a tuner takes its own options only
+			}
 			d := cfg.doublingOptions()
 			tmax := tuning.DefaultMaxIterations(d.U0, d.Granularity)
 			d.Epsilon0 = compareOption[float64](cfg, "doubling-share") * eps / float64(max(tmax, 1))

@@ -32,25 +32,42 @@ func TestCompareSettingsLayout(t *testing.T) {
 	}
 }
 
-// Every entry's spec carries the doubling tuner's options: ϵ₀ is the
-// search's share of the budget over its cap T_max = ⌈5·log₂(1/g)⌉ = 34 at
-// g = 0.01, and the part scores are cached per tuner and seed.
+// Every entry's spec carries its own tuner's options only (a tuner refuses
+// any other): the doubling tuner's ϵ₀ is the search's share of the budget
+// over its cap T_max = ⌈5·log₂(1/g)⌉ = 34 at g = 0.01, and its part scores
+// are cached per tuner and seed; the GP tuner's are the paper's.
 func TestCompareSpecOptions(t *testing.T) {
 	cfg := CompareConfig{Space: tuning.Space{Name: "s", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1}}}},
 		MeanRuns: 10, Options: tuning.Values{"doubling-share": 0.25, "partitions": 4}, Dir: "d"}
+	seen := map[string]bool{}
 	for _, e := range CompareEntries {
 		spec, err := compareSpec(cfg, e, 8, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := tuning.DoublingOptionsOf(tuning.Spec{Options: spec.Options})
-		if math.Abs(o.Epsilon0-0.25*8/34) > 1e-15 || o.Partitions != 4 || o.PartEpochs != 1 || o.Granularity != 0.01 ||
-			o.Cache != filepath.Join("d", "curator", e.Tuner+"-seed3.csv") {
-			t.Errorf("%s: %+v", e.ID(), o)
+		tu, err := tuning.Lookup(e.Tuner)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if tuning.GPOptionsOf(tuning.Spec{Options: spec.Options}) != job.DefaultGPOptions() {
-			t.Errorf("%s: GP options %v", e.ID(), spec.Options)
+		if err := tuning.CheckOptions(tu, tuning.Spec{Options: spec.Options}); err != nil {
+			t.Errorf("%s: %v", e.ID(), err)
 		}
+		seen[e.Tuner] = true
+		switch e.Tuner {
+		case tuning.DoublingName:
+			o := tuning.DoublingOptionsOf(tuning.Spec{Options: spec.Options})
+			if math.Abs(o.Epsilon0-0.25*8/34) > 1e-15 || o.Partitions != 4 || o.PartEpochs != 1 || o.Granularity != 0.01 ||
+				o.Cache != filepath.Join("d", "curator", e.Tuner+"-seed3.csv") {
+				t.Errorf("%s: %+v", e.ID(), o)
+			}
+		case tuning.GPName:
+			if tuning.GPOptionsOf(tuning.Spec{Options: spec.Options}) != job.DefaultGPOptions() || len(spec.Options) != 4 {
+				t.Errorf("%s: GP options %v", e.ID(), spec.Options)
+			}
+		}
+	}
+	if !seen[tuning.DoublingName] || !seen[tuning.GPName] {
+		t.Errorf("entries %v lack the doubling or the GP tuner", CompareEntries)
 	}
 }
 

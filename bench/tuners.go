@@ -107,7 +107,7 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 				if err != nil {
 					return err
 				}
-				spec := tuning.Spec{Space: l.Space, Repetitions: rep, Seed: &seed, Options: cfg.GPOptions.Values()}
+				spec := tuning.Spec{Space: l.Space, Repetitions: rep, Seed: &seed, Options: simOptions(m, cfg.GPOptions)}
 				res, err := tu.Run(ctx, spec, landscapeTrainer{l, cfg.ScoreNoise}, nil)
 				if err != nil {
 					return err
@@ -148,7 +148,7 @@ func SimulateTuners(ctx context.Context, cfg TunerSimConfig) ([]TunerSimCell, er
 // Papernot & Steinke's Theorem 2 for the second (tuning.Calibrate).
 func SimulationNoise(ctx context.Context, q float64, steps int, refGamma float64, gp tuning.GPOptions, eps, delta float64) (sigmaGP, sigmaUniform float64, err error) {
 	base := func(s float64) accounting.Event { return accounting.DPSGD(s, q, steps) }
-	spec := tuning.Spec{Repetitions: accounting.TNBRepetitions(1, refGamma), Options: gp.Values()}
+	spec := tuning.Spec{Repetitions: accounting.TNBRepetitions(1, refGamma)}
 	if err := spec.Repetitions.Check(); err != nil {
 		return 0, 0, err
 	}
@@ -161,11 +161,21 @@ func SimulationNoise(ctx context.Context, q float64, steps int, refGamma float64
 		if err != nil {
 			return 0, 0, err
 		}
+		spec.Options = simOptions(m, gp)
 		if sigma[m], err = tuning.Calibrate(ctx, tu, spec, base, eps, delta); err != nil {
 			return 0, 0, err
 		}
 	}
 	return sigma[0], sigma[1], nil
+}
+
+// simOptions are the options of the simulation's tuner m: gp for the GP
+// tuner (0), none for random-stop (1), which takes none.
+func simOptions(m int, gp tuning.GPOptions) tuning.Values {
+	if m == 0 {
+		return gp.Values()
+	}
+	return nil
 }
 
 // simTuner is the simulation's tuner m: DP-HyPO's GP tuner (0) or its
@@ -203,7 +213,10 @@ var compareClaims = []compareClaim{
 // The GP tuner in `bench compare`: DP-HyPO's settings from cfg.Options (by
 // default the paper's, tuning.DefaultGPOptions), recorded in compare.json.
 func init() {
-	compareTuners = append(compareTuners, compareTuner{spec: func(cfg CompareConfig, _ string, _ float64, _ uint64) tuning.Values {
+	compareTuners = append(compareTuners, compareTuner{spec: func(cfg CompareConfig, tuner string, _ float64, _ uint64) tuning.Values {
+		if tuner != tuning.GPName {
+			return nil // a tuner takes its own options only
+		}
 		return cfg.gpSettings().GP.Values()
 	}})
 }

@@ -4,17 +4,21 @@
 // score and ledger — is all that leaves them.
 //
 // A tuner is a Tuner registered by name (Register, Lookup, Names). It owns
-// its privacy plan: Check refuses what it cannot run before any data is
-// read (errors wrap ErrInvalid), Event is the whole tuning's ledger event
-// for one base run's event, Accountant counts it, Label names it, and
-// Options and Uses declare its own settings and the common ones it reads,
-// from which the command line makes its flags. Calibration is one generic
-// call for every tuner, Calibrate: accounting.CalibrateNoise over
-// σ ↦ Event(base(σ)). A Runner tunes around whole training runs (Run); a
-// Partitioned tuner is given the training data cut into keyed disjoint
-// parts by its caller (package job); a Federated tuner plans a job for
-// clients that each hold a share of the data (Plan), which its caller
-// serves and whose clients it starts.
+// its privacy plan: Check refuses what it cannot run before any data is read
+// (errors wrap ErrInvalid), Event is the whole tuning's ledger event for one
+// base run's event, Accountant counts it, Label names it, and Options and
+// Uses declare its own settings and the common ones it reads, from which the
+// command line makes its flags. A tuner's own settings are one struct
+// (GPOptions, DoublingOptions, VoteOptions) whose field tags give each
+// option's name, default and help (options.go): Options is OptionsOf it, and
+// the tuner decodes Spec.Options, Values by name, into it, refusing a name
+// it does not declare or a value of the wrong type (CheckOptions).
+// Calibration is one generic call for every tuner, Calibrate:
+// accounting.CalibrateNoise over σ ↦ Event(base(σ)). A Runner tunes around
+// whole training runs (Run); a Partitioned tuner is given the training data
+// cut into keyed disjoint parts by its caller (package job); a Federated
+// tuner plans a job for clients that each hold a share of the data (Plan),
+// which its caller serves and whose clients it starts.
 //
 // The tuners:
 //
@@ -70,10 +74,12 @@
 // summary (PrintSummary) and says what it released and cost (Outcome,
 // Cost).
 //
-// Built-in search spaces are registered by name too (RegisterSpace,
-// BuiltinSpace, SpaceNames): space.go's DP-HyPO grids, spaces_scatter.go's
-// ScatterNet spaces, and a tuner's own from its file (doubling.go registers
-// mnist-doubling).
+// A search space (Space, Dim, Candidate, ParseSpace) is package
+// tuning/space's, a leaf that package federated shares; this package's
+// names for them are aliases. Built-in search spaces are registered by
+// name too (RegisterSpace, BuiltinSpace, SpaceNames): space.go's DP-HyPO
+// grids, spaces_scatter.go's ScatterNet spaces, and a tuner's own from its
+// file (doubling.go registers mnist-doubling).
 //
 // A space's dimensions are numeric grids or categorical choices
 // (Categorical; a candidate's Labels name its choices). hyper.go knows the

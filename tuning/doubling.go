@@ -260,42 +260,43 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	return res, err
 }
 
-// DoublingOptions are the doubling tuner's settings (its Options).
+// DoublingOptions are the doubling tuner's settings: its options (their
+// tags; see Option).
 type DoublingOptions struct {
-	Partitions    int     // k disjoint parts of the training data
-	Epsilon0      float64 // ϵ of one search iteration, nats
-	Granularity   float64 // utility granularity g
-	U0            float64 // utility lower bound u₀
-	MaxIterations int     // the cap T_max; 0: DefaultMaxIterations
-	PartEpochs    int     // epochs of each part run
-	// PartBatch is the expected batch size of a part run; 0: the final
-	// run's batch size, or the whole part when a part is smaller.
-	PartBatch int
+	// Partitions is k, the disjoint parts of the training data.
+	Partitions int `option:"partitions" default:"10" help:"number k of disjoint training parts"`
+	// Epsilon0 is ϵ of one search iteration, in nats.
+	Epsilon0 float64 `option:"epsilon0" default:"0.1" help:"ϵ in nats of one search iteration"`
+	// Granularity is the utility granularity g.
+	Granularity float64 `option:"granularity" default:"0.01" help:"utility granularity g"`
+	// U0 is the utility lower bound u₀.
+	U0 float64 `option:"u0" default:"0" help:"utility lower bound u₀"`
+	// MaxIterations is the cap T_max; 0: DefaultMaxIterations.
+	MaxIterations int `option:"max-iterations" default:"0" help:"iteration cap T_max (default ⌈5·log₂((1−u₀)/g)⌉)"`
 	// Private trains the parts with DP-SGD at PartitionNoise (counted);
 	// otherwise they are clipped without noise, covered by the search's
 	// Laplace noise (Lemma 2).
-	Private        bool
-	PartitionNoise float64
+	Private        bool    `option:"private-partitions" default:"false" help:"train the parts with DP-SGD (default: clipped, without noise)"`
+	PartitionNoise float64 `option:"partition-noise" default:"1" help:"noise multiplier of private part runs"`
+	// PartEpochs are the epochs of each part run.
+	PartEpochs int `option:"part-epochs" default:"3" help:"epochs of each part run"`
+	// PartBatch is the expected batch size of a part run; 0: the final
+	// run's batch size, or the whole part when a part is smaller.
+	PartBatch int `option:"part-batch" default:"0" help:"expected batch size of each part run (default: the final run's, or the whole part when a part is smaller)"`
 	// Cache is the curator-only file of finished part scores (NOT PRIVATE,
 	// mode 0600), reused by a rerun with the same seed and settings; "" for
 	// none.
-	Cache string
+	Cache string `option:"cache" default:"" help:"file of finished part scores, reused on a rerun (default: OUT/partition-scores.csv)" curator:"partition-scores.csv"`
 }
 
 // Values returns o as the doubling tuner's Spec.Options.
-func (o DoublingOptions) Values() Values {
-	return Values{"partitions": o.Partitions, "epsilon0": o.Epsilon0, "granularity": o.Granularity, "u0": o.U0,
-		"max-iterations": o.MaxIterations, "private-partitions": o.Private, "partition-noise": o.PartitionNoise,
-		"part-epochs": o.PartEpochs, "part-batch": o.PartBatch, "cache": o.Cache}
-}
+func (o DoublingOptions) Values() Values { return OptionValues(o) }
 
-// DoublingOptionsOf returns the doubling tuner's options in s.
+// DoublingOptionsOf returns the doubling tuner's options in s, a missing
+// one at its default (one that Check refuses, at its default too).
 func DoublingOptionsOf(s Spec) DoublingOptions {
-	var d doublingTuner
-	return DoublingOptions{Partitions: value[int](s, d, "partitions"), Epsilon0: value[float64](s, d, "epsilon0"),
-		Granularity: value[float64](s, d, "granularity"), U0: value[float64](s, d, "u0"), MaxIterations: value[int](s, d, "max-iterations"),
-		PartEpochs: value[int](s, d, "part-epochs"), PartBatch: value[int](s, d, "part-batch"), Private: value[bool](s, d, "private-partitions"),
-		PartitionNoise: value[float64](s, d, "partition-noise"), Cache: value[string](s, d, "cache")}
+	o, _ := DecodeOptions[DoublingOptions](DoublingName, s.Options)
+	return o
 }
 
 // PartBatchOf is the expected batch size of s's part runs: PartBatch, or
@@ -363,31 +364,22 @@ func (doublingTuner) Name() string { return DoublingName }
 func (doublingTuner) Summary() string {
 	return "Ding et al.: every candidate trained on k disjoint parts, a capped doubling AboveThreshold search, one final DP-SGD run"
 }
-func (doublingTuner) Options() []Option {
-	return []Option{
-		{Name: "partitions", Default: 10, Help: "number k of disjoint training parts"},
-		{Name: "epsilon0", Default: 0.1, Help: "ϵ in nats of one search iteration"},
-		{Name: "granularity", Default: 0.01, Help: "utility granularity g"},
-		{Name: "u0", Default: 0.0, Help: "utility lower bound u₀"},
-		{Name: "max-iterations", Default: 0, Help: "iteration cap T_max (default ⌈5·log₂((1−u₀)/g)⌉)"},
-		{Name: "private-partitions", Default: false, Help: "train the parts with DP-SGD (default: clipped, without noise)"},
-		{Name: "partition-noise", Default: 1.0, Help: "noise multiplier of private part runs"},
-		{Name: "part-epochs", Default: 3, Help: "epochs of each part run"},
-		{Name: "part-batch", Default: 0, Help: "expected batch size of each part run (default: the final run's, or the whole part when a part is smaller)"},
-		{Name: "cache", Default: "", Help: "file of finished part scores, reused on a rerun (default: OUT/partition-scores.csv)", CuratorFile: "partition-scores.csv"},
-	}
-}
-func (doublingTuner) Uses() Uses { return Uses{Default: true} }
+func (doublingTuner) Options() []Option { return OptionsOf(DoublingOptions{}) }
+func (doublingTuner) Uses() Uses        { return Uses{Default: true} }
 func (doublingTuner) Example() string {
 	return "--space mnist-doubling --epsilon 8"
 }
 
-// Check refuses search settings outside Algorithm 1's domain, a weight on
+// Check refuses an option it does not know or of the wrong type
+// (CheckOptions), search settings outside Algorithm 1's domain, a weight on
 // the default (every candidate is scored, the default once), any
 // accountant but rdp, fewer validation examples than parts (a score's
 // sensitivity 1/n_val would exceed 1/k), parts smaller than a batch, a
 // non-finite partition noise and part epochs a part cannot hold.
-func (doublingTuner) Check(s Spec) error {
+func (t doublingTuner) Check(s Spec) error {
+	if err := CheckOptions(t, s); err != nil {
+		return err
+	}
 	o := DoublingOptionsOf(s)
 	d := NewDoubling(s, Hyper{})
 	if err := d.Search.Check(); err != nil {

@@ -11,17 +11,23 @@ import (
 )
 
 // GPOptions are DP-HyPO's Algorithm 3 parameters, used as given (a zero τ
-// is pure exploitation of the posterior mean; a zero c or β is invalid).
-// DefaultGPOptions are the paper's.
+// is pure exploitation of the posterior mean; a zero c or β is invalid),
+// and the GP tuner's options (its tags; see Option). DefaultGPOptions are
+// the paper's.
 type GPOptions struct {
-	MaxRatio, MinRatio float64 // C and c: densities within [c, C] × the uniform prior
-	Tau                float64 // UCB weight τ: score μ + τσ
-	Beta               float64 // softmax inverse temperature β
+	// MaxRatio and MinRatio are C and c: densities within [c, C] × the
+	// uniform prior.
+	MaxRatio float64 `option:"C" default:"2" help:"upper density bound C (× the uniform prior)"`
+	MinRatio float64 `option:"c" default:"0.75" help:"lower density bound c, in (0, 1]"`
+	// Tau is the UCB weight τ: score μ + τσ.
+	Tau float64 `option:"tau" default:"0.1" help:"UCB weight τ ≥ 0 (0: the posterior mean alone)"`
+	// Beta is the softmax inverse temperature β.
+	Beta float64 `option:"beta" default:"1" help:"softmax inverse temperature β > 0"`
 }
 
 // DefaultGPOptions returns the paper's settings (Appendix E.1): C = 2,
 // c = 0.75, τ = 0.1, β = 1.
-func DefaultGPOptions() GPOptions { return GPOptions{MaxRatio: 2, MinRatio: 0.75, Tau: 0.1, Beta: 1} }
+func DefaultGPOptions() GPOptions { return DefaultOptions[GPOptions]() }
 
 // Check returns an error unless 0 < c ≤ 1 ≤ C < ∞ (else no density fits),
 // τ ≥ 0 and β > 0.
@@ -133,35 +139,30 @@ func (gpTuner) Name() string { return GPName }
 func (gpTuner) Summary() string {
 	return "DP-HyPO (Wang et al. 2023): candidates from a Gaussian-process UCB softmax kept within [c, C] × the uniform prior; K ~ TNB"
 }
-func (gpTuner) Example() string { return "--space mnist-dphypo --mean-runs 10 --epsilon 8" }
-func (gpTuner) Options() []Option {
-	d := DefaultGPOptions()
-	return []Option{
-		{Name: "C", Default: d.MaxRatio, Help: "upper density bound C (× the uniform prior)"},
-		{Name: "c", Default: d.MinRatio, Help: "lower density bound c, in (0, 1]"},
-		{Name: "tau", Default: d.Tau, Help: "UCB weight τ ≥ 0 (0: the posterior mean alone)"},
-		{Name: "beta", Default: d.Beta, Help: "softmax inverse temperature β > 0"},
-	}
-}
+func (gpTuner) Example() string   { return "--space mnist-dphypo --mean-runs 10 --epsilon 8" }
+func (gpTuner) Options() []Option { return OptionsOf(GPOptions{}) }
 func (gpTuner) Uses() Uses {
 	return Uses{Repetitions: true, DefaultRuns: accounting.TNB, TrainerScores: true, Diagnostics: true}
 }
 
-// GPOptionsOf returns the GP tuner's options in s.
+// GPOptionsOf returns the GP tuner's options in s, a missing one at its
+// default (one that Check refuses, at its default too).
 func GPOptionsOf(s Spec) GPOptions {
-	var g gpTuner
-	return GPOptions{MaxRatio: value[float64](s, g, "C"), MinRatio: value[float64](s, g, "c"), Tau: value[float64](s, g, "tau"), Beta: value[float64](s, g, "beta")}
+	o, _ := DecodeOptions[GPOptions](GPName, s.Options)
+	return o
 }
 
 // Values returns o as the GP tuner's Spec.Options.
-func (o GPOptions) Values() Values {
-	return Values{"C": o.MaxRatio, "c": o.MinRatio, "tau": o.Tau, "beta": o.Beta}
-}
+func (o GPOptions) Values() Values { return OptionValues(o) }
 
-// Check refuses a mean of K above accounting.MaxMeanRuns, invalid options,
-// repetitions other than TNB (DP-HyPO's Theorem 1) and any accountant but
-// rdp.
-func (gpTuner) Check(s Spec) error {
+// Check refuses an option it does not know or of the wrong type
+// (CheckOptions), a mean of K above accounting.MaxMeanRuns, invalid
+// options, repetitions other than TNB (DP-HyPO's Theorem 1) and any
+// accountant but rdp.
+func (g gpTuner) Check(s Spec) error {
+	if err := CheckOptions(g, s); err != nil {
+		return err
+	}
 	if err := s.Repetitions.CheckSampled(); err != nil {
 		return invalid(err)
 	}

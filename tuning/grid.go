@@ -56,10 +56,13 @@ func (gridTuner) Example() string {
 }
 func (gridTuner) Uses() Uses { return Uses{TrainerScores: true, Diagnostics: true, Default: true} }
 
-// Check refuses a space too large to count K = |S| (|S| + 1 with the
-// default), a weight on the default (grid trains it once) and any
-// accountant but rdp.
-func (gridTuner) Check(s Spec) error {
+// Check refuses any option (it has none; CheckOptions), a space too large
+// to count K = |S| (|S| + 1 with the default), a weight on the default
+// (grid trains it once) and any accountant but rdp.
+func (g gridTuner) Check(s Spec) error {
+	if err := CheckOptions(g, s); err != nil {
+		return err
+	}
 	if err := accounting.FixedRepetitions(s.Candidates()).Check(); err != nil {
 		return invalid(err)
 	}

@@ -116,11 +116,15 @@ func (randomStop) Uses() Uses {
 	return Uses{Repetitions: true, DefaultRuns: accounting.Poisson, TrainerScores: true, Diagnostics: true, Default: true}
 }
 
-// Check refuses a K whose mean is above accounting.MaxMeanRuns, a weight
-// on the default outside (0, 1), and the xiang-o accountant except for
-// public validation without a budget file (and without the default, whose
-// run need not share the space's DP-SGD shape).
-func (randomStop) Check(s Spec) error {
+// Check refuses any option (it has none; CheckOptions), a K whose mean is
+// above accounting.MaxMeanRuns, a weight on the default outside (0, 1),
+// and the xiang-o accountant except for public validation without a
+// budget file (and without the default, whose run need not share the
+// space's DP-SGD shape).
+func (r randomStop) Check(s Spec) error {
+	if err := CheckOptions(r, s); err != nil {
+		return err
+	}
 	if err := s.Repetitions.CheckSampled(); err != nil {
 		return invalid(err)
 	}

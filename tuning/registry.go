@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -49,8 +48,8 @@ type Tuner interface {
 	Name() string
 	// Summary is one line for help text.
 	Summary() string
-	// Options are the tuner's own settings (Spec.Options), beyond the
-	// common ones.
+	// Options describes the tuner's own settings (Spec.Options), beyond
+	// the common ones: OptionsOf its options struct, nil for none.
 	Options() []Option
 	// Uses says which common settings the tuner reads.
 	Uses() Uses
@@ -149,22 +148,6 @@ type Uses struct {
 	Default bool
 }
 
-// Option is one of a tuner's own settings. Default's type (int, float64,
-// bool, string or time.Duration) is the value's type in Spec.Options.
-type Option struct {
-	Name    string // also the command-line flag, without "--"
-	Default any
-	Help    string // one line, without the tuner's name
-	// CuratorFile, for a string option naming a file, is the file's name
-	// in the curator's directory beside the release when the option is
-	// left empty.
-	CuratorFile string
-}
-
-// Values are a tuner's settings by Option name; a missing one takes its
-// Option's default.
-type Values map[string]any
-
 // Spec is one tuning's settings, all public and known before the data is
 // read. Sizes are nominal.
 type Spec struct {
@@ -187,7 +170,9 @@ type Spec struct {
 	Delta float64
 	// Budget says a budget file will be charged.
 	Budget bool
-	// Options are the tuner's own settings (Tuner.Options).
+	// Options are the tuner's own settings by name (Tuner.Options), a
+	// missing one at its default; Check refuses a name the tuner does not
+	// declare and a value of the wrong type (CheckOptions).
 	Options Values
 	// Default, if not nil, is one more candidate beside the space's grid:
 	// the published default settings (DefaultCandidate), for a tuner whose
@@ -227,22 +212,6 @@ func CheckDefault(tu Tuner, s Spec) error {
 		return invalidf("the %s tuner cannot take the default among its candidates", tu.Name())
 	}
 	return nil
-}
-
-// value returns option name of tu in s, or its default.
-func value[T any](s Spec, tu Tuner, name string) T {
-	if v, ok := s.Options[name].(T); ok {
-		return v
-	}
-	for _, o := range tu.Options() {
-		if o.Name == name {
-			if v, ok := o.Default.(T); ok {
-				return v
-			}
-		}
-	}
-	var zero T
-	return zero
 }
 
 var (
@@ -341,16 +310,4 @@ type Exampler interface {
 // fixed part spends at delta, for the error of a failed calibration.
 type Shortfall interface {
 	Shortfall(spec Spec, delta float64) string
-}
-
-// CheckOptions refuses a value in spec.Options whose type is not its
-// option's default's (an option of another tuner is ignored).
-func CheckOptions(tu Tuner, spec Spec) error {
-	for _, o := range tu.Options() {
-		v, ok := spec.Options[o.Name]
-		if ok && reflect.TypeOf(v) != reflect.TypeOf(o.Default) {
-			return invalidf("option %s of the %s tuner is a %T, want a %T", o.Name, tu.Name(), v, o.Default)
-		}
-	}
-	return nil
 }

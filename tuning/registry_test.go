@@ -123,15 +123,19 @@ func TestOptionDefaults(t *testing.T) {
 	}
 }
 
-// An option of the wrong type is refused, not read as its default; another
-// tuner's option is not this one's business.
+// An option of the wrong type is refused, not read as its default; so is
+// a name the tuner does not declare, another tuner's included (a misspelt
+// key is never silently ignored).
 func TestCheckOptions(t *testing.T) {
 	tu, _ := Lookup("doubling")
 	if err := CheckOptions(tu, Spec{Options: Values{"partitions": 2.0}}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a float partitions: %v", err)
 	}
-	if err := CheckOptions(tu, Spec{Options: Values{"partitions": 2, "tau": 0.5}}); err != nil {
+	if err := CheckOptions(tu, Spec{Options: Values{"partitions": 2, "part-epochs": 1}}); err != nil {
 		t.Errorf("valid options: %v", err)
+	}
+	if err := CheckOptions(tu, Spec{Options: Values{"partitions": 2, "tau": 0.5}}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"tau"`) {
+		t.Errorf("the GP tuner's option: %v", err)
 	}
 }
 

@@ -39,21 +39,56 @@ type FederatedData struct {
 // (example-level), DP-FedAvg (client-level) or not private.
 type voteTuner struct{}
 
-// Options of the vote tuner (Spec.Options).
-const (
-	voteClients        = "clients"
-	voteVotes          = "votes-per-client"
-	voteEpsilon        = "vote-epsilon"
-	voteDropout        = "dropout"
-	voteSplitAlpha     = "split-alpha"
-	voteLocalEpochs    = "local-epochs"
-	voteFinalTraining  = "final-training"
-	voteRounds         = "fedavg-rounds"
-	voteClipNorm       = "clip-norm"
-	voteColluding      = "colluding"
-	voteRoundTimeout   = "round-timeout"
-	voteMessageTimeout = "message-timeout"
-)
+// VoteOptions are the vote tuner's settings: its options (their tags; see
+// Option), the command line's flags of tune --tuner vote and vote serve.
+type VoteOptions struct {
+	// Clients is n, the number of clients.
+	Clients int `option:"clients" default:"10" help:"number of client processes (2 … 255)"`
+	// VotesPerClient is ℓ, the candidates each client votes for.
+	VotesPerClient int `option:"votes-per-client" default:"3" help:"ℓ, the candidates each client votes for"`
+	// VoteEpsilon is the vote's client-level ε at Spec.Delta.
+	VoteEpsilon float64 `option:"vote-epsilon" default:"1" help:"the vote's client-level ε (part of --epsilon)"`
+	// Dropout is f, the fraction of clients that may drop out.
+	Dropout float64 `option:"dropout" default:"0" help:"fraction f of clients that may drop with the guarantee intact"`
+	// SplitAlpha is 0 for an IID split, else Dirichlet(α).
+	SplitAlpha float64 `option:"split-alpha" default:"0" help:"0 for an IID split, else the Dirichlet concentration α of a non-IID split"`
+	// LocalEpochs are the epochs of a client's local training of each
+	// candidate.
+	LocalEpochs int `option:"local-epochs" default:"1" help:"epochs of each client's local (non-private) training of each candidate"`
+	// FinalTraining is federated.FinalDPSGD, federated.FinalDPFedAvg or
+	// federated.FinalNonPrivate.
+	FinalTraining string `option:"final-training" default:"dp-sgd" help:"dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)"`
+	// Rounds are the FedAvg rounds of the winner, one local epoch each.
+	Rounds int `option:"fedavg-rounds" default:"5" help:"FedAvg rounds of the winner, one local epoch each"`
+	// ClipNorm is the per-example clipping norm of DP-SGD, or with
+	// federated.FinalDPFedAvg the L2 bound of a client's update.
+	ClipNorm float64 `option:"clip-norm" default:"1" help:"clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update"`
+	// Colluding is c, the clients that may collude with the server.
+	Colluding int `option:"colluding" default:"0" help:"c, the clients that may collude with the server; the secure sum's threshold is t = max(⌊(n+c)/2⌋+1, 2), and ⌈(1−f)n⌉ must reach it"`
+	// RoundTimeout and MessageTimeout are the deadlines of the rounds with
+	// local training and of the other rounds (federated.Server's); zero:
+	// federated.DefaultTrainingTimeout and federated.DefaultMessageTimeout,
+	// which are also their defaults (a test holds the tags to them, as
+	// final-training's to federated.FinalDPSGD).
+	RoundTimeout   time.Duration `option:"round-timeout" default:"1h" help:"deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout"`
+	MessageTimeout time.Duration `option:"message-timeout" default:"1m" help:"deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout"`
+}
+
+// Values returns o as the vote tuner's Spec.Options.
+func (o VoteOptions) Values() Values { return OptionValues(o) }
+
+// VoteOptionsOf returns the vote tuner's options in s, a missing one at
+// its default, and an error wrapping ErrInvalid for a name the vote does
+// not declare or a value of the wrong type (left at its default).
+func VoteOptionsOf(s Spec) (VoteOptions, error) {
+	return DecodeOptions[VoteOptions](VoteName, s.Options)
+}
+
+// voteOptions are VoteOptionsOf(s), its error left to Check.
+func voteOptions(s Spec) VoteOptions {
+	o, _ := VoteOptionsOf(s)
+	return o
+}
 
 // VoteName is the vote's name in the registry: the tuner job's federated
 // path serves and its reports name.
@@ -65,22 +100,7 @@ func (voteTuner) Summary() string {
 	return "DP-Hype: client processes each train every candidate on their share and cast a noisy vote over a secure sum (client-level ε); FedAvg trains the winner"
 }
 
-func (voteTuner) Options() []Option {
-	return []Option{
-		{Name: voteClients, Default: 10, Help: "number of client processes (2 … 255)"},
-		{Name: voteVotes, Default: 3, Help: "ℓ, the candidates each client votes for"},
-		{Name: voteEpsilon, Default: 1.0, Help: "the vote's client-level ε (part of --epsilon)"},
-		{Name: voteDropout, Default: 0.0, Help: "fraction f of clients that may drop with the guarantee intact"},
-		{Name: voteSplitAlpha, Default: 0.0, Help: "0 for an IID split, else the Dirichlet concentration α of a non-IID split"},
-		{Name: voteLocalEpochs, Default: 1, Help: "epochs of each client's local (non-private) training of each candidate"},
-		{Name: voteFinalTraining, Default: federated.FinalDPSGD, Help: "dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)"},
-		{Name: voteRounds, Default: 5, Help: "FedAvg rounds of the winner, one local epoch each"},
-		{Name: voteClipNorm, Default: 1.0, Help: "clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update"},
-		{Name: voteColluding, Default: 0, Help: "c, the clients that may collude with the server; the secure sum's threshold is t = max(⌊(n+c)/2⌋+1, 2), and ⌈(1−f)n⌉ must reach it"},
-		{Name: voteRoundTimeout, Default: federated.DefaultTrainingTimeout, Help: "deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout"},
-		{Name: voteMessageTimeout, Default: federated.DefaultMessageTimeout, Help: "deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout"},
-	}
-}
+func (voteTuner) Options() []Option { return OptionsOf(VoteOptions{}) }
 
 // Uses: the number of runs is fixed (every client trains every
 // candidate), and the clients score on their own held-out shares.
@@ -119,8 +139,9 @@ func VoteSpace(s Space) (Space, error) {
 }
 
 // timeouts are s's round deadlines, zero ones at federated's defaults.
-func (tu voteTuner) timeouts(s Spec) (training, message time.Duration) {
-	training, message = value[time.Duration](s, tu, voteRoundTimeout), value[time.Duration](s, tu, voteMessageTimeout)
+func (voteTuner) timeouts(s Spec) (training, message time.Duration) {
+	o := voteOptions(s)
+	training, message = o.RoundTimeout, o.MessageTimeout
 	if training == 0 {
 		training = federated.DefaultTrainingTimeout
 	}
@@ -131,17 +152,22 @@ func (tu voteTuner) timeouts(s Spec) (training, message time.Duration) {
 }
 
 // mechanism is the vote of s before its noise is calibrated.
-func (tu voteTuner) mechanism(s Spec) federated.Mechanism {
-	return federated.Mechanism{Clients: value[int](s, tu, voteClients), Candidates: voteSpace(s.Space).Size(),
-		VotesPerClient: value[int](s, tu, voteVotes), Scale: federated.DefaultScale, Dropout: value[float64](s, tu, voteDropout),
-		Colluding: value[int](s, tu, voteColluding)}
+func (voteTuner) mechanism(s Spec) federated.Mechanism {
+	o := voteOptions(s)
+	return federated.Mechanism{Clients: o.Clients, Candidates: voteSpace(s.Space).Size(),
+		VotesPerClient: o.VotesPerClient, Scale: federated.DefaultScale, Dropout: o.Dropout, Colluding: o.Colluding}
 }
 
-// Check refuses a vote that cannot run, from public facts: the space, δ,
-// the vote's ε, the deadlines, the sizes of the local and final training,
-// the colluding clients, the secure sum's threshold against the fewest
+// Check refuses a vote that cannot run, from public facts: an option it
+// does not know or of the wrong type (CheckOptions), the space, δ, the
+// vote's ε, the deadlines, the sizes of the local and final training, the
+// colluding clients, the secure sum's threshold against the fewest
 // survivors, and the mechanism (Mechanism.Check).
 func (tu voteTuner) Check(s Spec) error {
+	if err := CheckOptions(tu, s); err != nil {
+		return err
+	}
+	o := voteOptions(s)
 	if s.Space.Name != "" {
 		if _, err := VoteSpace(s.Space); err != nil {
 			return invalid(err)
@@ -154,17 +180,16 @@ func (tu voteTuner) Check(s Spec) error {
 	if err := accounting.CheckDelta(s.Delta); err != nil {
 		return invalidf("%v", err)
 	}
-	if eps := value[float64](s, tu, voteEpsilon); !(eps > 0) || math.IsInf(eps, 1) {
+	if eps := o.VoteEpsilon; !(eps > 0) || math.IsInf(eps, 1) {
 		return invalidf("the vote's ε = %v must be positive and finite", eps)
 	}
-	if value[time.Duration](s, tu, voteRoundTimeout) < 0 || value[time.Duration](s, tu, voteMessageTimeout) < 0 {
-		return invalidf("round deadlines %v and %v must not be negative", value[time.Duration](s, tu, voteRoundTimeout), value[time.Duration](s, tu, voteMessageTimeout))
+	if o.RoundTimeout < 0 || o.MessageTimeout < 0 {
+		return invalidf("round deadlines %v and %v must not be negative", o.RoundTimeout, o.MessageTimeout)
 	}
-	rounds, local, clip := value[int](s, tu, voteRounds), value[int](s, tu, voteLocalEpochs), value[float64](s, tu, voteClipNorm)
-	if s.BatchSize < 1 || rounds < 1 || local < 1 || !(clip > 0) {
-		return invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, rounds, local, clip)
+	if s.BatchSize < 1 || o.Rounds < 1 || o.LocalEpochs < 1 || !(o.ClipNorm > 0) {
+		return invalidf("batch size %d, %d rounds, %d local epochs and clipping norm %v must be positive", s.BatchSize, o.Rounds, o.LocalEpochs, o.ClipNorm)
 	}
-	clients, colluding := value[int](s, tu, voteClients), value[int](s, tu, voteColluding)
+	clients, colluding := o.Clients, o.Colluding
 	if colluding < 0 || colluding >= clients {
 		return invalidf("--colluding %d: need 0 ≤ c < %d clients", colluding, clients)
 	}
@@ -194,7 +219,7 @@ func (tu voteTuner) Event(base accounting.Event, s Spec) accounting.Event {
 	if err := tu.Check(s); err != nil {
 		return accounting.NonPrivate{Reason: err.Error()}
 	}
-	m, err := federated.Calibrate(context.Background(), tu.mechanism(s), value[float64](s, tu, voteEpsilon), s.Delta)
+	m, err := federated.Calibrate(context.Background(), tu.mechanism(s), voteOptions(s).VoteEpsilon, s.Delta)
 	if err != nil {
 		return accounting.NonPrivate{Reason: err.Error()}
 	}
@@ -207,6 +232,7 @@ func (tu voteTuner) Event(base accounting.Event, s Spec) accounting.Event {
 // deadline. The split and the initial parameters are drawn from s.Seed
 // (nil: 0).
 func (tu voteTuner) Plan(ctx context.Context, s Spec, eps float64, d FederatedData) (federated.Job, error) {
+	o := voteOptions(s)
 	space := voteSpace(s.Space)
 	if err := federated.CheckSpace(space); err != nil {
 		return federated.Job{}, invalid(err)
@@ -214,14 +240,14 @@ func (tu voteTuner) Plan(ctx context.Context, s Spec, eps float64, d FederatedDa
 	if err := accounting.CheckDelta(s.Delta); err != nil {
 		return federated.Job{}, invalidf("%v", err)
 	}
-	if ve := value[float64](s, tu, voteEpsilon); !(ve > 0) || !(eps > ve) || math.IsInf(eps, 1) {
+	if ve := o.VoteEpsilon; !(ve > 0) || !(eps > ve) || math.IsInf(eps, 1) {
 		return federated.Job{}, invalidf("the vote's ε = %v must be positive and below the total ε = %v", ve, eps)
 	}
 	if err := tu.Check(s); err != nil {
 		return federated.Job{}, err
 	}
-	clients, colluding := value[int](s, tu, voteClients), value[int](s, tu, voteColluding)
-	m, err := federated.Calibrate(ctx, tu.mechanism(s), value[float64](s, tu, voteEpsilon), s.Delta)
+	clients, colluding := o.Clients, o.Colluding
+	m, err := federated.Calibrate(ctx, tu.mechanism(s), o.VoteEpsilon, s.Delta)
 	if err != nil {
 		return federated.Job{}, invalidf("%v", err)
 	}
@@ -230,12 +256,11 @@ func (tu voteTuner) Plan(ctx context.Context, s Spec, eps float64, d FederatedDa
 		seed = *s.Seed
 	}
 	training, _ := tu.timeouts(s)
-	j := federated.Job{Dataset: d.Dataset, Arch: d.Arch, Space: space, Clients: clients, SplitAlpha: value[float64](s, tu, voteSplitAlpha),
-		SplitSeed: seed, NominalN: s.TrainN, HeldOut: 0.2, LocalEpochs: value[int](s, tu, voteLocalEpochs), LocalBatchSize: s.BatchSize,
+	j := federated.Job{Dataset: d.Dataset, Arch: d.Arch, Space: space, Clients: clients, SplitAlpha: o.SplitAlpha,
+		SplitSeed: seed, NominalN: s.TrainN, HeldOut: 0.2, LocalEpochs: o.LocalEpochs, LocalBatchSize: s.BatchSize,
 		InitSeed: seed, Mechanism: m, Threshold: federated.Threshold(clients, colluding), Colluding: colluding,
 		LocalTimeout: training * 4 / 5,
-		Final: federated.Final{Mode: value[string](s, tu, voteFinalTraining), Rounds: value[int](s, tu, voteRounds),
-			ClipNorm: value[float64](s, tu, voteClipNorm)}}
+		Final:        federated.Final{Mode: o.FinalTraining, Rounds: o.Rounds, ClipNorm: o.ClipNorm}}
 	j.Final.SamplingRate = min(1, float64(s.BatchSize)/j.ClientNominalN())
 	j.Final.StepsPerRound = int(math.Ceil(1 / j.Final.SamplingRate))
 	voteEvent := m.Event(m.MinSurvivors())
