@@ -149,15 +149,13 @@ func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
 }
 
 // tuningSpec is s as the vote tuner's spec: its settings as the tuner's
-// options (tuning.Tuner.Options), its space as tuning's.
+// options (tuning.VoteOptions).
 func (s VoteSpec) tuningSpec() tuning.Spec {
 	seed := s.Seed
-	spec := tuning.Spec{Space: s.Space, Delta: s.Delta, TrainN: s.Data.NominalN, BatchSize: s.BatchSize, Seed: &seed,
-		Options: tuning.Values{"clients": s.Clients, "votes-per-client": s.VotesPerClient, "vote-epsilon": s.VoteEpsilon,
-			"dropout": s.Dropout, "split-alpha": s.SplitAlpha, "local-epochs": s.LocalEpochs, "final-training": s.FinalTraining,
-			"fedavg-rounds": s.Rounds, "clip-norm": s.ClipNorm, "colluding": s.Colluding,
-			"round-timeout": s.TrainingTimeout, "message-timeout": s.MessageTimeout}}
-	return spec
+	o := tuning.VoteOptions{Clients: s.Clients, VotesPerClient: s.VotesPerClient, VoteEpsilon: s.VoteEpsilon, Dropout: s.Dropout,
+		SplitAlpha: s.SplitAlpha, LocalEpochs: s.LocalEpochs, FinalTraining: s.FinalTraining, Rounds: s.Rounds, ClipNorm: s.ClipNorm,
+		Colluding: s.Colluding, RoundTimeout: s.TrainingTimeout, MessageTimeout: s.MessageTimeout}
+	return tuning.Spec{Space: s.Space, Delta: s.Delta, TrainN: s.Data.NominalN, BatchSize: s.BatchSize, Seed: &seed, Options: o.Values()}
 }
 
 // RunVote plans s, serves it on lis (clients connect with VoteClient) until
@@ -460,9 +458,26 @@ func (s VoteSpec) TuneSpec() TuneSpec {
 		Federation: &Federation{Transport: s.Transport, Test: s.Test, Progress: s.Progress}}
 }
 
+// VoteSpecOf is s, a tuning by the vote tuner, as a VoteSpec for PlanVote
+// and RunVote: its options (tuning.VoteOptions) at their defaults where s
+// has none, its transport, test set and progress s.Federation's (without
+// one, an insecure transport). It refuses a budget file, an option the
+// vote does not declare and one of the wrong type, wrapping ErrInvalid.
+func VoteSpecOf(s TuneSpec) (VoteSpec, error) {
+	tu, err := tuning.Lookup(Vote)
+	if err != nil {
+		return VoteSpec{}, invalid(err)
+	}
+	fed, ok := tu.(tuning.Federated)
+	if !ok {
+		return VoteSpec{}, invalidf("the %s tuner is not federated", Vote)
+	}
+	return s.voteSpec(fed)
+}
+
 // voteSpec is the vote of s (a federated tuner fed's spec), its options
-// at their defaults where s has none; it refuses a budget file and an
-// option of the wrong type.
+// at their defaults where s has none; it refuses a budget file, an option
+// the tuner does not declare and one of the wrong type.
 func (s TuneSpec) voteSpec(fed tuning.Federated) (VoteSpec, error) {
 	if s.Budget != "" {
 		return VoteSpec{}, invalidf("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
@@ -470,13 +485,7 @@ func (s TuneSpec) voteSpec(fed tuning.Federated) (VoteSpec, error) {
 	if err := tuning.CheckOptions(fed, tuning.Spec{Options: s.Options}); err != nil {
 		return VoteSpec{}, invalid(err)
 	}
-	o := tuning.Values{}
-	for _, opt := range fed.Options() {
-		o[opt.Name] = opt.Default
-	}
-	for k, v := range s.Options {
-		o[k] = v
-	}
+	o, _ := tuning.VoteOptionsOf(tuning.Spec{Options: s.Options}) // checked
 	space, err := tuning.VoteSpace(s.Space)
 	if err != nil {
 		return VoteSpec{}, invalid(err)
@@ -485,18 +494,9 @@ func (s TuneSpec) voteSpec(fed tuning.Federated) (VoteSpec, error) {
 	if s.Seed != nil {
 		v.Seed = *s.Seed
 	}
-	v.Clients, _ = o["clients"].(int)
-	v.VotesPerClient, _ = o["votes-per-client"].(int)
-	v.VoteEpsilon, _ = o["vote-epsilon"].(float64)
-	v.Dropout, _ = o["dropout"].(float64)
-	v.SplitAlpha, _ = o["split-alpha"].(float64)
-	v.LocalEpochs, _ = o["local-epochs"].(int)
-	v.FinalTraining, _ = o["final-training"].(string)
-	v.Rounds, _ = o["fedavg-rounds"].(int)
-	v.ClipNorm, _ = o["clip-norm"].(float64)
-	v.Colluding, _ = o["colluding"].(int)
-	v.TrainingTimeout, _ = o["round-timeout"].(time.Duration)
-	v.MessageTimeout, _ = o["message-timeout"].(time.Duration)
+	v.Clients, v.VotesPerClient, v.VoteEpsilon, v.Dropout, v.SplitAlpha = o.Clients, o.VotesPerClient, o.VoteEpsilon, o.Dropout, o.SplitAlpha
+	v.LocalEpochs, v.FinalTraining, v.Rounds, v.ClipNorm, v.Colluding = o.LocalEpochs, o.FinalTraining, o.Rounds, o.ClipNorm, o.Colluding
+	v.TrainingTimeout, v.MessageTimeout = o.RoundTimeout, o.MessageTimeout
 	if f := s.Federation; f != nil {
 		v.Transport, v.Test, v.Progress = f.Transport, f.Test, f.Progress
 	} else {

@@ -24,7 +24,7 @@ type tuneFlags struct {
 	seed                                           uint64
 	split                                          splitFlags
 	options                                        tunerFlags
-	vote                                           voteFlags
+	transport                                      job.VoteTransport // vote serve only
 	run                                            runnerFlags
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,11 +20,16 @@ type tunerFlags struct {
 	owner map[string]string
 }
 
-// addTunerFlags registers every tuner's options (job.Tuners) on fl, each
-// help line led by its tuner's name.
-func addTunerFlags(fl *pflag.FlagSet) tunerFlags {
+// addTunerFlags registers the options of the tuners named only (every
+// tuner's when none is, job.Tuners) on fl, each help line led by its
+// tuner's name: the tuners' options structs are the flags' only
+// declaration.
+func addTunerFlags(fl *pflag.FlagSet, only ...string) tunerFlags {
 	f := tunerFlags{flags: map[string]any{}, owner: map[string]string{}}
 	for _, t := range job.Tuners() {
+		if len(only) > 0 && !slices.Contains(only, t.Name) {
+			continue
+		}
 		for _, o := range t.Options {
 			if _, dup := f.flags[o.Name]; dup {
 				continue

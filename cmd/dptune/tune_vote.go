@@ -18,38 +18,13 @@ import (
 	"github.com/dptune/dptune/job"
 )
 
-// voteFlags are the flags of --tuner vote.
-type voteFlags struct {
-	clients, votes, rounds, localEpochs int
-	voteEpsilon, dropout, alpha, clip   float64
-	finalTraining                       string
-	colluding                           int
-	transport                           job.VoteTransport // vote serve and vote client only
-	roundTimeout, messageTimeout        time.Duration
-}
-
-func addVoteFlags(fl *pflag.FlagSet, v *voteFlags) {
-	fl.IntVar(&v.clients, "clients", 10, "vote: number of client processes (2 … 255)")
-	fl.IntVar(&v.votes, "votes-per-client", 3, "vote: ℓ, the candidates each client votes for")
-	fl.Float64Var(&v.voteEpsilon, "vote-epsilon", 1, "vote: the vote's client-level ε (part of --epsilon)")
-	fl.Float64Var(&v.dropout, "dropout", 0, "vote: fraction f of clients that may drop with the guarantee intact")
-	fl.Float64Var(&v.alpha, "split-alpha", 0, "vote: 0 for an IID split, else the Dirichlet concentration α of a non-IID split")
-	fl.IntVar(&v.localEpochs, "local-epochs", 1, "vote: epochs of each client's local (non-private) training of each candidate")
-	fl.StringVar(&v.finalTraining, "final-training", job.FinalDPSGD, "vote: dp-sgd (each client runs DP-SGD in every FedAvg round; example-level ε), dp-fedavg (clipped client updates, noise in the secure sum; client-level ε, for many clients) or non-private (the paper's setting; the model is NOT private)")
-	fl.IntVar(&v.rounds, "fedavg-rounds", 5, "vote: FedAvg rounds of the winner, one local epoch each")
-	fl.Float64Var(&v.clip, "clip-norm", 1, "vote: clipping norm of the final DP-SGD (per example), or with dp-fedavg of each client's update")
-	fl.IntVar(&v.colluding, "colluding", 0, "vote: c, the clients that may collude with the server; the secure sum's threshold is t = max(⌊(n+c)/2⌋+1, 2), and ⌈(1−f)n⌉ must reach it")
-	fl.DurationVar(&v.roundTimeout, "round-timeout", job.DefaultTrainingTimeout, "vote: deadline of a round in which the clients train (load the data, score the candidates, train a FedAvg round); a client silent past it is a dropout")
-	fl.DurationVar(&v.messageTimeout, "message-timeout", job.DefaultMessageTimeout, "vote: deadline of the other rounds of the protocol (key exchange, unmasking); a client silent past it is a dropout")
-}
-
-// check refuses timeouts that are not positive.
-func (v voteFlags) check() error {
-	if v.roundTimeout <= 0 {
-		return usagef("--round-timeout %v must be positive", v.roundTimeout)
+// checkVoteTimeouts refuses round deadlines that are not positive.
+func checkVoteTimeouts(v job.VoteSpec) error {
+	if v.TrainingTimeout <= 0 {
+		return usagef("--round-timeout %v must be positive", v.TrainingTimeout)
 	}
-	if v.messageTimeout <= 0 {
-		return usagef("--message-timeout %v must be positive", v.messageTimeout)
+	if v.MessageTimeout <= 0 {
+		return usagef("--message-timeout %v must be positive", v.MessageTimeout)
 	}
 	return nil
 }
@@ -98,50 +73,31 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags, t job.TunerInfo) error {
 	if err != nil {
 		return err
 	}
-	f.vote = voteFlagsOf(vals)
-	return serveVote(cmd, f, "127.0.0.1:0", true)
+	return serveVote(cmd, f, vals, "127.0.0.1:0", true)
 }
 
-// voteFlagsOf are the vote tuner's options (tune's flags, registered from
-// the tuner's Options) as voteFlags.
-func voteFlagsOf(v map[string]any) voteFlags {
-	f := voteFlags{}
-	f.clients, _ = v["clients"].(int)
-	f.votes, _ = v["votes-per-client"].(int)
-	f.voteEpsilon, _ = v["vote-epsilon"].(float64)
-	f.dropout, _ = v["dropout"].(float64)
-	f.alpha, _ = v["split-alpha"].(float64)
-	f.localEpochs, _ = v["local-epochs"].(int)
-	f.finalTraining, _ = v["final-training"].(string)
-	f.rounds, _ = v["fedavg-rounds"].(int)
-	f.clip, _ = v["clip-norm"].(float64)
-	f.colluding, _ = v["colluding"].(int)
-	f.roundTimeout, _ = v["round-timeout"].(time.Duration)
-	f.messageTimeout, _ = v["message-timeout"].(time.Duration)
-	return f
-}
-
-// serveVote plans the vote of f, serves it on listen and, if spawn, starts
-// the clients on this machine; then saves and prints the release. Every
-// flag and the data are checked before the listener opens or any client
-// starts.
-func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error {
+// serveVote plans the vote of f with the vote tuner's options (the values
+// of its flags), serves it on listen and, if spawn, starts the clients on
+// this machine; then saves and prints the release. Every flag and the data
+// are checked before the listener opens or any client starts.
+func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen string, spawn bool) error {
 	start := time.Now()
 	if f.data.budget != "" {
 		return usagef("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
 	}
-	if err := f.vote.check(); err != nil {
+	seed := f.seed
+	spec, err := job.VoteSpecOf(job.TuneSpec{Tuner: job.Vote, Epsilon: f.epsilon, Delta: f.delta, BatchSize: f.batchSize, Seed: &seed, Options: options})
+	if err != nil {
+		return err
+	}
+	if err := checkVoteTimeouts(spec); err != nil {
 		return err
 	}
 	src, err := f.data.source(cmd)
 	if err != nil {
 		return err
 	}
-	v := f.vote
-	spec := job.VoteSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, VoteEpsilon: v.voteEpsilon, Clients: v.clients,
-		VotesPerClient: v.votes, Dropout: v.dropout, SplitAlpha: v.alpha, LocalEpochs: v.localEpochs, BatchSize: f.batchSize,
-		FinalTraining: v.finalTraining, Rounds: v.rounds, ClipNorm: v.clip, Seed: f.seed, Colluding: v.colluding, Transport: v.transport,
-		TrainingTimeout: v.roundTimeout, MessageTimeout: v.messageTimeout}
+	spec.Data, spec.Transport = src, f.transport
 	if spec.Space, err = job.LoadVoteSpace(f.space); err != nil {
 		return usageError{err}
 	}
@@ -179,7 +135,7 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	}
 	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
-		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, v.voteEpsilon,
+		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, spec.VoteEpsilon,
 		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
 	auth := "mutual TLS, signed keys and U3 (withstands an active server)"
 	if spec.Transport.Insecure {
@@ -224,7 +180,7 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 		ts := spec.TuneSpec()
 		ts.Federation.Listener = lis
 		ts.Federation.Launch = func(ctx context.Context, server string) (func(), error) {
-			procs, err := startVoteClients(ctx, f, server, logs, plan.Clients, filepath.Join(f.out, voteTLSDir))
+			procs, err := startVoteClients(ctx, f, spec, server, logs, plan.Clients, filepath.Join(f.out, voteTLSDir))
 			return func() {
 				for _, p := range procs {
 					exits = append(exits, p.Wait())
@@ -271,10 +227,10 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, spawn bool) error
 	return nil
 }
 
-// startVoteClients starts n dptune vote client processes for server,
-// logging to dir/client-i.log, client i with certs/client-i.pem. They stop
-// with ctx.
-func startVoteClients(ctx context.Context, f tuneFlags, server, dir string, n int, certs string) ([]*exec.Cmd, error) {
+// startVoteClients starts n dptune vote client processes for server (of
+// the vote v), logging to dir/client-i.log, client i with
+// certs/client-i.pem. They stop with ctx.
+func startVoteClients(ctx context.Context, f tuneFlags, v job.VoteSpec, server, dir string, n int, certs string) ([]*exec.Cmd, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -284,7 +240,7 @@ func startVoteClients(ctx context.Context, f tuneFlags, server, dir string, n in
 	}
 	var procs []*exec.Cmd
 	for i := range n {
-		p := exec.CommandContext(ctx, exe, voteClientArgs(f, server, i+1, n, certs)...)
+		p := exec.CommandContext(ctx, exe, voteClientArgs(f, v, server, i+1, n, certs)...)
 		log, err := os.Create(filepath.Join(dir, "client-"+strconv.Itoa(i+1)+".log"))
 		if err != nil {
 			return procs, err
@@ -301,16 +257,16 @@ func startVoteClients(ctx context.Context, f tuneFlags, server, dir string, n in
 }
 
 // voteClientArgs are the arguments of client i of n started by tune
-// --tuner vote: its share and certificate, and the curator's own --epsilon,
-// --delta and --colluding as the client's limits (with
+// --tuner vote (the vote v): its share and certificate, and the curator's
+// own --epsilon, --delta and --colluding as the client's limits (with
 // --allow-non-private if the curator chose a non-private final training).
-func voteClientArgs(f tuneFlags, server string, i, n int, certs string) []string {
+func voteClientArgs(f tuneFlags, v job.VoteSpec, server string, i, n int, certs string) []string {
 	args := []string{job.Vote, "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i, n),
 		"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i)),
 		"--ca", filepath.Join(certs, "ca.pem"),
 		"--max-epsilon", strconv.FormatFloat(f.epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(f.delta, 'g', -1, 64),
-		"--colluding", strconv.Itoa(f.vote.colluding)}
-	if f.vote.finalTraining == job.FinalNonPrivate {
+		"--colluding", strconv.Itoa(v.Colluding)}
+	if v.FinalTraining == job.FinalNonPrivate {
 		args = append(args, "--allow-non-private")
 	}
 	if f.data.dataDir != "" {
@@ -358,7 +314,14 @@ address only; the secure sum then withstands a semi-honest server only.`,
   dptune vote client --server vote.example.org:7070 --dataset mnist \
       --tls-cert certs/client-1.pem --tls-key certs/client-1.key --ca certs/ca.pem   # client i on machine i`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serveVote(cmd, f, listen, false) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, _ := tunerInfo(job.Vote)
+			options, err := f.options.values(cmd, t, f.out)
+			if err != nil {
+				return err
+			}
+			return serveVote(cmd, f, options, listen, false)
+		},
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
@@ -369,8 +332,8 @@ address only; the secure sum then withstands a semi-honest server only.`,
 	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of local training")
 	fl.Uint64Var(&f.seed, "seed", 0, "public seed of the split and the initial parameters")
 	fl.StringVar(&f.out, "out", "out/vote", "where the model and report.json go")
-	addVoteFlags(fl, &f.vote)
-	addTransportFlags(fl, &f.vote.transport, "server")
+	f.options = addTunerFlags(fl, job.Vote)
+	addTransportFlags(fl, &f.transport, "server")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/federated"
+	"github.com/dptune/dptune/job"
 )
 
 // The clients tune --tuner vote starts hold the curator's own ε, δ and c
@@ -16,8 +17,8 @@ func TestVoteClientArgsCarryTheCuratorsLimits(t *testing.T) {
 	for _, final := range []string{federated.FinalDPSGD, federated.FinalNonPrivate} {
 		var f tuneFlags
 		f.epsilon, f.delta, f.data.dataset = 2.5, 3e-7, "mnist"
-		f.vote.colluding, f.vote.finalTraining = 2, final
-		args := voteClientArgs(f, "127.0.0.1:1", 2, 5, "certs")
+		v := job.VoteSpec{Colluding: 2, FinalTraining: final}
+		args := voteClientArgs(f, v, "127.0.0.1:1", 2, 5, "certs")
 		cmd := newVoteClientCmd()
 		if args[0] != "vote" || args[1] != "client" {
 			t.Fatalf("args %v", args)
