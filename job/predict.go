@@ -269,14 +269,14 @@ func PredictStream(ctx context.Context, c PredictConfig, emit func(Prediction) e
 		if len(l.paths) == 0 {
 			return nil
 		}
-		preds, err := l.label(ctx)
+		logits, err := l.logits(ctx)
 		if err != nil {
 			return err
 		}
-		st.Labelled += len(preds)
+		st.Labelled += len(l.paths)
 		progress()
-		for _, p := range preds {
-			if err := emit(p); err != nil {
+		for i := range l.paths {
+			if err := emit(l.prediction(i, logits)); err != nil {
 				return err
 			}
 		}
@@ -411,9 +411,9 @@ func (l *labeller) reset() {
 	l.names = 0
 }
 
-// label runs the model on the batch and returns its predictions, in
-// order.
-func (l *labeller) label(ctx context.Context) ([]Prediction, error) {
+// logits runs the model on the batch and returns its logits,
+// [len(l.paths), classes].
+func (l *labeller) logits(ctx context.Context) ([]float32, error) {
 	a := l.net.Arch
 	n := len(l.paths)
 	xs := l.x[:n*l.size]
@@ -424,21 +424,20 @@ func (l *labeller) label(ctx context.Context) ([]Prediction, error) {
 		}
 		xs = feat.X
 	}
-	logits, err := dpsgd.Logits(ctx, l.net, xs)
-	if err != nil {
-		return nil, err
+	return dpsgd.Logits(ctx, l.net, xs)
+}
+
+// prediction is the batch's image i's Prediction from the batch's
+// logits: made one at a time, as it is emitted, so that a batch never
+// holds its predictions.
+func (l *labeller) prediction(i int, logits []float32) Prediction {
+	k := l.net.Arch.Classes
+	p, best := softmax(logits[i*k : (i+1)*k])
+	label := strconv.Itoa(best)
+	if len(l.in.Classes) == k {
+		label = l.in.Classes[best]
 	}
-	k := a.Classes
-	out := make([]Prediction, n)
-	for i, f := range l.paths {
-		p, best := softmax(logits[i*k : (i+1)*k])
-		label := strconv.Itoa(best)
-		if len(l.in.Classes) == k {
-			label = l.in.Classes[best]
-		}
-		out[i] = Prediction{Path: f, Label: label, Index: best, Probabilities: p}
-	}
-	return out, nil
+	return Prediction{Path: l.paths[i], Label: label, Index: best, Probabilities: p}
 }
 
 // inputOf is the model's recorded input, or for a model saved before it
