@@ -127,7 +127,7 @@ type PredictConfig struct {
 	// read: every path is checked (it exists; a directory holds an image)
 	// and the images are counted, for PredictProgress.Total. Paths must
 	// then yield the same paths each time it is ranged over (a slice, a
-	// file read anew), and holds nothing more for being counted.
+	// file read anew); counting keeps no list, only the number.
 	Count bool
 	// BatchBytes bounds one batch: its float32 tensors (the images at the
 	// model's input size, the front end's features, the logits) to
