@@ -221,6 +221,11 @@ type TuneReport struct {
 	FinalNoiseMultiplier float64 `json:"final_noise_multiplier,omitempty"`
 	FinalSamplingRate    float64 `json:"final_sampling_rate,omitempty"`
 	FinalSteps           int     `json:"final_steps,omitempty"`
+	// NothingSelected says the selection chose nothing (K = 0, or every
+	// run failed) and the final run trained the default among the
+	// candidates (TuneSpec.IncludeDefault with a SelectionShare): no
+	// validation score is released.
+	NothingSelected bool `json:"nothing_selected,omitempty"`
 	// Subsample is TuneSpec.Subsample: the selection ran on a Poisson
 	// tuning subset of this ratio, and SubsampleRule says how its
 	// settings carried over to the final run.
@@ -587,7 +592,15 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	}
 	res.Ledger = withNorm(normLedger, s.selectionLedger(res.Ledger))
 	var finalNorm accounting.Event
-	if p.final != nil && tuneErr == nil && res.Selected != nil && res.Model != nil {
+	nothing := false
+	if p.final != nil && tuneErr == nil && (res.Selected == nil || res.Model == nil) && spec.Default != nil {
+		// The selection chose nothing (K = 0, or every run failed): the
+		// final run trains the default, a fixed function of the
+		// selection's empty output, so post-processing.
+		d := *spec.Default
+		res.Selected, res.Score, nothing = &d, 0, true
+	}
+	if p.final != nil && tuneErr == nil && res.Selected != nil && (res.Model != nil || nothing) {
 		// Only the selected hyperparameters leave the selection: the
 		// released model is one final run of them on the whole training
 		// set.
@@ -647,11 +660,14 @@ func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnost
 	}
 	if !interrupted && res.Selected != nil && res.Model != nil {
 		rep.Selected, rep.SelectedChoices, rep.Fixed, rep.ValidationScore = res.Selected.Values, res.Selected.Labels, s.fixedReport(), &res.Score
+		if nothing {
+			rep.NothingSelected, rep.ValidationScore = true, nil
+		}
 		if rep.Baseline != nil {
 			chosen := s.isBaseline(rep.Baseline, res.Selected.Values, res.Selected.Labels)
 			rep.Baseline.SelectedIsBaseline = &chosen
 		}
-		if trainer.ScoreNoise > 0 {
+		if trainer.ScoreNoise > 0 && !nothing {
 			rep.ValidationCount = &res.NoisyCount
 		}
 		m, err := dpsgd.Evaluate(ctx, res.Model, test.X, test.Y)

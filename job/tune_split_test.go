@@ -272,3 +272,34 @@ func TestGPSelectionShare(t *testing.T) {
 		t.Errorf("ε = %v, want 8 within the calibration's tolerance", *rel.Epsilon)
 	}
 }
+
+// A selection that chooses nothing (random-stop drew K = 0) still ends
+// with the final run, of the default among the candidates: a fixed
+// function of the selection's empty output. The report says so and
+// releases no validation score; a selection that ran releases its own.
+func TestNothingSelectedTrainsTheDefault(t *testing.T) {
+	empty, ran := false, false
+	for seed := uint64(1); seed <= 12 && !(empty && ran); seed++ {
+		spec := splitSpec()
+		spec.Tuner, spec.Repetitions, spec.DefaultWeight, spec.Seed, spec.Diagnostics = tuning.RandomStopName, accounting.PoissonRepetitions(1), 0.5, &seed, true
+		rel, diag, err := job.Tune(context.Background(), spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := rel.Report.(*job.TuneReport)
+		if len(diag.Runs) == 0 {
+			empty = true
+			if !rep.NothingSelected || rel.Model == nil || rep.ValidationScore != nil || rep.Selected[tuning.LearningRate] != 0.2 || rep.FinalSteps == 0 {
+				t.Errorf("seed %d, K = 0: nothing selected %v, model %v, score %v, selected %v", seed, rep.NothingSelected, rel.Model != nil, rep.ValidationScore, rep.Selected)
+			}
+		} else {
+			ran = true
+			if rep.NothingSelected || rep.ValidationScore == nil {
+				t.Errorf("seed %d, K = %d: nothing selected %v, score %v", seed, len(diag.Runs), rep.NothingSelected, rep.ValidationScore)
+			}
+		}
+	}
+	if !empty || !ran {
+		t.Fatalf("12 seeds of K ~ Poisson(1) gave no K = 0 (%v) or no K > 0 (%v)", empty, ran)
+	}
+}
