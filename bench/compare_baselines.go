@@ -118,13 +118,13 @@ func (cfg CompareConfig) defaultSettings() (job.TrainDefaults, error) {
 // baselineFingerprints identify the settings the default row and the
 // candidate runs depend on: the comparison's settings without its
 // entries, budgets, seeds and the options only tuners take (the default
-// among the candidates, a selection share), and for the first the
+// among the candidates, a selection share, a tuning subset), and for the first the
 // default's settings and the clipping rule (absent under flat clipping,
 // so a flat default fingerprints as before the rule).
 func (s CompareSettings) baselineFingerprints(d job.TrainDefaults) (def, candidates string) {
 	k := s
 	k.Entries, k.Budgets, k.Seeds, k.Default = nil, nil, nil, nil
-	k.IncludeDefault, k.DefaultCandidate, k.DefaultWeight, k.SelectionShare = false, nil, 0, 0
+	k.IncludeDefault, k.DefaultCandidate, k.DefaultWeight, k.SelectionShare, k.Subsample = false, nil, 0, 0, 0
 	b, _ := json.Marshal(k)
 	h := sha256.Sum256(b)
 	candidates = hex.EncodeToString(h[:])
@@ -137,7 +137,10 @@ func (s CompareSettings) baselineFingerprints(d job.TrainDefaults) (def, candida
 		// Clipping and AutoClipGamma: automatic clipping's, absent under flat clipping.
 		Clipping      string  `json:",omitempty"`
 		AutoClipGamma float64 `json:",omitempty"`
-	}{s.Dataset, s.NominalSize, s.Model, s.Delta, d, s.Clipping, s.AutoClipGamma})
+		// Dev: a development split's test set is held-out training
+		// examples (absent otherwise, so earlier rows keep their key).
+		Dev bool `json:",omitempty"`
+	}{s.Dataset, s.NominalSize, s.Model, s.Delta, d, s.Clipping, s.AutoClipGamma, s.TrainSubset != nil && s.TrainSubset.Dev})
 	h = sha256.Sum256(db)
 	return hex.EncodeToString(h[:]), candidates
 }
