@@ -9,7 +9,7 @@ h1{font-size:1.6em;margin-bottom:.2em}
 h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.6em 0}
 td,th{padding:.2em .8em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
-th{font-weight:normal;color:#555}
+th{font-weight:normal;color:#555;white-space:nowrap}
 figure{margin:1em 0}
 figure svg{max-width:100%;height:auto;display:block}
 figcaption{font-size:.9em;color:#555}
