@@ -154,6 +154,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		return err
 	}
 	saveErr := rel.Save(f.out)
+	tuningPages(w, f, spec, saveErr, diag)
 	if rel.Failed {
 		if saveErr != nil {
 			return errors.Join(err, fmt.Errorf("--out %s: failed-report.json could not be written: %w", f.out, saveErr))
