@@ -181,6 +181,7 @@ type report struct {
 	SelectionShare  float64                 `json:"selection_share"`
 	Subsample       float64                 `json:"subsample"`
 	Fallback        bool                    `json:"fallback_first_candidate"`
+	NothingSelected bool                    `json:"nothing_selected"`
 	Interrupted     bool                    `json:"interrupted"`
 	Failed          string                  `json:"failed"`
 	Components      []job.EpsilonComponent  `json:"epsilon_components"`
@@ -361,6 +362,9 @@ func releaseNotes(rep *report) []string {
 	}
 	if rep.Selected == nil {
 		n = append(n, "Nothing was selected: no candidate is marked.")
+	}
+	if rep.NothingSelected {
+		n = append(n, "The selection chose nothing (no run, or every run failed): the released model is one final run of the default among the candidates, marked as the selection below, and no validation score is released.")
 	}
 	if rep.Fallback {
 		n = append(n, "No candidate passed the search: the selection is the first candidate, fixed in advance.")

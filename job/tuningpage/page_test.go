@@ -458,3 +458,39 @@ func TestFailedReleaseAndWrongSpace(t *testing.T) {
 		t.Errorf("a space that is not the report's: %v", err)
 	}
 }
+
+// A selection that chose nothing, whose final run trained the default
+// (report.json's nothing_selected, without a validation score), says so,
+// and shows no score.
+func TestNothingSelected(t *testing.T) {
+	tu := tuneAll(t)["recommended"]
+	b, err := os.ReadFile(filepath.Join(tu.out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	rep["nothing_selected"] = true
+	delete(rep, "validation_score")
+	delete(rep, "validation_noisy_count")
+	if b, err = json.Marshal(rep); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "report.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := tuningpage.Write(tuningpage.Pages{Release: out, Space: testSpace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(w.Release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "The selection chose nothing") || strings.Contains(string(page), "validation score (noisy)") {
+		t.Errorf("a selection that chose nothing is not said, or a score is shown")
+	}
+}
