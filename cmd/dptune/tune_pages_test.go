@@ -85,3 +85,25 @@ func boolInt(b bool) int {
 	}
 	return 0
 }
+
+// dptune tune writes tuning.html beside report.json, and with
+// --diagnostics the NOT PRIVATE page in OUT-curator, and names both.
+func TestTuneWritesItsPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains")
+	}
+	dir := t.TempDir()
+	space := filepath.Join(dir, "space.json")
+	os.WriteFile(space, []byte(`{"name": "small", "dims": [{"name": "learning_rate", "values": [0.5, 1], "log": true}]}`), 0o644)
+	out := filepath.Join(dir, "t")
+	code, text := run(t, "tune", "--tuner", "randomstop", "--space", space, "--epochs", "1", "--mean-runs", "2",
+		"--epsilon", "8", "--seed", "3", "--out", out, "--diagnostics", filepath.Join(dir, "diagnostics.json"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, text)
+	}
+	for _, p := range []string{filepath.Join(out, "tuning.html"), filepath.Join(job.CuratorDir(out), "tuning-not-private.html")} {
+		if _, err := os.Stat(p); err != nil || !strings.Contains(text, p) {
+			t.Errorf("%s: %v; the terminal says:\n%s", p, err, text)
+		}
+	}
+}
