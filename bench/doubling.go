@@ -405,8 +405,12 @@ func writeCSV(path string, header []string, rows [][]string) error {
 // share·ε/T_max (the final run gets the rest). Its part scores are cached
 // per seed under Dir/curator; they do not depend on the budget (the parts
 // are trained without noise), so the budgets of one seed share them:
-// common random numbers, exactly the scores a rerun would draw.
+// common random numbers, exactly the scores a rerun would draw. Its
+// paper's claim is judged against random-stop, after the others.
 func init() {
+	compareClaims = append(compareClaims, compareClaim{Paper: "Ding et al. (doubling)", Result: "constant-overhead tuning (non-private part runs, one private final run) at one total budget should beat random-stop, whose every run is private",
+		Published: "Table 1: overhead ε + O(log((u* − u₀)/g))·ϵ, against random-stop's 2ε–3ε",
+		A:         CompareEntry{Tuner: tuning.DoublingName}, B: randomStopTNB, Claim: "doubling ahead", Other: "random-stop"})
 	compareTuners = append(compareTuners, compareTuner{
 		options: []CompareOption{
 			{Tuner: tuning.DoublingName, Option: tuning.Option{Name: "partitions", Default: 10, Help: "disjoint training parts k"}},
