@@ -65,7 +65,12 @@ type gnLinearBuffers struct {
 // gnLinearFirst builds the fused stage when ls is group norm, flatten and
 // linear (then maybe an activation), else nil.
 func gnLinearFirst(ls []model.Layer) (stage, int) {
-	if len(ls) < 3 || ls[1].Kind.Type() != "flatten" || ls[2].Kind.Type() != "linear" {
+	if len(ls) < 3 {
+		return nil, 0
+	}
+	_, flat := ls[1].Kind.(model.FlattenSpec)
+	_, linear := ls[2].Kind.(model.LinearSpec)
+	if !flat || !linear {
 		return nil, 0
 	}
 	gn, fc := ls[0], ls[2]
