@@ -46,6 +46,11 @@ func Names(approximate bool) []string {
 	return named.Names(func(n Named) bool { return n.New != nil && (approximate || n.Approximation == "") })
 }
 
+// AllNames lists every registered name by rank, the approximations New
+// cannot make (the xiang reductions) included: every name a report may
+// give an ε under.
+func AllNames() []string { return named.Names(nil) }
+
 // ByName returns the accountant called name ("" means "rdp"). Only when
 // approximate is true may it be an approximation (for reporting, never for
 // calibrating a run). An unknown name, or an approximation when
