@@ -155,8 +155,7 @@ func (p DPSGDCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 	w0 := float64(net.Params[0])
 	const lr = 1
 	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, Clipping: p.Clipping, AutoClipGamma: p.AutoClipGamma,
-		SamplingRate: p.SamplingRate, Steps: p.Steps, ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast,
-		DataNorm: dpsgd.DataNormOf(p.Arch)}
+		SamplingRate: p.SamplingRate, Steps: p.Steps, ExpectedBatchSize: expected, LearningRate: lr, Seed: &seed, Noise: dpsgd.NoiseFast}
 	var progress func(dpsgd.Progress)
 	var llr float64
 	if p.Observe == ObserveAll {
@@ -257,8 +256,7 @@ func canaryRun(s Settings) (DPSGDCanary, accounting.Event, error) {
 	if err := run.Check(); err != nil {
 		return run, nil, invalid(err)
 	}
-	return run, dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: s.NoiseMultiplier, SamplingRate: s.SamplingRate, Steps: s.Steps,
-		DataNorm: dpsgd.DataNormOf(run.Arch)}), nil
+	return run, dpsgd.PlannedEvent(run.Arch, dpsgd.Config{NoiseMultiplier: s.NoiseMultiplier, SamplingRate: s.SamplingRate, Steps: s.Steps}), nil
 }
 
 // The DP-SGD game, registered as "dpsgd": one DPSGDCanary run. Its claims

@@ -56,8 +56,7 @@ func (p NaturalCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float6
 		return 0, err
 	}
 	cfg := dpsgd.Config{NoiseMultiplier: p.NoiseMultiplier, ClipNorm: p.ClipNorm, SamplingRate: p.SamplingRate, Steps: p.Steps,
-		ExpectedBatchSize: p.SamplingRate * float64(p.Base.N), LearningRate: p.LearningRate, Seed: &seed, Noise: dpsgd.NoiseFast,
-		DataNorm: dpsgd.DataNormOf(p.Arch)}
+		ExpectedBatchSize: p.SamplingRate * float64(p.Base.N), LearningRate: p.LearningRate, Seed: &seed, Noise: dpsgd.NoiseFast}
 	if _, err := dpsgd.Train(ctx, net, set, cfg, nil, nil); err != nil {
 		return 0, err
 	}
@@ -105,8 +104,7 @@ func init() {
 			return nil
 		},
 		New: func(s Settings) (Protocol, Claims, error) {
-			run := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: s.NoiseMultiplier, SamplingRate: s.SamplingRate, Steps: s.Steps,
-				DataNorm: dpsgd.DataNormOf(s.Arch)})
+			run := dpsgd.PlannedEvent(s.Arch, dpsgd.Config{NoiseMultiplier: s.NoiseMultiplier, SamplingRate: s.SamplingRate, Steps: s.Steps})
 			return NaturalCanary{Arch: s.Arch, Base: s.Base, Image: s.Image, Label: 0, NoiseMultiplier: s.NoiseMultiplier,
 				ClipNorm: s.ClipNorm, SamplingRate: s.SamplingRate, Steps: s.Steps, LearningRate: s.LearningRate}, Claims{"rdp": run, "pld": run}, nil
 		},

@@ -42,8 +42,7 @@ type canaryTrainer struct {
 }
 
 func (t canaryTrainer) Event() accounting.Event {
-	return dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: t.run.NoiseMultiplier, SamplingRate: t.run.SamplingRate, Steps: t.run.Steps,
-		DataNorm: dpsgd.DataNormOf(t.run.Arch)})
+	return dpsgd.PlannedEvent(t.run.Arch, dpsgd.Config{NoiseMultiplier: t.run.NoiseMultiplier, SamplingRate: t.run.SamplingRate, Steps: t.run.Steps})
 }
 
 func (t canaryTrainer) Train(ctx context.Context, _ tuning.Candidate, seed *uint64) (tuning.Run, error) {

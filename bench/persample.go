@@ -135,8 +135,7 @@ func PerSample(ctx context.Context, cfg PerSampleConfig) (PerSampleReport, error
 func measure(ctx context.Context, net *model.Net, cfg PerSampleConfig, batch int, noise dpsgd.NoiseMode) (ModeResult, error) {
 	q := float64(batch) / float64(cfg.Train.N)
 	seed := cfg.Seed
-	c := dpsgd.Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: q, LearningRate: 0.01, Seed: &seed, Noise: noise,
-		DataNorm: dpsgd.DataNormOf(net.Arch)} // a datanorm network's estimate runs once per Train call
+	c := dpsgd.Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: q, LearningRate: 0.01, Seed: &seed, Noise: noise} // a datanorm network's estimate runs once per Train call
 	if noise < 0 {
 		c.Noise = dpsgd.NoiseAuto
 		c.NoiseMultiplier, c.ClipNorm, c.NonPrivate = 0, 0, true

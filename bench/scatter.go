@@ -353,8 +353,7 @@ func timeEpoch(ctx context.Context, n ScatterNetwork, dir string, seed uint64) (
 	e.Parameters = net.NumParams()
 	q := float64(n.BatchSize) / float64(n.NominalN)
 	c := dpsgd.Config{NoiseMultiplier: 1, ClipNorm: n.ClipNorm, SamplingRate: q, ExpectedBatchSize: float64(n.BatchSize),
-		Steps: dpsgd.StepsForEpochs(1, q), LearningRate: n.LearningRate, Momentum: n.Momentum, Seed: &seed, Noise: dpsgd.NoiseSecure,
-		DataNorm: dpsgd.DataNormOf(n.Arch)}
+		Steps: dpsgd.StepsForEpochs(1, q), LearningRate: n.LearningRate, Momentum: n.Momentum, Seed: &seed, Noise: dpsgd.NoiseSecure}
 	res, err := dpsgd.Train(ctx, net, feat, c, nil, nil)
 	if err != nil {
 		return e, err

@@ -60,17 +60,14 @@ type Config struct {
 	// Noise chooses how the Gaussian noise is drawn; the zero value
 	// (NoiseAuto) is secure noise when Seed is nil and fast noise when seeded.
 	Noise NoiseMode
-	// DataNorm, for a network with a datanorm layer, is the private
-	// estimation of its statistics that Train runs before the first step
-	// (DataNormOf(arch); required for a private run of such a network, so
-	// that PlannedEvent counts it), nil for any other network.
-	DataNorm *DataNorm
-	// DataNormEstimate, if not nil, is a datanorm layer's statistics
-	// released before the run (EstimateDataNorm, counted once by whoever
-	// released it, as a tuning does for all its runs): Train copies them
-	// into the layer's buffers and estimates nothing, so DataNorm must be
-	// nil and PlannedEvent counts only the steps.
-	DataNormEstimate *DataNormEstimate
+	// Released, if not nil, is the statistics of the network's
+	// privacy-spending stages (Stages: a datanorm layer's) estimated once
+	// and released before the run, counted once by whoever released them
+	// (as a tuning does for all its runs): Train copies them into the
+	// layers' buffers and estimates nothing, and PlannedEvent counts only
+	// the steps. Nil: Train estimates each stage itself before the first
+	// step, and PlannedEvent counts it.
+	Released *Released
 	// NonPrivate trains without noise (NoiseMultiplier must be 0): plain SGD
 	// on Poisson-sampled batches, or, with ClipNorm > 0, per-example clipping
 	// without noise (as the doubling tuner's partition runs use, so that the
@@ -106,8 +103,8 @@ type State struct {
 	// the noise (math/rand/v2's MarshalBinary), nil for an unseeded run.
 	Sampling []byte `json:"sampling,omitempty"`
 	Noise    []byte `json:"noise,omitempty"`
-	// Normalised records that the data normalisation ran (its event is
-	// the run's).
+	// Normalised records that the privacy-spending stages' estimates ran
+	// (Stages: the data normalisation; their events are the run's).
 	Normalised bool    `json:"normalised"`
 	Batches    float64 `json:"batches"` // sum of the realised batch sizes so far (curator-side)
 }
@@ -292,17 +289,14 @@ func (c Config) Validate() error {
 	case !(c.EMADecay >= 0 && c.EMADecay < 1):
 		return fmt.Errorf("EMA decay %v is outside [0, 1)", c.EMADecay)
 	}
-	if c.DataNorm != nil {
-		if err := c.DataNorm.Validate(); err != nil {
-			return err
-		}
-	}
-	if c.DataNormEstimate != nil {
-		if c.DataNorm != nil {
-			return fmt.Errorf("a run either estimates its data normalisation (DataNorm) or takes a released one (DataNormEstimate), not both")
-		}
-		if err := c.DataNormEstimate.Validate(); err != nil {
-			return err
+	if c.Released != nil {
+		for _, e := range c.Released.Estimates {
+			if e == nil {
+				return fmt.Errorf("a released estimate is missing")
+			}
+			if err := e.Validate(); err != nil {
+				return err
+			}
 		}
 	}
 	switch c.Clipping {

@@ -31,24 +31,31 @@
 // gradient is clipped, automatic clipping at learning rate η steps as flat
 // clipping at C does with learning rate η/C (AutoClipFactor).
 //
-// # Data normalisation
+// # Privacy-spending stages
 //
-// For a network with a datanorm layer (model.DataNormSpec), Train first
-// estimates the layer's per-channel mean and variance on the training
-// set's features with the Gaussian mechanism (DataNormStats: Tramèr &
-// Boneh 2021, Section 3, with fixed public clipping norms in place of
-// their median of the private norms) and stores them in the network's
-// buffers; the noise comes from the run's own "datanorm" stream, so seeded
-// runs of other networks are unchanged. Its cost, two Gaussian mechanisms
-// at sampling rate 1 (DataNorm.Event), is Result.NormEvent, and
-// PlannedEvent composes it with the steps': every calibration of σ and
-// every tuner's base event counts it once the config carries it
-// (Config.DataNorm = DataNormOf(arch)). A private run of such a network
-// whose config does not count it is refused. A tuning instead estimates
-// the statistics once (EstimateDataNorm), counts that estimate once, and
-// releases it to every run as Config.DataNormEstimate: such a run copies
-// it into its buffers, estimates nothing, and its PlannedEvent is its
-// steps alone.
+// A layer whose engine rule estimates something of the training set before
+// the first step spends privacy beside the steps: a privacy-spending stage
+// (Stage). Its rule says so (rule.spend) with the Mechanism of its estimate,
+// which gives the estimate's event, given the training set's nominal size,
+// and runs it; Stages lists a network's stages, the one question every
+// caller asks. PlannedEvent composes the events of the stages a run
+// estimates itself before its steps' event, so every calibration of σ and
+// every tuner's base event counts them; Train runs each stage's estimate
+// before the first step, its noise from the run's own stream named after
+// the layer's type (so seeded runs of other networks are unchanged), and
+// reports their events in Result.Stages. A caller that cannot count them
+// (partition runs, the vote's clients) refuses a network that has one.
+//
+// The datanorm layer (model.DataNormSpec) is the stage there is: Train
+// estimates its per-channel mean and variance on the training set's
+// features with the Gaussian mechanism (DataNormStats: Tramèr & Boneh 2021,
+// Section 3, with fixed public clipping norms in place of their median of
+// the private norms) and stores them in the network's buffers, at the cost
+// of two Gaussian mechanisms at sampling rate 1 (DataNorm.Event). A tuning
+// instead estimates the statistics once (EstimateDataNorm), counts that
+// estimate once, and releases it to every run as Config.Released: such a
+// run copies it into its buffers, estimates nothing, and its PlannedEvent
+// is its steps alone.
 //
 // Per-sample gradients come from an Engine. The default engine (NewEngine)
 // evaluates and differentiates the network natively — positions-major
@@ -101,7 +108,7 @@
 //
 // To add a layer: two files, model/layer_<type>.go (spec, shapes,
 // parameters, gorgonia node; see package model) and dpsgd/layer_<type>.go
-// (its rules), and their tests — the kind against gorgonia's batch-of-one
+// (its rules, with its Mechanism when it spends privacy), and their tests — the kind against gorgonia's batch-of-one
 // autodiff to 1e-5 (checkAgainstReference), as every kind is, and in
 // RandomArch's random specs, which TestEngineMatchesReference draws eight
 // of per run.

@@ -25,6 +25,9 @@ type dataNormStage struct {
 func init() {
 	register("datanorm", rule{build: func(ls []model.Layer, _ bool) (stage, int) {
 		return &dataNormStage{l: ls[0]}, 1
+	}, spend: func(k model.LayerKind) Mechanism {
+		p := k.(model.DataNormSpec).Resolved()
+		return DataNorm{NoiseMultiplier: p.NoiseMultiplier, MeanClipNorm: p.MeanClipNorm, SquareClipNorm: p.SquareClipNorm}
 	}})
 }
 
@@ -63,10 +66,11 @@ func (s *dataNormStage) backward(_ any, n int, _, _, gOut, gIn []float32) {
 }
 
 // DataNorm is the private estimation of a datanorm layer's statistics
-// (model.DataNormSpec), Config.DataNorm: Tramèr & Boneh's data
-// normalisation ("Differentially Private Learning Needs Better Features
-// (or Much More Data)", ICLR 2021, Section 3) with fixed, public clipping
-// norms in place of their median of the private norms.
+// (model.DataNormSpec), the layer's privacy-spending stage (Mechanism):
+// Tramèr & Boneh's data normalisation ("Differentially Private Learning
+// Needs Better Features (or Much More Data)", ICLR 2021, Section 3) with
+// fixed, public clipping norms in place of their median of the private
+// norms.
 type DataNorm struct {
 	// NoiseMultiplier σ of both noisy sums: the noise is N(0, σ²C_m²) per
 	// channel on the sum of means, N(0, σ²C_s²) on the sum of squares.
@@ -77,17 +81,18 @@ type DataNorm struct {
 	MeanClipNorm, SquareClipNorm float64
 }
 
-// DataNormOf returns the estimation of arch's datanorm layer, its absent
-// keys at their defaults, or nil for a network without one.
-func DataNormOf(arch model.Arch) *DataNorm {
-	for _, s := range arch.Spec.Layers {
-		if p, ok := s.Kind.(model.DataNormSpec); ok {
-			p = p.Resolved()
-			return &DataNorm{NoiseMultiplier: p.NoiseMultiplier, MeanClipNorm: p.MeanClipNorm, SquareClipNorm: p.SquareClipNorm}
-		}
-	}
-	return nil
-}
+// dataNormLabel labels a datanorm layer's estimate in a ledger.
+const dataNormLabel = "data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance"
+
+// Cost is Event: the estimate is of the whole training set, whatever its
+// nominal size.
+func (d DataNorm) Cost(float64) accounting.Event { return d.Event() }
+
+// Label implements Mechanism.
+func (DataNorm) Label() string { return dataNormLabel }
+
+// Sigma is d.NoiseMultiplier.
+func (d DataNorm) Sigma() float64 { return d.NoiseMultiplier }
 
 // Event is the estimation's privacy cost: two Gaussian mechanisms of noise
 // multiplier σ and sensitivity 1 (in units of their clipping norms: under
@@ -196,11 +201,11 @@ func dataNormLayer(net *model.Net) (model.Layer, bool) {
 }
 
 // DataNormEstimate is a datanorm layer's statistics estimated once and
-// released (EstimateDataNorm): a public input of every run given it
-// (Config.DataNormEstimate), which copies it into the layer's buffers
-// instead of estimating its own. Using it is post-processing of the
-// estimate; its cost, DataNorm.Event, is counted once by whoever released
-// it, never by the runs.
+// released (EstimateDataNorm), the layer's Estimate: a public input of
+// every run given it (Config.Released), which copies it into the layer's
+// buffers instead of estimating its own. Using it is post-processing of
+// the estimate; its cost, DataNorm.Event, is counted once by whoever
+// released it, never by the runs.
 type DataNormEstimate struct {
 	Mean     []float32 `json:"mean"`     // μ_c per channel
 	Variance []float32 `json:"variance"` // v_c ≥ 0 per channel
@@ -228,7 +233,7 @@ func (e DataNormEstimate) Validate() error {
 // from the "datanorm" stream of seed or key (randsrc.For), drawn securely
 // when secure — and returns them to be released: its privacy cost is
 // d.Event(), the caller's to count once. A run of a network with the same
-// datanorm layer then takes it as Config.DataNormEstimate.
+// datanorm layer then takes it released (Config.Released).
 func EstimateDataNorm(ctx context.Context, arch model.Arch, train *data.Dataset, d DataNorm, nominalN float64, seed *uint64, key *randsrc.Key, secure bool) (*DataNormEstimate, error) {
 	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("dpsgd: %w", err)
@@ -259,43 +264,31 @@ func copyDataNormEstimate(net *model.Net, l model.Layer, e DataNormEstimate) err
 	return nil
 }
 
-// estimateDataNorm fills the buffers of net's datanorm layer, if it has
-// one, with DataNormStats on train (the network's input: the layer is its
-// first or follows the fixed front end), and reports whether it touched
-// the data. A private run's cfg.DataNorm must be the layer's own
-// (DataNormOf), so that what PlannedEvent counted is what is done; a
-// non-private run estimates without noise. A run given a released
-// estimate (cfg.DataNormEstimate) copies it instead, estimates nothing and
-// reports that it did not touch the data.
-func estimateDataNorm(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, secure bool) (bool, error) {
-	l, ok := dataNormLayer(net)
-	want := DataNormOf(net.Arch)
-	switch {
-	case cfg.DataNormEstimate != nil && !ok:
-		return false, fmt.Errorf("dpsgd: the config holds a released data normalisation, but network %s has no datanorm layer", net.Arch.Name)
-	case cfg.DataNormEstimate != nil:
-		return false, copyDataNormEstimate(net, l, *cfg.DataNormEstimate)
-	case !ok && cfg.DataNorm != nil:
-		return false, fmt.Errorf("dpsgd: the config estimates a data normalisation, but network %s has no datanorm layer", net.Arch.Name)
-	case !ok:
-		return false, nil
-	case !cfg.NonPrivate && (cfg.DataNorm == nil || *cfg.DataNorm != *want):
-		return false, fmt.Errorf("dpsgd: network %s's datanorm layer is %+v, but the config counts %+v (set Config.DataNorm to dpsgd.DataNormOf(arch))", net.Arch.Name, *want, cfg.DataNorm)
-	}
-	d := *want
-	if cfg.NonPrivate {
+// estimate implements Mechanism: DataNormStats of the layer's input,
+// noiseless with σ = 0.
+func (d DataNorm) estimate(ctx context.Context, net *model.Net, l model.Layer, train *data.Dataset, nominalN float64, noiseless, secure bool, rng *rand.Rand) error {
+	if noiseless {
 		d.NoiseMultiplier = 0
 	}
-	nominal := float64(train.N)
-	if cfg.ExpectedBatchSize > 0 {
-		nominal = cfg.ExpectedBatchSize / cfg.SamplingRate
-	}
-	rng := randsrc.For(cfg.Seed, cfg.Key, "datanorm")
-	mean, variance, err := DataNormStats(ctx, train.X, train.N, l.In, l.InH*l.InW, d, nominal, secure, rng)
+	mean, variance, err := DataNormStats(ctx, train.X, train.N, l.In, l.InH*l.InW, d, nominalN, secure, rng)
 	if err != nil {
-		return true, err
+		return err
 	}
 	copy(net.Buffers[l.BufferOffset:], mean)
 	copy(net.Buffers[l.BufferOffset+l.In:], variance)
-	return true, nil
+	return nil
+}
+
+// release implements Mechanism: copyDataNormEstimate of a
+// DataNormEstimate.
+func (DataNorm) release(net *model.Net, l model.Layer, e Estimate) error {
+	switch est := e.(type) {
+	case *DataNormEstimate:
+		if est != nil {
+			return copyDataNormEstimate(net, l, *est)
+		}
+	case DataNormEstimate:
+		return copyDataNormEstimate(net, l, est)
+	}
+	return fmt.Errorf("dpsgd: network %s's datanorm layer takes a released data normalisation, not %T", net.Arch.Name, e)
 }

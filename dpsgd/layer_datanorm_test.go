@@ -193,47 +193,91 @@ func TestDataNormStatsNoiseScale(t *testing.T) {
 	}
 }
 
-// Train estimates a private datanorm layer's statistics before the first
-// step from its own "datanorm" stream, reports the estimation's event
-// apart from the steps', and refuses a config that does not count it.
+// A datanorm layer is a privacy-spending stage (Stages) whose mechanism
+// is its spec's, absent keys at their defaults; Train estimates it before
+// the first step from its own "datanorm" stream, reports its event in
+// Result.Stages apart from the steps', and PlannedEvent composes the two.
+// A network without the layer has no stage and spends on its steps alone.
 func TestTrainEstimatesDataNorm(t *testing.T) {
 	arch := dataNormArchs(t)[1]
 	net, x, y := randomData(t, arch, 30, 5)
 	train := &data.Dataset{Name: "features", X: x, Y: y, N: 30, C: 3, H: 4, W: 4, Classes: 3}
 	seed := uint64(9)
-	d := DataNormOf(arch)
-	if *d != (DataNorm{NoiseMultiplier: model.DefaultDataNormNoiseMultiplier, MeanClipNorm: model.DefaultDataNormMeanClip, SquareClipNorm: model.DefaultDataNormSquareClip}) {
-		t.Fatalf("DataNormOf: %+v", *d)
+	stages := Stages(arch)
+	want := DataNorm{NoiseMultiplier: model.DefaultDataNormNoiseMultiplier, MeanClipNorm: model.DefaultDataNormMeanClip, SquareClipNorm: model.DefaultDataNormSquareClip}
+	if len(stages) != 1 || stages[0].Layer != 1 || stages[0].Type != "datanorm" || stages[0].Mechanism != Mechanism(want) {
+		t.Fatalf("Stages: %+v", stages)
 	}
-	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.5, Steps: 2, ExpectedBatchSize: 20, LearningRate: 0.1, Seed: &seed, DataNorm: d}
+	d := want
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.5, Steps: 2, ExpectedBatchSize: 20, LearningRate: 0.1, Seed: &seed}
 	res, err := Train(context.Background(), net, train, cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// nominal size: expected batch size / q = 40, not the 30 loaded.
-	mean, variance, _ := DataNormStats(context.Background(), x, 30, 3, 16, *d, 40, false, randsrc.Seeded(seed, "datanorm"))
+	mean, variance, _ := DataNormStats(context.Background(), x, 30, 3, 16, d, 40, false, randsrc.Seeded(seed, "datanorm"))
 	if !slices.Equal(net.Buffers, append(mean, variance...)) {
 		t.Fatalf("buffers %v, want %v %v", net.Buffers, mean, variance)
 	}
-	if !eventEqual(res.NormEvent, d.Event()) || !eventEqual(res.Event, accounting.DPSGD(1, 0.5, 2)) {
-		t.Fatalf("events %v, %v", res.NormEvent, res.Event)
+	es := res.Stages.Entries
+	if len(es) != 1 || es[0].Label != d.Label() || !eventEqual(es[0].Event, d.Event()) || !eventEqual(res.Event, accounting.DPSGD(1, 0.5, 2)) {
+		t.Fatalf("events %+v, %v", es, res.Event)
 	}
-	if !eventEqual(PlannedEvent(cfg), accounting.Composed{Events: []accounting.Event{d.Event(), accounting.DPSGD(1, 0.5, 2)}}) {
-		t.Fatalf("planned %v", PlannedEvent(cfg))
+	if !eventEqual(PlannedEvent(arch, cfg), accounting.Composed{Events: []accounting.Event{d.Event(), accounting.DPSGD(1, 0.5, 2)}}) {
+		t.Fatalf("planned %v", PlannedEvent(arch, cfg))
 	}
-	for _, c := range []struct {
-		norm *DataNorm
-		want string
-	}{{nil, "set Config.DataNorm"}, {&DataNorm{NoiseMultiplier: 2, MeanClipNorm: 1, SquareClipNorm: 2}, "set Config.DataNorm"}} {
-		bad := cfg
-		bad.DataNorm = c.norm
-		if _, err := Train(context.Background(), net, train, bad, nil, nil); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("DataNorm %+v: %v", c.norm, err)
-		}
+	if !eventEqual(StagesEvent(arch, cfg), d.Event()) {
+		t.Fatalf("stages' event %v", StagesEvent(arch, cfg))
 	}
+
+	// A non-private run estimates without noise and spends nothing on it.
+	np := cfg
+	np.NoiseMultiplier, np.NonPrivate = 0, true
+	res, err = Train(context.Background(), net, train, np, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := d
+	free.NoiseMultiplier = 0
+	mean, variance, _ = DataNormStats(context.Background(), x, 30, 3, 16, free, 40, false, randsrc.Seeded(seed, "datanorm"))
+	if !slices.Equal(net.Buffers, append(mean, variance...)) || len(res.Stages.Entries) != 0 || StagesEvent(arch, np) != nil {
+		t.Fatalf("non-private: buffers %v, want %v %v; stages %+v", net.Buffers, mean, variance, res.Stages)
+	}
+
 	plain, px, py := randomData(t, model.MNIST, 4, 1)
-	if _, err := Train(context.Background(), plain, &data.Dataset{Name: "p", X: px, Y: py, N: 4, C: 1, H: 28, W: 28, Classes: 10}, cfg, nil, nil); err == nil || !strings.Contains(err.Error(), "no datanorm layer") {
-		t.Errorf("DataNorm on a network without the layer: %v", err)
+	res, err = Train(context.Background(), plain, &data.Dataset{Name: "p", X: px, Y: py, N: 4, C: 1, H: 28, W: 28, Classes: 10}, cfg, nil, nil)
+	if err != nil || len(res.Stages.Entries) != 0 || Stages(model.MNIST) != nil || !eventEqual(PlannedEvent(model.MNIST, cfg), accounting.DPSGD(1, 0.5, 2)) {
+		t.Errorf("a network without the layer: %v, stages %+v, planned %v", err, res.Stages, PlannedEvent(model.MNIST, cfg))
+	}
+}
+
+// A private datanorm run resumed from a checkpoint does not estimate
+// again, and still reports the estimate its first process made (the
+// state's Normalised); a state that says otherwise is refused.
+func TestResumeKeepsDataNorm(t *testing.T) {
+	arch := dataNormArchs(t)[1]
+	net, x, y := randomData(t, arch, 30, 5)
+	train := &data.Dataset{Name: "features", X: x, Y: y, N: 30, C: 3, H: 4, W: 4, Classes: 3}
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.5, Steps: 3, LearningRate: 0.1, Seed: seed(3)}
+	var saved []State
+	full := cfg
+	full.CheckpointEvery = 1
+	full.Checkpoint = func(s State) error { saved = append(saved, copyState(s)); return nil }
+	res, err := Train(context.Background(), net, train, full, nil, nil)
+	if err != nil || len(saved) != 2 || !saved[0].Normalised {
+		t.Fatalf("Train: %v; %d checkpoints", err, len(saved))
+	}
+	resumed := cfg
+	resumed.Resume = &saved[0]
+	r, err := Train(context.Background(), net, train, resumed, nil, nil)
+	if err != nil || !eventEqual(r.Stages.Event(), res.Stages.Event()) || len(r.Stages.Entries) != 1 {
+		t.Fatalf("resumed: %v, stages %+v, want %+v", err, r.Stages, res.Stages)
+	}
+	bad := saved[0]
+	bad.Normalised = false
+	resumed.Resume = &bad
+	if _, err := Train(context.Background(), net, train, resumed, nil, nil); err == nil || !strings.Contains(err.Error(), "normalisation ran") {
+		t.Errorf("a state without the estimate: %v", err)
 	}
 }
 
@@ -270,24 +314,24 @@ func TestDataNormStageBackward(t *testing.T) {
 }
 
 // EstimateDataNorm releases what a run would estimate from the same
-// stream; a run given it (Config.DataNormEstimate) copies it into the
-// layer's buffers, touches no data for it and counts only its steps;
-// mismatched or doubled configs are refused.
+// stream; a run given it (Config.Released) copies it into the layer's
+// buffers, touches no data for it and counts only its steps; a release
+// still missing, or mismatched, is refused.
 func TestTrainTakesReleasedDataNorm(t *testing.T) {
 	arch := dataNormArchs(t)[1]
 	net, x, y := randomData(t, arch, 30, 5)
 	train := &data.Dataset{Name: "features", X: x, Y: y, N: 30, C: 3, H: 4, W: 4, Classes: 3}
 	seed := uint64(9)
-	d := DataNormOf(arch)
-	est, err := EstimateDataNorm(context.Background(), arch, train, *d, 40, &seed, nil, false)
+	d := Stages(arch)[0].Mechanism.(DataNorm)
+	est, err := EstimateDataNorm(context.Background(), arch, train, d, 40, &seed, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mean, variance, _ := DataNormStats(context.Background(), x, 30, 3, 16, *d, 40, false, randsrc.Seeded(seed, "datanorm"))
+	mean, variance, _ := DataNormStats(context.Background(), x, 30, 3, 16, d, 40, false, randsrc.Seeded(seed, "datanorm"))
 	if !slices.Equal(est.Mean, mean) || !slices.Equal(est.Variance, variance) {
 		t.Fatalf("released %+v, want %v %v", est, mean, variance)
 	}
-	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.5, Steps: 2, ExpectedBatchSize: 20, LearningRate: 0.1, Seed: &seed, DataNormEstimate: est}
+	cfg := Config{NoiseMultiplier: 1, ClipNorm: 1, SamplingRate: 0.5, Steps: 2, ExpectedBatchSize: 20, LearningRate: 0.1, Seed: &seed, Released: &Released{Estimates: []Estimate{est}}}
 	res, err := Train(context.Background(), net, train, cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -295,24 +339,24 @@ func TestTrainTakesReleasedDataNorm(t *testing.T) {
 	if !slices.Equal(net.Buffers, append(slices.Clone(mean), variance...)) {
 		t.Fatalf("buffers %v, want the released %v %v", net.Buffers, mean, variance)
 	}
-	if res.NormEvent != nil || !eventEqual(res.Event, accounting.DPSGD(1, 0.5, 2)) || !eventEqual(PlannedEvent(cfg), accounting.DPSGD(1, 0.5, 2)) {
-		t.Fatalf("events %v, %v, planned %v: want the steps alone", res.NormEvent, res.Event, PlannedEvent(cfg))
+	if len(res.Stages.Entries) != 0 || !eventEqual(res.Event, accounting.DPSGD(1, 0.5, 2)) || !eventEqual(PlannedEvent(arch, cfg), accounting.DPSGD(1, 0.5, 2)) {
+		t.Fatalf("events %+v, %v, planned %v: want the steps alone", res.Stages, res.Event, PlannedEvent(arch, cfg))
 	}
 	for _, c := range []struct {
 		cfg  func(Config) Config
 		net  model.Arch
 		want string
 	}{
-		{func(c Config) Config { c.DataNorm = d; return c }, arch, "not both"},
+		{func(c Config) Config { c.Released = &Released{}; return c }, arch, "not yet estimated"},
 		{func(c Config) Config {
-			c.DataNormEstimate = &DataNormEstimate{Mean: []float32{0}, Variance: []float32{1}}
+			c.Released = &Released{Estimates: []Estimate{&DataNormEstimate{Mean: []float32{0}, Variance: []float32{1}}}}
 			return c
 		}, arch, "channels"},
 		{func(c Config) Config {
-			c.DataNormEstimate = &DataNormEstimate{Mean: []float32{0, 0, 0}, Variance: []float32{1, -1, 1}}
+			c.Released = &Released{Estimates: []Estimate{&DataNormEstimate{Mean: []float32{0, 0, 0}, Variance: []float32{1, -1, 1}}}}
 			return c
 		}, arch, "variance"},
-		{func(c Config) Config { return c }, model.MNIST, "no datanorm layer"},
+		{func(c Config) Config { return c }, model.MNIST, "privacy-spending layers"},
 	} {
 		n, err := model.NewZero(c.net)
 		if err != nil {
@@ -327,7 +371,7 @@ func TestTrainTakesReleasedDataNorm(t *testing.T) {
 			t.Errorf("want an error with %q, have %v", c.want, err)
 		}
 	}
-	if _, err := EstimateDataNorm(context.Background(), model.MNIST, train, *d, 40, &seed, nil, false); err == nil {
+	if _, err := EstimateDataNorm(context.Background(), model.MNIST, train, d, 40, &seed, nil, false); err == nil {
 		t.Error("estimated a network without a datanorm layer")
 	}
 }

@@ -214,6 +214,11 @@ type rule struct {
 	// needs, in place of build, and returns a nil stage where it does not
 	// apply.
 	first func(ls []model.Layer) (stage, int)
+	// spend, if not nil, makes the kind a privacy-spending stage (Stage):
+	// it returns the mechanism by which a layer of kind k estimates its
+	// buffers from the training set before the first step, with that
+	// estimate's event. PlannedEvent and Train ask it through Stages.
+	spend func(k model.LayerKind) Mechanism
 }
 
 var rules = map[string]rule{}

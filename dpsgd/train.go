@@ -33,11 +33,12 @@ type Result struct {
 	// Event is the privacy cost of the completed steps:
 	// accounting.DPSGD(σ, q, Steps), or accounting.NonPrivate.
 	Event accounting.Event
-	// NormEvent is the cost of the data normalisation estimated before
-	// the first step (Config.DataNorm.Event()), nil when none was (no
-	// datanorm layer, or a non-private run). The run's whole cost is
-	// NormEvent composed with Event.
-	NormEvent accounting.Event
+	// Stages is the ledger of the privacy-spending stages estimated
+	// before the first step (PlannedStages: the data normalisation), one
+	// entry per stage; empty when none was (no such layer, a non-private
+	// run, or one that took them released). The run's whole cost is
+	// Stages composed with Event.
+	Stages accounting.Ledger
 	// SecureNoise reports whether the noise was drawn in secure mode (see
 	// NoiseMode).
 	SecureNoise bool
@@ -48,22 +49,29 @@ type Result struct {
 	Timings Timings
 }
 
-// PlannedEvent is the privacy event of a run of cfg, all its steps done:
-// accounting.DPSGD(σ, q, cfg.Steps), composed after cfg.DataNorm's event
-// when the network has a data normalisation (Composed{DataNorm.Event(),
-// DPSGD}), or accounting.NonPrivate. It is the most the run can spend,
-// known before it starts, and what every calibration of a run's noise
-// multiplier and every tuner's base event is made of.
-func PlannedEvent(cfg Config) accounting.Event {
+// PlannedEvent is the privacy event of a run of cfg on a network of arch,
+// all its steps done: accounting.DPSGD(σ, q, cfg.Steps), composed after
+// the events of the network's privacy-spending stages that the run
+// estimates itself (PlannedStages: Composed{stage events…, DPSGD}), or
+// accounting.NonPrivate. It is the most the run can spend, known before it
+// starts, and what every calibration of a run's noise multiplier and every
+// tuner's base event is made of.
+func PlannedEvent(arch model.Arch, cfg Config) accounting.Event {
 	steps := StepsEvent(cfg)
-	if cfg.NonPrivate || cfg.DataNorm == nil {
+	stages := PlannedStages(arch, cfg)
+	if len(stages.Entries) == 0 {
 		return steps
 	}
-	return accounting.Composed{Events: []accounting.Event{cfg.DataNorm.Event(), steps}}
+	c := accounting.Composed{}
+	for _, e := range stages.Entries {
+		c.Events = append(c.Events, e.Event)
+	}
+	c.Events = append(c.Events, steps)
+	return c
 }
 
-// StepsEvent is the event of cfg's DP-SGD steps alone, without its data
-// normalisation: accounting.DPSGD(σ, q, cfg.Steps), or
+// StepsEvent is the event of cfg's DP-SGD steps alone, without its
+// privacy-spending stages: accounting.DPSGD(σ, q, cfg.Steps), or
 // accounting.NonPrivate.
 func StepsEvent(cfg Config) accounting.Event {
 	if cfg.NonPrivate {
@@ -88,7 +96,7 @@ func StepsEvent(cfg Config) accounting.Event {
 // error. It returns an error before any step if cfg is invalid.
 func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, engine Engine, progress func(Progress)) (res Result, err error) {
 	var batches float64
-	var normalised bool // the data normalisation touched the data
+	var normalised bool // the privacy-spending stages touched the data
 	var ema []float32   // the moving average of the iterates, if cfg.EMADecay > 0
 	defer func() {
 		if res.Steps > 0 {
@@ -101,7 +109,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 		done.Steps = res.Steps
 		res.Event = StepsEvent(done)
 		if normalised && !cfg.NonPrivate {
-			res.NormEvent = cfg.DataNorm.Event()
+			res.Stages = PlannedStages(net.Arch, cfg)
 		}
 	}()
 	if err := cfg.Validate(); err != nil {
@@ -124,7 +132,7 @@ func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config,
 			return res, err
 		}
 		first, normalised, batches, res.Steps = st.Step, st.Normalised, st.Batches, st.Step
-	} else if normalised, err = estimateDataNorm(ctx, net, train, cfg, secure); err != nil {
+	} else if normalised, err = runStages(ctx, net, train, cfg, secure); err != nil {
 		return res, err
 	}
 	if engine == nil {
@@ -303,10 +311,10 @@ func (s *State) check(net *model.Net, cfg Config, reproducible bool) error {
 		return fmt.Errorf("dpsgd: the resumed state's moving average does not match the config")
 	case reproducible && (s.Sampling == nil || s.Noise == nil):
 		return fmt.Errorf("dpsgd: a seeded run resumed without its random streams")
-	case s.Normalised != (cfg.DataNorm != nil && !cfg.NonPrivate):
-		// The ledger counts the normalisation from this flag: it must be
-		// what the network and config say, whatever the file claims.
-		return fmt.Errorf("dpsgd: the resumed state says the data normalisation ran: %v; the config: %v", s.Normalised, cfg.DataNorm != nil && !cfg.NonPrivate)
+	case s.Normalised != (len(OwnStages(net.Arch, cfg)) > 0 && !cfg.NonPrivate):
+		// The ledger counts the stages from this flag: it must be what the
+		// network and config say, whatever the file claims.
+		return fmt.Errorf("dpsgd: the resumed state says the data normalisation ran: %v; the config: %v", s.Normalised, len(OwnStages(net.Arch, cfg)) > 0 && !cfg.NonPrivate)
 	}
 	return nil
 }

@@ -151,6 +151,10 @@ func (j Job) Check() error {
 		return fmt.Errorf("vote: final training of %d rounds × %d steps at q = %v", j.Final.Rounds, j.Final.StepsPerRound, j.Final.SamplingRate)
 	case j.Final.Mode == FinalDPSGD && (!(j.Final.NoiseMultiplier > 0) || !(j.Final.ClipNorm > 0)):
 		return fmt.Errorf("vote: DP-SGD final training needs a positive noise multiplier and clipping norm")
+	case j.Final.Mode == FinalDPSGD && len(dpsgd.Stages(j.Arch)) > 0:
+		// Each client's private rounds would estimate the layer on its own
+		// data, which the final training's event does not count.
+		return fmt.Errorf("vote: DP-SGD final training does not take network %s: its %s layer spends privacy before training", j.Arch.Name, dpsgd.Stages(j.Arch)[0].Type)
 	case j.Final.Mode == FinalDPFedAvg:
 		d, err := j.NumParams()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/dptune/dptune/dpsgd"
+	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 )
@@ -204,7 +205,7 @@ func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
 			return res, invalidf("steps %d is outside [1, %d]", s.Steps, dpsgd.MaxSteps)
 		}
 		if s.BaseEpsilon != 0 {
-			sigma, err := calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps, nil)
+			sigma, err := calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps, model.Arch{})
 			if err != nil {
 				return res, err
 			}
@@ -246,15 +247,15 @@ func accountXiang(ctx context.Context, s AccountSpec) (AccountResult, error) {
 }
 
 // calibrateRun is the noise multiplier σ such that one DP-SGD run of steps
-// at sampling rate q, after the data normalisation norm of its network
-// (nil: none), is (eps, delta)-DP by RDP (dpsgd.PlannedEvent); an
-// impossible target wraps ErrInvalid, cancellation returns ctx's error.
-func calibrateRun(ctx context.Context, eps, delta, q float64, steps int, norm *dpsgd.DataNorm) (float64, error) {
+// at sampling rate q of network arch, its privacy-spending stages (a data
+// normalisation) included, is (eps, delta)-DP by RDP (dpsgd.PlannedEvent);
+// an impossible target wraps ErrInvalid, cancellation returns ctx's error.
+func calibrateRun(ctx context.Context, eps, delta, q float64, steps int, arch model.Arch) (float64, error) {
 	if err := accounting.CheckEpsilon(eps); err != nil {
 		return 0, invalidf("base epsilon: %v", err)
 	}
 	sigma, err := accounting.CalibrateNoise(ctx, accounting.RDP{}, func(z float64) accounting.Event {
-		return dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: z, SamplingRate: q, Steps: steps, DataNorm: norm})
+		return dpsgd.PlannedEvent(arch, dpsgd.Config{NoiseMultiplier: z, SamplingRate: q, Steps: steps})
 	}, eps, delta)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return 0, invalid(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/model/features"
@@ -270,7 +269,7 @@ func (s AuditSpec) protocol(ctx context.Context) (audit.Protocol, audit.Claims, 
 		set.Arch = s.Data.Arch
 	}
 	if g.DPSGD {
-		sigma, err := s.noiseMultiplier(ctx, dpsgd.DataNormOf(set.RunArch()))
+		sigma, err := s.noiseMultiplier(ctx, set.RunArch())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -430,12 +429,12 @@ func flatten(out *[]audit.Param, prefix string, v any) {
 }
 
 // noiseMultiplier is the audited runs' σ: NoiseMultiplier, or σ calibrated
-// so that one run is (BaseEpsilon, Delta)-DP.
-func (s AuditSpec) noiseMultiplier(ctx context.Context, norm *dpsgd.DataNorm) (float64, error) {
+// so that one run of arch is (BaseEpsilon, Delta)-DP.
+func (s AuditSpec) noiseMultiplier(ctx context.Context, arch model.Arch) (float64, error) {
 	if s.BaseEpsilon == 0 {
 		return s.NoiseMultiplier, nil
 	}
-	return calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps, norm)
+	return calibrateRun(ctx, s.BaseEpsilon, s.Delta, s.SamplingRate, s.Steps, arch)
 }
 
 // String describes the result for people.

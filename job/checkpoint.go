@@ -559,7 +559,7 @@ func (s *TrainSpec) resumeCharge(cfg dpsgd.Config) (*charge, error) {
 	kept := ck.settings
 	kept.Label = s.Label
 	c, err := reserveBound(path, false, s.Data.Name, "train", s.Label, binding(kept, ck.state.Step, cfg.Steps),
-		processLedger("dpsgd training (the steps a resume runs)", cfg, ck.state.Step))
+		processLedger("dpsgd training (the steps a resume runs)", s.Data.Arch, cfg, ck.state.Step))
 	if c != nil {
 		c.whole = true
 	}
@@ -577,16 +577,17 @@ func binding(t TrainSettings, start, steps int) string {
 		strconv.FormatFloat(t.NoiseMultiplier, 'g', -1, 64), start+1, steps, steps, d[:8])
 }
 
-// processLedger is the worst case of a process of cfg's run that started at
-// step start: the whole planned run for the first process (start 0), else
-// the steps from start on.
-func processLedger(label string, cfg dpsgd.Config, start int) accounting.Ledger {
+// processLedger is the worst case of a process of cfg's run on arch that
+// started at step start: the whole planned run for the first process
+// (start 0), else the steps from start on (a resume estimates no
+// privacy-spending stage again).
+func processLedger(label string, arch model.Arch, cfg dpsgd.Config, start int) accounting.Ledger {
 	if start == 0 {
-		return plannedLedger(label, cfg)
+		return plannedLedger(label, arch, cfg)
 	}
 	rest := cfg
-	rest.Steps, rest.DataNorm = cfg.Steps-start, nil
-	return plannedLedger(label, rest)
+	rest.Steps = cfg.Steps - start
+	return trainLedger(label, accounting.Ledger{}, dpsgd.StepsEvent(rest))
 }
 
 // lineageLedger is the ledger of everything that ran for the model of a

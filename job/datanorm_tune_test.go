@@ -149,8 +149,7 @@ func TestTuneDataNormOnce(t *testing.T) {
 	if !reflect.DeepEqual(es[1].Event, without) {
 		t.Fatalf("the grid's event %+v, want %+v: the per-run event without the estimate", es[1].Event, without)
 	}
-	perRun := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: rep.BaseNoiseMultiplier, SamplingRate: rep.SamplingRate, Steps: rep.Steps,
-		DataNorm: dpsgd.DataNormOf(a)})
+	perRun := dpsgd.PlannedEvent(a, dpsgd.Config{NoiseMultiplier: rep.BaseNoiseMultiplier, SamplingRate: rep.SamplingRate, Steps: rep.Steps})
 	if pr, ok := perRun.(accounting.Composed); !ok || len(pr.Events) != 2 || !reflect.DeepEqual(pr.Events[0], norm) || !reflect.DeepEqual(pr.Events[1], accounting.Event(steps)) {
 		t.Fatalf("a run's own event %+v is not its estimate and its steps", perRun)
 	}
@@ -169,7 +168,7 @@ func TestTuneDataNormOnce(t *testing.T) {
 	}
 	// And at the same ε = 4 the runs' σ is lower than with K estimates.
 	oldSigma, err := accounting.CalibrateNoise(context.Background(), accounting.RDP{}, func(z float64) accounting.Event {
-		run := dpsgd.PlannedEvent(dpsgd.Config{NoiseMultiplier: z, SamplingRate: rep.SamplingRate, Steps: rep.Steps, DataNorm: dpsgd.DataNormOf(a)})
+		run := dpsgd.PlannedEvent(a, dpsgd.Config{NoiseMultiplier: z, SamplingRate: rep.SamplingRate, Steps: rep.Steps})
 		return tuning.GridEvent(accounting.Composed{Events: []accounting.Event{run, score}}, 3)
 	}, 4, 1e-5)
 	if err != nil || !(rep.BaseNoiseMultiplier < oldSigma) {

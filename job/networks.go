@@ -2,6 +2,8 @@ package job
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
@@ -43,15 +45,18 @@ func networksOf(src Source, space tuning.Space) (map[string]model.Arch, error) {
 	return out, nil
 }
 
-// hasDataNorm reports whether arch or one of networks has a datanorm layer.
-func hasDataNorm(arch model.Arch, networks map[string]model.Arch) bool {
-	if dpsgd.DataNormOf(arch) != nil {
-		return true
+// spendingLayer returns the type of a privacy-spending layer of arch or
+// of one of networks (dpsgd.Stages: a layer that estimates something of
+// the training data before training, such as datanorm), "" when none has
+// one: what a job refuses whose runs cannot count that estimate.
+func spendingLayer(arch model.Arch, networks map[string]model.Arch) string {
+	if st := dpsgd.Stages(arch); len(st) > 0 {
+		return st[0].Type
 	}
-	for _, a := range networks {
-		if dpsgd.DataNormOf(a) != nil {
-			return true
+	for _, name := range slices.Sorted(maps.Keys(networks)) {
+		if st := dpsgd.Stages(networks[name]); len(st) > 0 {
+			return st[0].Type
 		}
 	}
-	return false
+	return ""
 }

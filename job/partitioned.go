@@ -25,10 +25,10 @@ func tunePartitioned(ctx context.Context, s TuneSpec, p *tunePlan) (*Release, *N
 	plan := tu.Plan(p.spec, p.trainer.Hyper(), sigma)
 	scorer := plan.Scorer()
 	scorer.Warn = s.Warn
-	if scorer.Private && hasDataNorm(s.Data.Arch, p.trainer.Networks) {
-		// Each private part run would estimate its own normalisation, which
-		// the search's ledger does not count.
-		return nil, nil, invalidf("private partition runs do not take a network with a datanorm layer: score the parts without privacy (their cost is then the search's)")
+	if layer := spendingLayer(s.Data.Arch, p.trainer.Networks); scorer.Private && layer != "" {
+		// Each private part run would estimate the layer's statistics on
+		// its own, which the search's ledger does not count.
+		return nil, nil, invalidf("private partition runs do not take a network with a %s layer: score the parts without privacy (their cost is then the search's)", layer)
 	}
 	var err error
 	if s.Runner, err = s.openRunner(ctx); err != nil {

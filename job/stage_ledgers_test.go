@@ -66,30 +66,23 @@ var stageConfigs = map[string]dpsgd.Config{
 
 // stagePlanned is a run's planned event as its callers count it.
 func stagePlanned(a model.Arch, cfg dpsgd.Config) accounting.Event {
-	cfg.DataNorm = dpsgd.DataNormOf(a)
-	return dpsgd.PlannedEvent(cfg)
+	return dpsgd.PlannedEvent(a, cfg)
 }
 
 // stagePlannedLedger is the training job's ledger of a planned run.
 func stagePlannedLedger(label string, a model.Arch, cfg dpsgd.Config) accounting.Ledger {
-	if !cfg.NonPrivate {
-		cfg.DataNorm = dpsgd.DataNormOf(a)
-	}
-	return plannedLedger(label, cfg)
+	return plannedLedger(label, a, cfg)
 }
 
 // stageProcessLedger is the training job's ledger of the process of a
 // run that started at step start.
 func stageProcessLedger(label string, a model.Arch, cfg dpsgd.Config, start int) accounting.Ledger {
-	if !cfg.NonPrivate {
-		cfg.DataNorm = dpsgd.DataNormOf(a)
-	}
-	return processLedger(label, cfg, start)
+	return processLedger(label, a, cfg, start)
 }
 
 // stageCalibrate is an audit's σ for one run of a.
 func stageCalibrate(a model.Arch, eps, delta, q float64, steps int) (float64, error) {
-	return calibrateRun(context.Background(), eps, delta, q, steps, dpsgd.DataNormOf(a))
+	return calibrateRun(context.Background(), eps, delta, q, steps, a)
 }
 
 func marshalEvent(t *testing.T, e accounting.Event) string {

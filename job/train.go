@@ -255,10 +255,11 @@ type TrainReport struct {
 	RDPOrder        float64  `json:"rdp_order,omitempty"`
 	NoiseMultiplier float64  `json:"noise_multiplier"`
 	// NormNoiseMultiplier is the noise multiplier of the private data
-	// normalisation of a network with a datanorm layer (0: none), and
-	// NormEpsilon its ε alone at Delta under Accountant (its share of the
-	// budget, as Tramèr & Boneh report ε_norm); the ledger composes it with
-	// the DP-SGD steps.
+	// normalisation of a network with a datanorm layer (its
+	// privacy-spending stage, dpsgd.Stages; 0: none), and NormEpsilon its
+	// ε alone at Delta under Accountant (its share of the budget, as
+	// Tramèr & Boneh report ε_norm); the ledger composes it with the
+	// DP-SGD steps.
 	NormNoiseMultiplier float64           `json:"norm_noise_multiplier,omitempty"`
 	NormEpsilon         *float64          `json:"norm_epsilon,omitempty"`
 	ClipNorm            float64           `json:"clip_norm"`                 // flat clipping's C; 1 under automatic clipping, the bound the noise is scaled to
@@ -322,7 +323,6 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 	if err := accounting.CheckDelta(s.Delta); err != nil {
 		return cfg, nil, invalidf("delta: %v", err)
 	}
-	cfg.DataNorm = dpsgd.DataNormOf(s.Data.Arch)
 	if cfg.ClipNorm, err = checkClipping(s.Clipping, s.ClipNorm, s.AutoClipGamma); err != nil {
 		return cfg, nil, err
 	}
@@ -333,7 +333,7 @@ func (s TrainSpec) plan() (dpsgd.Config, accounting.Accountant, error) {
 		}
 	} else if err := accounting.CheckEpsilon(s.Epsilon); err != nil {
 		return cfg, nil, invalidf("epsilon: %v", err)
-	} else if err := checkDataNormShare(cfg.DataNorm, acc, s.Epsilon, s.Delta); err != nil {
+	} else if err := checkStagesShare(s.Data.Arch, cfg, acc, s.Epsilon, s.Delta); err != nil {
 		return cfg, nil, err
 	}
 	return cfg, acc, nil
@@ -376,41 +376,38 @@ func clippingFacts(cfg dpsgd.Config) (string, float64) {
 	return "", 0
 }
 
-// checkDataNormShare refuses a data normalisation (d, nil for none) that
-// alone spends the whole target ε at delta under acc: no DP-SGD noise
-// multiplier could then meet it.
-func checkDataNormShare(d *dpsgd.DataNorm, acc accounting.Accountant, eps, delta float64) error {
-	if d == nil {
+// checkStagesShare refuses privacy-spending stages (dpsgd.Stages: a
+// datanorm layer's estimate) of a private run of cfg on arch that alone
+// spend the whole target ε at delta under acc: no DP-SGD noise multiplier
+// could then meet it.
+func checkStagesShare(arch model.Arch, cfg dpsgd.Config, acc accounting.Accountant, eps, delta float64) error {
+	e := dpsgd.StagesEvent(arch, cfg)
+	if e == nil {
 		return nil
 	}
-	g, err := acc.Epsilon(d.Event(), delta)
+	st := dpsgd.OwnStages(arch, cfg)[0]
+	g, err := acc.Epsilon(e, delta)
 	if err != nil {
-		return invalidf("data normalisation: %v", err)
+		return invalidf("%s: %v", st.Mechanism.Label(), err)
 	}
 	if g.Epsilon >= eps {
-		return invalidf("the datanorm layer's noise multiplier %g alone spends ε = %.4g of the target ε = %g at δ = %g: raise its noise_multiplier", d.NoiseMultiplier, g.Epsilon, eps, delta)
+		return invalidf("the %s layer's noise multiplier %g alone spends ε = %.4g of the target ε = %g at δ = %g: raise its noise_multiplier", st.Type, st.Mechanism.Sigma(), g.Epsilon, eps, delta)
 	}
 	return nil
 }
 
-// trainLedger is the ledger of a run of cfg: its data normalisation, if
-// any, then its DP-SGD steps under label.
-func trainLedger(label string, norm, steps accounting.Event) accounting.Ledger {
-	var l accounting.Ledger
-	if norm != nil {
-		l.Add("data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", norm)
-	}
+// trainLedger is the ledger of a run: the entries of its privacy-spending
+// stages (stages: dpsgd.PlannedStages or dpsgd.Result.Stages, such as its
+// data normalisation), then its DP-SGD steps under label.
+func trainLedger(label string, stages accounting.Ledger, steps accounting.Event) accounting.Ledger {
+	l := accounting.Ledger{Entries: slices.Clone(stages.Entries)}
 	l.Add(label, steps)
 	return l
 }
 
-// plannedLedger is trainLedger of cfg's whole planned run.
-func plannedLedger(label string, cfg dpsgd.Config) accounting.Ledger {
-	var norm accounting.Event
-	if cfg.DataNorm != nil && !cfg.NonPrivate {
-		norm = cfg.DataNorm.Event()
-	}
-	return trainLedger(label, norm, dpsgd.StepsEvent(cfg))
+// plannedLedger is trainLedger of cfg's whole planned run on arch.
+func plannedLedger(label string, arch model.Arch, cfg dpsgd.Config) accounting.Ledger {
+	return trainLedger(label, dpsgd.PlannedStages(arch, cfg), dpsgd.StepsEvent(cfg))
 }
 
 // Train trains s.Data's network with DP-SGD (or plain SGD when NonPrivate)
@@ -502,7 +499,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			sigma, err := accounting.CalibrateNoise(ctx, acc, func(z float64) accounting.Event {
 				c := cfg
 				c.NoiseMultiplier = z
-				return dpsgd.PlannedEvent(c)
+				return dpsgd.PlannedEvent(s.Data.Arch, c)
 			}, s.Epsilon, s.Delta)
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
@@ -520,7 +517,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		if s.Checkpoint != "" {
 			bind = binding(s.settings(cfg), 0, cfg.Steps)
 		}
-		resv, err = reserveBound(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, bind, plannedLedger("dpsgd training", cfg))
+		resv, err = reserveBound(s.Budget, s.Seed != nil, s.Data.Name, "train", s.Label, bind, plannedLedger("dpsgd training", s.Data.Arch, cfg))
 		return err
 	}
 	if _, isRDP := acc.(accounting.RDP); isRDP || calibrated {
@@ -552,7 +549,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 			}
 			lin.Start = ck.state.Step
 			lin.Prior = accounting.Ledger{Entries: slices.Clone(ck.Prior.Entries)}
-			prev := processLedger(fmt.Sprintf("an earlier process of this run, steps %d–%d (counted at its worst case: it may have run past the checkpoint)", ck.Start+1, steps), cfg, ck.Start)
+			prev := processLedger(fmt.Sprintf("an earlier process of this run, steps %d–%d (counted at its worst case: it may have run past the checkpoint)", ck.Start+1, steps), s.Data.Arch, cfg, ck.Start)
 			lin.Prior.Entries = append(lin.Prior.Entries, prev.Entries...)
 		}
 	}
@@ -586,7 +583,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	spent := func(steps int) accounting.Event {
 		done := cfg
 		done.Steps = steps
-		return dpsgd.PlannedEvent(done)
+		return dpsgd.PlannedEvent(s.Data.Arch, done)
 	}
 	if s.resume != nil && s.Seed == nil && !s.NonPrivate {
 		spent = func(steps int) accounting.Event {
@@ -608,7 +605,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	// one re-ran the lost steps with the same noise: its ledger is the
 	// uninterrupted run's.
 	lineageCounts := s.resume != nil && s.Seed == nil && !s.NonPrivate
-	ledger := trainLedger("dpsgd training", run.NormEvent, run.Event)
+	ledger := trainLedger("dpsgd training", run.Stages, run.Event)
 	if lineageCounts {
 		done := cfg
 		done.Steps = run.Steps - lin.Start
@@ -621,7 +618,7 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 	// steps not taken still count.
 	stoppedEarly := interrupted && !s.NonPrivate && run.Steps < steps
 	if stoppedEarly {
-		ledger = plannedLedger("dpsgd training (planned: stopped early)", cfg)
+		ledger = plannedLedger("dpsgd training (planned: stopped early)", s.Data.Arch, cfg)
 		if lineageCounts {
 			rest := cfg
 			rest.Steps = steps - lin.Start
@@ -634,9 +631,9 @@ func trainRelease(ctx context.Context, s TrainSpec) (*Release, *NotPrivateDiagno
 		Momentum: s.Momentum, Schedule: s.Schedule.String(), EMADecay: s.EMADecay, Seeded: cfg.Seed != nil, SecureNoise: run.SecureNoise, Interrupted: interrupted, Ledger: ledger}
 	rep.Clipping, rep.AutoClipGamma = clippingFacts(cfg)
 	rel := &Release{Report: rep, Ledger: ledger, Delta: s.Delta, Accountant: acc.Name()}
-	if cfg.DataNorm != nil && !s.NonPrivate {
-		rep.NormNoiseMultiplier = cfg.DataNorm.NoiseMultiplier
-		g, err := acc.Epsilon(cfg.DataNorm.Event(), s.Delta)
+	if norm := dpsgd.StagesEvent(s.Data.Arch, cfg); norm != nil && !s.NonPrivate {
+		rep.NormNoiseMultiplier = dpsgd.OwnStages(s.Data.Arch, cfg)[0].Mechanism.Sigma()
+		g, err := acc.Epsilon(norm, s.Delta)
 		rep.NormEpsilon, _, _ = finiteEpsilon(g, err)
 	}
 	if !s.NonPrivate {

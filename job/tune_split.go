@@ -274,10 +274,7 @@ func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tunin
 	if err != nil {
 		return nil, nil, err
 	}
-	var norm accounting.Event
-	if cfg.DataNorm != nil {
-		norm = cfg.DataNorm.Event()
-	}
+	norm := dpsgd.StagesEvent(arch, cfg)
 	worst, err := h.Event(space, h.Config.NoiseMultiplier)
 	if err != nil {
 		return nil, norm, err
@@ -308,13 +305,13 @@ func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tunin
 		// iterates): the whole planned run is counted, as the budget file
 		// charges it and as `dptune train` records a run stopped early —
 		// never ε at the steps it happened to complete.
-		if norm != nil {
-			l.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", norm)
+		for _, e := range dpsgd.PlannedStages(arch, cfg).Entries {
+			l.Add("final run's "+e.Label, e.Event)
 		}
 		l.Add(finalLabel+" (planned: it did not finish, and counts whole)", dpsgd.StepsEvent(cfg))
 	default:
-		if res.NormEvent != nil {
-			l.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", res.NormEvent)
+		for _, e := range res.Stages.Entries {
+			l.Add("final run's "+e.Label, e.Event)
 		}
 		if res.Event != nil {
 			l.Add(finalLabel, res.Event)
@@ -353,12 +350,9 @@ func withNorm(norm, l accounting.Ledger) accounting.Ledger {
 // drawn as the runs draw theirs (t.Noise): dpsgd.EstimateDataNorm on a
 // network of the tuning with that datanorm layer.
 func (s TuneSpec) estimateNorm(ctx context.Context, t *tuning.DPSGDTrainer, train *data.Dataset, seed *uint64, key *randsrc.Key) (*dpsgd.DataNormEstimate, error) {
-	arch, ok := t.Arch, false
-	if d := dpsgd.DataNormOf(arch); d != nil && *d == t.Norm.Mechanism {
-		ok = true
-	}
+	arch, ok := t.Arch, t.Norm.Covers(t.Arch)
 	for _, name := range slices.Sorted(maps.Keys(t.Networks)) {
-		if d := dpsgd.DataNormOf(t.Networks[name]); !ok && d != nil && *d == t.Norm.Mechanism {
+		if !ok && t.Norm.Covers(t.Networks[name]) {
 			arch, ok = t.Networks[name], true
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
@@ -136,10 +135,11 @@ func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
 	if !ok {
 		return federated.Job{}, invalidf("the %s tuner is not federated", Vote)
 	}
-	if dpsgd.DataNormOf(s.Data.Arch) != nil {
-		// Each client's rounds would estimate the statistics on its own
-		// data, which neither the vote's nor DP-FedAvg's analysis counts.
-		return federated.Job{}, invalidf("the %s tuner does not train networks with a datanorm layer (use groupnorm)", Vote)
+	if layer := spendingLayer(s.Data.Arch, nil); layer != "" {
+		// Each client's rounds would estimate the layer's statistics on
+		// its own data, which neither the vote's nor DP-FedAvg's analysis
+		// counts.
+		return federated.Job{}, invalidf("the %s tuner does not train networks with a %s layer: its clients would spend privacy on it that the vote does not count", Vote, layer)
 	}
 	j, err := fed.Plan(ctx, s.tuningSpec(), s.Epsilon, tuning.FederatedData{Dataset: s.Data.Name, Arch: s.Data.Arch})
 	if err != nil {

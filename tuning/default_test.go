@@ -179,12 +179,12 @@ func TestTrainerEventCoversTheDefault(t *testing.T) {
 	if !ok || len(wc.Events) != 2 || !sameEvent(t, wc.Events[0], plain) {
 		t.Fatalf("event with the default %v, want the worst case of the tuning's run and the default's", with)
 	}
-	_, cfg, err := h.Run(*h.Default)
+	arch, cfg, err := h.Run(*h.Default)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.NoiseMultiplier = 2
-	if !sameEvent(t, wc.Events[1], dpsgd.PlannedEvent(cfg)) || cfg.SamplingRate != 0.064 || cfg.LearningRate != 4 || cfg.Momentum != 0.9 {
+	if !sameEvent(t, wc.Events[1], dpsgd.PlannedEvent(arch, cfg)) || cfg.SamplingRate != 0.064 || cfg.LearningRate != 4 || cfg.Momentum != 0.9 {
 		t.Errorf("the default's run %+v, want batch 64 of 1000, η = 4, μ = 0.9", cfg)
 	}
 	if err := Covers(s, *h.Default); err == nil {

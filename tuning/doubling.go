@@ -248,8 +248,8 @@ func (d *DoublingTuner) Run(ctx context.Context) (DoublingResult, error) {
 	if _, ok := worst.(accounting.WorstCase); ok {
 		res.Ledger.Add("final DP-SGD run with the selected candidate, counted as the costliest candidate's (with its data normalisation, if any)", worst)
 	} else {
-		if final.NormEvent != nil {
-			res.Ledger.Add("final run's data normalisation: Gaussian estimate of the datanorm layer's per-channel mean and variance", final.NormEvent)
+		for _, e := range final.Stages.Entries {
+			res.Ledger.Add("final run's "+e.Label, e.Event)
 		}
 		res.Ledger.Add("final DP-SGD run with the selected candidate", final.Event)
 	}
@@ -503,17 +503,17 @@ func (p *doublingPlan) report(res DoublingResult, f ReportFacts) *DoublingReport
 			rep.FinalEpsilon = fe.Epsilon
 		}
 	} else if res.Selected != nil {
-		if _, done, err := d.Final.Run(*res.Selected); err == nil {
+		if arch, done, err := d.Final.Run(*res.Selected); err == nil {
 			done.Steps = res.FinalSteps
-			if fe, err := (accounting.RDP{}).Epsilon(dpsgd.PlannedEvent(done), f.Delta); err == nil {
+			if fe, err := (accounting.RDP{}).Epsilon(dpsgd.PlannedEvent(arch, done), f.Delta); err == nil {
 				rep.FinalEpsilon = fe.Epsilon
 			}
 		}
 	}
 	var norm accounting.Event
 	if res.Selected != nil {
-		if _, cfg, err := d.Final.Run(*res.Selected); err == nil && cfg.DataNorm != nil {
-			norm = cfg.DataNorm.Event()
+		if arch, cfg, err := d.Final.Run(*res.Selected); err == nil {
+			norm = dpsgd.StagesEvent(arch, cfg)
 		}
 	}
 	rep.EpsilonComponents = EpsilonComponents(f.Ledger, len(d.SearchLedger().Entries), true, norm, accounting.RDP{}, f.Delta)

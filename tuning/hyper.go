@@ -202,9 +202,10 @@ type Hyper struct {
 // public input: their use of it is post-processing, so their events are
 // their steps (and scores) alone.
 type SharedDataNorm struct {
-	// Mechanism is the datanorm layer's estimation (dpsgd.DataNormOf):
-	// its noise multiplier and clipping norms. Only a network whose
-	// layer has exactly this mechanism takes the estimate.
+	// Mechanism is the datanorm layer's estimation (its privacy-spending
+	// stage, dpsgd.Stages): its noise multiplier and clipping norms. Only
+	// a network whose one stage has exactly this mechanism takes the
+	// estimate (Covers).
 	Mechanism dpsgd.DataNorm `json:"mechanism"`
 	// Estimate is the released statistics, nil until the tuning has
 	// estimated them (a run of such a network before then is refused).
@@ -213,6 +214,24 @@ type SharedDataNorm struct {
 
 // Event is the estimate's privacy cost (dpsgd.DataNorm.Event).
 func (n SharedDataNorm) Event() accounting.Event { return n.Mechanism.Event() }
+
+// Covers reports whether a run of arch takes n's estimate: its one
+// privacy-spending stage (dpsgd.Stages) is n's mechanism.
+func (n SharedDataNorm) Covers(arch model.Arch) bool {
+	st := dpsgd.Stages(arch)
+	return len(st) == 1 && st[0].Mechanism == dpsgd.Mechanism(n.Mechanism)
+}
+
+// released is what a run that n covers takes (dpsgd.Config.Released): n's
+// estimate, none until the tuning has estimated it (dpsgd.Train then
+// refuses the run).
+func (n SharedDataNorm) released() *dpsgd.Released {
+	r := &dpsgd.Released{}
+	if n.Estimate != nil {
+		r.Estimates = []dpsgd.Estimate{n.Estimate}
+	}
+	return r
+}
 
 // SharedDataNormOf returns the one data normalisation a tuning of h's
 // runs over space s can share: the mechanism of the datanorm layer of
@@ -224,14 +243,23 @@ func (h Hyper) SharedDataNormOf(s Space) *SharedDataNorm {
 	h.Norm = nil
 	var mech *dpsgd.DataNorm
 	for _, c := range h.runShapes(s) {
-		_, cfg, err := h.Run(c)
-		switch {
-		case err != nil:
+		arch, _, err := h.Run(c)
+		if err != nil {
 			return nil
-		case cfg.DataNorm == nil:
+		}
+		st := dpsgd.Stages(arch)
+		if len(st) == 0 {
+			continue
+		}
+		d, ok := st[0].Mechanism.(dpsgd.DataNorm)
+		switch {
+		case len(st) > 1 || !ok:
+			// Another stage than a datanorm layer's: every run estimates
+			// its own.
+			return nil
 		case mech == nil:
-			mech = cfg.DataNorm
-		case *mech != *cfg.DataNorm:
+			mech = &d
+		case *mech != d:
 			return nil
 		}
 	}
@@ -297,10 +325,9 @@ func (h Hyper) Run(c Candidate) (model.Arch, dpsgd.Config, error) {
 	if h.Subsample > 0 {
 		cfg.ExpectedBatchSize *= h.Subsample
 	}
-	cfg.DataNorm = dpsgd.DataNormOf(arch)
-	if n := h.Norm; n != nil && cfg.DataNorm != nil && *cfg.DataNorm == n.Mechanism {
+	if n := h.Norm; n != nil && n.Covers(arch) {
 		// The tuning's released estimate: post-processing, no cost here.
-		cfg.DataNorm, cfg.DataNormEstimate = nil, n.Estimate
+		cfg.Released = n.released()
 	}
 	return arch, cfg, nil
 }
@@ -394,22 +421,22 @@ func (h Hyper) CheckRuns(s Space) error {
 
 // Event is the privacy event of one run of any candidate of s at noise
 // multiplier sigma (dpsgd.PlannedEvent: the steps and, for a network with
-// a datanorm layer, its data normalisation unless it takes h.Norm's
-// estimate, counted once by the tuning instead): the run's own when every
-// candidate's is the same, else accounting.WorstCase of the distinct ones —
-// every run of the tuning then costs the costliest candidate's run, since
-// which candidate a run trains is released with it or drawn from public
-// randomness.
+// a privacy-spending stage such as a datanorm layer, its estimate unless
+// it takes h.Norm's, counted once by the tuning instead): the run's own
+// when every candidate's is the same, else accounting.WorstCase of the
+// distinct ones — every run of the tuning then costs the costliest
+// candidate's run, since which candidate a run trains is released with it
+// or drawn from public randomness.
 func (h Hyper) Event(s Space, sigma float64) (accounting.Event, error) {
 	var events []accounting.Event
 	seen := map[string]bool{}
 	for _, c := range h.runShapes(s) {
-		_, cfg, err := h.Run(c)
+		arch, cfg, err := h.Run(c)
 		if err != nil {
 			return nil, err
 		}
 		cfg.NoiseMultiplier = sigma
-		e := dpsgd.PlannedEvent(cfg)
+		e := dpsgd.PlannedEvent(arch, cfg)
 		b, err := accounting.MarshalEvent(e)
 		if err != nil {
 			return nil, err

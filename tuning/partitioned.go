@@ -245,7 +245,12 @@ func (p *PartitionScorer) TrainPart(ctx context.Context, c Candidate, j int) (fl
 	if err != nil {
 		return 0, err
 	}
-	cfg.Seed, cfg.Key, cfg.DataNorm = &seed, key, nil
+	if st := dpsgd.Stages(arch); p.Private && len(st) > 0 {
+		// Its estimate would spend privacy the search's ledger does not
+		// count (job refuses such a tuning before any data is read).
+		return 0, fmt.Errorf("tuning: a private part run does not take network %s: its %s layer spends privacy before training", arch.Name, st[0].Type)
+	}
+	cfg.Seed, cfg.Key = &seed, key
 	net, err := model.New(arch, randsrc.For(&seed, key, "init"))
 	if err != nil {
 		return 0, err

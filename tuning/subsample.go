@@ -3,6 +3,7 @@ package tuning
 import (
 	"math"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/privacy/accounting"
 )
 
@@ -91,24 +92,24 @@ const MinSubsampleValSize = 100
 // at least MinSubsampleValSize of h.NominalN training examples in the
 // subset, and, with private scores on valSize nominal examples (0: public), at
 // least MinSubsampleValSize of them in the subset. It also refuses a run
-// that estimates its own data normalisation (a network with a datanorm
-// layer that does not take h.Norm's one estimate): its estimate divides by
-// the whole set's nominal size.
+// that estimates its own privacy-spending stage (dpsgd.OwnStages: a
+// network with a datanorm layer that does not take h.Norm's one estimate):
+// its estimate divides by the whole set's nominal size.
 func CheckSubsample(q float64, h Hyper, s Space, valSize int) error {
 	if !(q > 0 && q <= 1) {
 		return invalidf("subsample ratio %v is outside (0, 1]", q)
 	}
 	h.Subsample = q
 	for _, c := range h.runShapes(s) {
-		_, cfg, err := h.Run(c)
+		arch, cfg, err := h.Run(c)
 		if err != nil {
 			return invalid(err)
 		}
 		if cfg.ExpectedBatchSize < 1 {
 			return invalidf("subsample ratio %v: a candidate's expected batch on the subset is %.3g examples (ratio × batch size %v), under one; raise the ratio or the batch size", q, cfg.ExpectedBatchSize, cfg.ExpectedBatchSize/q)
 		}
-		if cfg.DataNorm != nil {
-			return invalidf("subsample ratio %v: a candidate's network estimates its own data normalisation, which divides by the whole set's size; tune it without a subsample", q)
+		if st := dpsgd.OwnStages(arch, cfg); len(st) > 0 {
+			return invalidf("subsample ratio %v: a candidate's network estimates its own %s layer's statistics, which divide by the whole set's size; tune it without a subsample", q, st[0].Type)
 		}
 	}
 	if q*float64(h.NominalN) < MinSubsampleValSize {
