@@ -112,19 +112,19 @@
 //     integer counts plus discrete Gaussian noise; DP-SGD noise is drawn in
 //     secure mode unless a seed is given.
 //   - The ledger covers every mechanism that touched the private data, even
-//     when the job fails or is cancelled. A network with a datanorm layer
-//     adds its data normalisation (two Gaussian mechanisms, dpsgd.DataNorm)
-//     to every run's event: Train's ledger has it as its own entry, the
-//     calibration of σ (dpsgd.PlannedEvent) and the budget's reservation
-//     count it, and a normalisation that alone spends the target ε is
-//     refused. A tuning around whole runs (grid, random-stop, GP) instead
+//     when the job fails or is cancelled. A network with a privacy-spending
+//     layer (dpsgd.Stages: a datanorm layer's data normalisation, two
+//     Gaussian mechanisms, dpsgd.DataNorm) adds its estimate to every
+//     run's event: Train's ledger has it as its own entry, the calibration
+//     of σ (dpsgd.PlannedEvent) and the budget's reservation count it, and
+//     an estimate that alone spends the target ε is refused. A tuning around whole runs (grid, random-stop, GP) instead
 //     estimates it once on the whole training set before any run
 //     (tuning.SharedDataNorm): its ledger opens with that one estimate, the
 //     runs and the final run take it as a public input (post-processing),
 //     and the runs' σ is calibrated for the estimate composed with the
 //     tuner's event (and the final run); the doubling tuner's final run
 //     estimates its own, its only one. The vote tuner and private partition
-//     runs do not take such a network.
+//     runs do not take such a network (dpsgd.Stages, asked once).
 //   - A private training run cancelled before its last step releases, and
 //     is charged, the ledger and ε of the whole planned run: when to stop
 //     may have followed the non-private training loss shown live.
