@@ -117,13 +117,13 @@
 //     Gaussian mechanisms, dpsgd.DataNorm) adds its estimate to every
 //     run's event: Train's ledger has it as its own entry, the calibration
 //     of σ (dpsgd.PlannedEvent) and the budget's reservation count it, and
-//     an estimate that alone spends the target ε is refused. A tuning around whole runs (grid, random-stop, GP) instead
-//     estimates it once on the whole training set before any run
-//     (tuning.SharedDataNorm): its ledger opens with that one estimate, the
-//     runs and the final run take it as a public input (post-processing),
-//     and the runs' σ is calibrated for the estimate composed with the
-//     tuner's event (and the final run); the doubling tuner's final run
-//     estimates its own, its only one. The vote tuner and private partition
+//     an estimate that alone spends the target ε is refused. A tuning
+//     around whole runs (grid, random-stop, GP) instead estimates it once
+//     on the whole training set before any run (tuning.SharedDataNorm): its
+//     ledger opens with that one estimate, the runs and the final run take
+//     it as a public input (post-processing), and the runs' σ is calibrated
+//     for the estimate composed with the tuner's event (and the final run);
+//     the doubling tuner's final run estimates its own, its only one. The vote tuner and private partition
 //     runs do not take such a network (dpsgd.Stages, asked once).
 //   - A private training run cancelled before its last step releases, and
 //     is charged, the ledger and ε of the whole planned run: when to stop
