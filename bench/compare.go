@@ -602,12 +602,16 @@ func compareOne(ctx context.Context, cfg CompareConfig, e CompareEntry, eps floa
 			row.TestAccuracy, row.Released = *r.TestAccuracy, true
 		}
 		row.Runs = len(diag.Runs)
+		share := 1.0 // of the whole set each selection run passes over
+		if r.Subsample != 0 {
+			share = r.Subsample
+		}
 		for _, run := range diag.Runs {
 			e, ok := run.Candidate.Values[tuning.Epochs]
 			if !ok {
 				e = float64(cfg.Epochs)
 			}
-			row.TrainingEpochs += e
+			row.TrainingEpochs += share * e
 		}
 		if r.SelectionShare != 0 && r.FinalSteps > 0 {
 			// With a selection share the released model is one more run:
