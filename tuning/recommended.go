@@ -71,6 +71,9 @@ func (recommended) Preset() Preset { return recommendedPreset }
 // Check is random-stop's, and refuses a spec without the default among
 // its candidates.
 func (r recommended) Check(s Spec) error {
+	if err := CheckOptions(r, s); err != nil {
+		return err // named as this tuner, before random-stop's own check
+	}
 	if s.Default == nil {
 		return invalidf("the %s tuner needs default settings among its candidates", RecommendedName)
 	}
