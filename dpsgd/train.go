@@ -95,169 +95,290 @@ func StepsEvent(cfg Config) accounting.Event {
 // since those steps released their noisy gradients — together with ctx's
 // error. It returns an error before any step if cfg is invalid.
 func Train(ctx context.Context, net *model.Net, train *data.Dataset, cfg Config, engine Engine, progress func(Progress)) (res Result, err error) {
-	var batches float64
-	var normalised bool // the privacy-spending stages touched the data
-	var ema []float32   // the moving average of the iterates, if cfg.EMADecay > 0
-	defer func() {
-		if res.Steps > 0 {
-			res.MeanBatchSize = batches / float64(res.Steps)
-		}
-		if ema != nil && res.Steps > 0 {
-			copy(net.Params, ema)
-		}
-		done := cfg
-		done.Steps = res.Steps
-		res.Event = StepsEvent(done)
-		if normalised && !cfg.NonPrivate {
-			res.Stages = PlannedStages(net.Arch, cfg)
-		}
-	}()
-	if err := cfg.Validate(); err != nil {
-		return res, fmt.Errorf("dpsgd: %w", err)
-	}
-	if train.N == 0 {
-		return res, fmt.Errorf("dpsgd: empty training set %s", train.Name)
-	}
-	expected := cfg.ExpectedBatchSize
-	if expected == 0 {
-		expected = cfg.SamplingRate * float64(train.N)
-	}
-	secure := cfg.Noise.Secure(cfg.Seed) && !cfg.NonPrivate
-	samplingSrc := randsrc.SourceFor(cfg.Seed, cfg.Key, "sampling")
-	noiseSrc := randsrc.SourceFor(cfg.Seed, cfg.Key, "noise")
-	reproducible := cfg.Seed != nil || cfg.Key != nil
-	first := 0
-	if st := cfg.Resume; st != nil {
-		if err := st.restore(net, cfg, reproducible, samplingSrc, noiseSrc); err != nil {
-			return res, err
-		}
-		first, normalised, batches, res.Steps = st.Step, st.Normalised, st.Batches, st.Step
-	} else if normalised, err = runStages(ctx, net, train, cfg, secure); err != nil {
+	t := &trainer{ctx: ctx, net: net, train: train, cfg: cfg, engine: engine, progress: progress}
+	// However the run ends, its result counts the steps taken, and the
+	// moving average replaces the iterates.
+	defer func() { res = t.result() }()
+	if err := t.start(); err != nil {
 		return res, err
 	}
-	if engine == nil {
-		if engine, err = NewEngineWorkers(net, max(1, int(math.Ceil(expected))), cpus.Of(ctx)); err != nil {
-			return res, err
-		}
+	drop, err := t.cacheFirstStage()
+	if err != nil {
+		return res, err
 	}
-	sampling, noiseRNG := rand.New(samplingSrc), rand.New(noiseSrc)
-	res.SecureNoise = secure
-	clip := cfg.Clip()
-	std := cfg.NoiseMultiplier * clip.Sensitivity() * plantedNoiseScale
-	if cfg.NonPrivate {
-		std = 0
+	defer drop()
+	return res, t.run()
+}
+
+// trainer is a Train run under way: its inputs, its random streams, the
+// state it updates (the iterates are net.Params) and what it has counted.
+type trainer struct {
+	ctx      context.Context
+	net      *model.Net
+	train    *data.Dataset
+	cfg      Config
+	engine   Engine
+	timed    Timed // engine, if it breaks its time down
+	progress func(Progress)
+
+	// reproducible says the streams are seeded (and checkpointed); secure
+	// that the noise is drawn in secure mode.
+	reproducible, secure  bool
+	samplingSrc, noiseSrc *rand.ChaCha8
+	sampling, noiseRNG    *rand.Rand
+
+	expected float64 // the expected batch size, the update's divisor
+	clip     Clip
+	std      float64 // the noise's standard deviation per coordinate
+
+	// first is the first step this run takes: 0, or a resumed state's.
+	first int
+	// sum is a step's noisy gradient sum; velocity the momentum's; ema the
+	// moving average of the iterates (nil without cfg.EMADecay).
+	sum, velocity, ema []float32
+	idx                []int // a step's batch
+	normalised         bool  // the privacy-spending stages touched the data
+	batches            float64
+	res                Result
+	sw                 stopwatch
+}
+
+// start checks the config and the data, opens the random streams, restores
+// a resumed state — or else runs the privacy-spending stages' estimates
+// (runStages) — builds the engine if none was given, and allocates the
+// steps' buffers.
+func (t *trainer) start() error {
+	cfg := t.cfg
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("dpsgd: %w", err)
 	}
-	if cfg.EMADecay > 0 {
-		ema = append([]float32(nil), net.Params...)
+	if t.train.N == 0 {
+		return fmt.Errorf("dpsgd: empty training set %s", t.train.Name)
 	}
-	sum := make([]float32, len(net.Params))
-	velocity := make([]float32, len(net.Params))
+	t.expected = cfg.ExpectedBatchSize
+	if t.expected == 0 {
+		t.expected = cfg.SamplingRate * float64(t.train.N)
+	}
+	t.secure = cfg.Noise.Secure(cfg.Seed) && !cfg.NonPrivate
+	t.samplingSrc = randsrc.SourceFor(cfg.Seed, cfg.Key, "sampling")
+	t.noiseSrc = randsrc.SourceFor(cfg.Seed, cfg.Key, "noise")
+	t.reproducible = cfg.Seed != nil || cfg.Key != nil
+	var err error
 	if st := cfg.Resume; st != nil {
-		copy(velocity, st.Velocity)
-		if ema != nil {
-			copy(ema, st.EMA)
+		err = t.restore(st)
+	} else {
+		t.normalised, err = runStages(t.ctx, t.net, t.train, cfg, t.secure)
+	}
+	if err != nil {
+		return err
+	}
+	if t.engine == nil {
+		if t.engine, err = NewEngineWorkers(t.net, max(1, int(math.Ceil(t.expected))), cpus.Of(t.ctx)); err != nil {
+			return err
 		}
 	}
-	// A run of at least two epochs to go normalises a first group norm's
-	// fixed input once per example (firstStageCache).
-	if ne, ok := engine.(*nativeEngine); ok && float64(cfg.Steps-first)*cfg.SamplingRate >= 2 {
-		cached, err := ne.cacheFirstStage(ctx, train.X, train.N)
+	t.timed, _ = t.engine.(Timed)
+	t.sampling, t.noiseRNG = rand.New(t.samplingSrc), rand.New(t.noiseSrc)
+	t.res.SecureNoise = t.secure
+	t.clip = cfg.Clip()
+	t.std = cfg.NoiseMultiplier * t.clip.Sensitivity() * plantedNoiseScale
+	if cfg.NonPrivate {
+		t.std = 0
+	}
+	t.allocate()
+	return nil
+}
+
+// restore continues st's run: its iterates, buffers and streams (after
+// checking that st fits the network and config), its step and its counts.
+func (t *trainer) restore(st *State) error {
+	if err := st.restore(t.net, t.cfg, t.reproducible, t.samplingSrc, t.noiseSrc); err != nil {
+		return err
+	}
+	t.first, t.normalised, t.batches, t.res.Steps = st.Step, st.Normalised, st.Batches, st.Step
+	return nil
+}
+
+// allocate makes the steps' buffers: the gradient sum, the velocity and
+// the moving average (which starts at the iterates), the last two as a
+// resumed state left them.
+func (t *trainer) allocate() {
+	if t.cfg.EMADecay > 0 {
+		t.ema = append([]float32(nil), t.net.Params...)
+	}
+	t.sum = make([]float32, len(t.net.Params))
+	t.velocity = make([]float32, len(t.net.Params))
+	if st := t.cfg.Resume; st != nil {
+		copy(t.velocity, st.Velocity)
+		if t.ema != nil {
+			copy(t.ema, st.EMA)
+		}
+	}
+}
+
+// cacheFirstStage has a native engine normalise a first group norm's fixed
+// input once per example (firstStageCache) when at least two epochs remain
+// to be run. drop releases the cache (a no-op when there is none).
+func (t *trainer) cacheFirstStage() (drop func(), err error) {
+	ne, ok := t.engine.(*nativeEngine)
+	if ok && float64(t.cfg.Steps-t.first)*t.cfg.SamplingRate >= 2 {
+		cached, err := ne.cacheFirstStage(t.ctx, t.train.X, t.train.N)
 		if err != nil {
-			return res, err
+			return func() {}, err
 		}
 		if cached {
-			defer ne.dropFirstStage()
+			return ne.dropFirstStage, nil
 		}
 	}
-	timed, _ := engine.(Timed)
-	var sw stopwatch
-	var idx []int
-	mu := float32(cfg.Momentum)
-	scale := 1 / expected
-	checkpoint := func() error {
-		st := State{Step: res.Steps, Params: net.Params, Buffers: net.Buffers, Velocity: velocity, EMA: ema, Normalised: normalised, Batches: batches}
-		if reproducible {
-			var err error
-			if st.Sampling, err = samplingSrc.MarshalBinary(); err != nil {
-				return err
-			}
-			if st.Noise, err = noiseSrc.MarshalBinary(); err != nil {
-				return err
-			}
+	return func() {}, nil
+}
+
+// run takes the steps from t.first to cfg.Steps, checkpointing every
+// cfg.CheckpointEvery steps but after the last, and reporting progress
+// after each.
+func (t *trainer) run() error {
+	cfg := t.cfg
+	for i := t.first; i < cfg.Steps; i++ {
+		if err := t.ctx.Err(); err != nil {
+			return t.stop(err)
 		}
-		if err := cfg.Checkpoint(st); err != nil {
-			return fmt.Errorf("dpsgd: checkpoint after step %d: %w", res.Steps, err)
-		}
-		return nil
-	}
-	for step := first; step < cfg.Steps; step++ {
-		if err := ctx.Err(); err != nil {
-			// Stopped between two steps: the checkpoint holds exactly the
-			// steps taken, so that a resume never runs a released step
-			// again.
-			if cfg.Checkpoint != nil && res.Steps > first {
-				if cerr := checkpoint(); cerr != nil {
-					return res, errors.Join(err, cerr)
-				}
-			}
-			return res, err
-		}
-		lr := float32(cfg.Schedule.Rate(cfg.LearningRate, step, cfg.Steps))
-		if cfg.LRDecay > 0 {
-			lr *= float32(math.Pow(cfg.LRDecay, cfg.SamplingRate*float64(step)))
-		}
-		sw.start()
-		idx = data.PoissonSample(idx, train.N, cfg.SamplingRate, sampling)
-		res.Timings.Phase[PhaseSampling] += sw.lap()
-		clear(sum)
-		loss, err := engine.ClippedSum(train.X, train.Y, idx, clip, sum)
+		loss, err := t.step(i)
 		if err != nil {
-			return res, err
+			return err
 		}
-		engineTime := sw.lap()
-		if timed != nil {
-			timed.TakeTimings(&res.Timings)
-		} else {
-			res.Timings.Phase[PhaseForward] += engineTime // not broken down
-		}
-		noise.AddGaussian(sum, std, secure, noiseRNG)
-		res.Timings.Phase[PhaseNoise] += sw.lap()
-		finite := true
-		for k, g := range sum {
-			v := mu*velocity[k] + float32(float64(g)*scale)
-			velocity[k] = v
-			p := net.Params[k] - lr*v
-			net.Params[k] = p
-			finite = finite && !math.IsNaN(float64(p)) && !math.IsInf(float64(p), 0)
-		}
-		if ema != nil {
-			t := float64(step)
-			d := float32(min(cfg.EMADecay, (1+t)/(10+t)))
-			for k, p := range net.Params {
-				ema[k] = d*ema[k] + (1-d)*p
+		if cfg.Checkpoint != nil && cfg.CheckpointEvery > 0 && t.res.Steps%cfg.CheckpointEvery == 0 && t.res.Steps < cfg.Steps {
+			if err := t.checkpoint(); err != nil {
+				return err
 			}
 		}
-		res.Timings.Phase[PhaseUpdate] += sw.lap()
-		res.Steps++
-		res.Timings.Steps++
-		batches += float64(len(idx))
-		if !finite {
-			return res, fmt.Errorf("dpsgd: %w at step %d (non-finite parameters); lower the learning rate", ErrDiverged, res.Steps)
-		}
-		if cfg.Checkpoint != nil && cfg.CheckpointEvery > 0 && res.Steps%cfg.CheckpointEvery == 0 && res.Steps < cfg.Steps {
-			if err := checkpoint(); err != nil {
-				return res, err
-			}
-		}
-		if progress != nil {
-			p := Progress{Step: res.Steps, Steps: cfg.Steps, BatchSize: len(idx)}
-			if len(idx) > 0 {
-				p.Loss = loss / float64(len(idx))
-			}
-			progress(p)
+		t.report(loss)
+	}
+	return nil
+}
+
+// stop ends a run that ctx stopped between two steps, with ctx's error
+// err: the checkpoint then holds exactly the steps taken, so that a resume
+// never runs a released step again.
+func (t *trainer) stop(err error) error {
+	if t.cfg.Checkpoint != nil && t.res.Steps > t.first {
+		if cerr := t.checkpoint(); cerr != nil {
+			return errors.Join(err, cerr)
 		}
 	}
-	return res, nil
+	return err
+}
+
+// step takes step i: it samples a Poisson batch, sums the batch's clipped
+// per-example gradients, adds the noise, and updates the iterates. It
+// returns the batch's summed loss, and an error wrapping ErrDiverged when
+// the step left parameters that are not finite.
+func (t *trainer) step(i int) (loss float64, err error) {
+	cfg := t.cfg
+	lr := float32(cfg.Schedule.Rate(cfg.LearningRate, i, cfg.Steps))
+	if cfg.LRDecay > 0 {
+		lr *= float32(math.Pow(cfg.LRDecay, cfg.SamplingRate*float64(i)))
+	}
+	t.sw.start()
+	t.idx = data.PoissonSample(t.idx, t.train.N, cfg.SamplingRate, t.sampling)
+	t.res.Timings.Phase[PhaseSampling] += t.sw.lap()
+	clear(t.sum)
+	if loss, err = t.engine.ClippedSum(t.train.X, t.train.Y, t.idx, t.clip, t.sum); err != nil {
+		return loss, err
+	}
+	engineTime := t.sw.lap()
+	if t.timed != nil {
+		t.timed.TakeTimings(&t.res.Timings)
+	} else {
+		t.res.Timings.Phase[PhaseForward] += engineTime // not broken down
+	}
+	noise.AddGaussian(t.sum, t.std, t.secure, t.noiseRNG)
+	t.res.Timings.Phase[PhaseNoise] += t.sw.lap()
+	finite := t.update(i, lr)
+	t.res.Timings.Phase[PhaseUpdate] += t.sw.lap()
+	t.res.Steps++
+	t.res.Timings.Steps++
+	t.batches += float64(len(t.idx))
+	if !finite {
+		return loss, fmt.Errorf("dpsgd: %w at step %d (non-finite parameters); lower the learning rate", ErrDiverged, t.res.Steps)
+	}
+	return loss, nil
+}
+
+// update moves the iterates with momentum by step i's noisy sum divided by
+// the expected batch size, at rate lr, then their moving average, and
+// reports whether the iterates are all finite.
+func (t *trainer) update(i int, lr float32) bool {
+	mu, scale := float32(t.cfg.Momentum), 1/t.expected
+	velocity, params := t.velocity, t.net.Params
+	finite := true
+	for k, g := range t.sum {
+		v := mu*velocity[k] + float32(float64(g)*scale)
+		velocity[k] = v
+		p := params[k] - lr*v
+		params[k] = p
+		finite = finite && !math.IsNaN(float64(p)) && !math.IsInf(float64(p), 0)
+	}
+	if ema := t.ema; ema != nil {
+		s := float64(i)
+		d := float32(min(t.cfg.EMADecay, (1+s)/(10+s)))
+		for k, p := range params {
+			ema[k] = d*ema[k] + (1-d)*p
+		}
+	}
+	return finite
+}
+
+// report hands progress, if any, the step just taken, whose batch summed
+// loss.
+func (t *trainer) report(loss float64) {
+	if t.progress == nil {
+		return
+	}
+	p := Progress{Step: t.res.Steps, Steps: t.cfg.Steps, BatchSize: len(t.idx)}
+	if len(t.idx) > 0 {
+		p.Loss = loss / float64(len(t.idx))
+	}
+	t.progress(p)
+}
+
+// checkpoint hands cfg.Checkpoint the state after the steps taken: the
+// iterates, buffers, velocity and moving average as they are (not copied),
+// the counts and, for a seeded run, the streams.
+func (t *trainer) checkpoint() error {
+	st := State{Step: t.res.Steps, Params: t.net.Params, Buffers: t.net.Buffers, Velocity: t.velocity, EMA: t.ema, Normalised: t.normalised, Batches: t.batches}
+	if t.reproducible {
+		var err error
+		if st.Sampling, err = t.samplingSrc.MarshalBinary(); err != nil {
+			return err
+		}
+		if st.Noise, err = t.noiseSrc.MarshalBinary(); err != nil {
+			return err
+		}
+	}
+	if err := t.cfg.Checkpoint(st); err != nil {
+		return fmt.Errorf("dpsgd: checkpoint after step %d: %w", t.res.Steps, err)
+	}
+	return nil
+}
+
+// result is the Result of the steps taken, however the run ended: their
+// mean batch size, their event and the stages' ledger. It leaves the moving
+// average of the iterates, if any, in net.Params.
+func (t *trainer) result() Result {
+	res := t.res
+	if res.Steps > 0 {
+		res.MeanBatchSize = t.batches / float64(res.Steps)
+	}
+	if t.ema != nil && res.Steps > 0 {
+		copy(t.net.Params, t.ema)
+	}
+	done := t.cfg
+	done.Steps = res.Steps
+	res.Event = StepsEvent(done)
+	if t.normalised && !t.cfg.NonPrivate {
+		res.Stages = PlannedStages(t.net.Arch, t.cfg)
+	}
+	return res
 }
 
 // Check returns an error when s cannot continue cfg's run of net: a step
