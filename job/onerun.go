@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/dptune/dptune/audit"
@@ -144,78 +145,25 @@ func AuditOneRun(ctx context.Context, s OneRunSpec) (*OneRunResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	if s.Canary == OneRunGradient {
-		net, err := model.NewZero(s.Train.Data.Arch)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		if s.Canaries > net.NumParams() {
-			return nil, invalidf("%d canaries: the network has %d parameters, one per gradient canary", s.Canaries, net.NumParams())
-		}
+	if err := s.checkGradientCanaries(); err != nil {
+		return nil, err
 	}
-	rng := randsrc.New(s.Train.Seed, "one-run canaries")
-	in := make([]bool, s.Canaries)
-	for i := range in {
-		in[i] = rng.IntN(2) == 1
-	}
-	var (
-		canaries *data.Dataset // input canaries
-		first    int           // index of the first gradient canary in the training set
-		coords   []int         // gradient canaries' coordinates
-		theta0   []float32     // the initial parameters
-	)
+	a := newOneRun(s)
 	spec := s.Train
-	spec.arrange = func(train, test *data.Dataset) (*data.Dataset, *data.Dataset, error) {
-		if s.Canaries > test.N {
-			return nil, nil, invalidf("%d canaries: the test set they are drawn from holds %d", s.Canaries, test.N)
-		}
-		perm := rng.Perm(test.N)
-		canaries = test.Subset(test.Name+" canaries", perm[:s.Canaries])
-		rest := test.Subset(test.Name, slices.Sorted(slices.Values(perm[s.Canaries:])))
-		var added []int
-		for i := range canaries.Y {
-			canaries.Y[i] = uint8((int(canaries.Y[i]) + 1 + rng.IntN(canaries.Classes-1)) % canaries.Classes)
-			if in[i] {
-				added = append(added, i)
-			}
-		}
-		if s.Canary == OneRunGradient {
-			first = train.N
-			return audit.WithCanarySlots(train, len(added)), rest, nil
-		}
-		return withExamples(train, canaries, added), rest, nil
-	}
+	spec.arrange = a.arrange
 	if s.Canary == OneRunGradient {
-		spec.engine = func(net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error) {
-			theta0 = slices.Clone(net.Params)
-			coords = rng.Perm(net.NumParams())[:s.Canaries]
-			var hooked []int
-			for i, c := range coords {
-				if in[i] {
-					hooked = append(hooked, c)
-				}
-			}
-			inner, err := dpsgd.NewEngineWorkers(net, max(1, int(math.Ceil(cfg.ExpectedBatchSize))), cpus.Of(ctx))
-			if err != nil {
-				return nil, err
-			}
-			return audit.NewDiracCanaries(inner, first, hooked), nil
-		}
+		spec.engine = func(net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error) { return a.engine(ctx, net, cfg) }
 	}
 	rel, _, err := Train(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
 	rep := rel.Report.(*TrainReport)
-	scores := make([]float64, s.Canaries)
-	if s.Canary == OneRunGradient {
-		for i, c := range coords {
-			scores[i] = float64(theta0[c]) - float64(rel.Model.Params[c])
-		}
-	} else if scores, err = canaryScores(ctx, rel.Model, canaries); err != nil {
+	scores, err := a.scores(ctx, rel.Model)
+	if err != nil {
 		return nil, err
 	}
-	lower, each, err := audit.OneRunAudit(scores, in, s.Guesses, s.Train.Delta, s.Confidence)
+	lower, each, err := audit.OneRunAudit(scores, a.in, s.Guesses, s.Train.Delta, s.Confidence)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +174,108 @@ func AuditOneRun(ctx context.Context, s OneRunSpec) (*OneRunResult, error) {
 		res.EpsilonUpper[rep.Accountant] = *rep.Epsilon
 	}
 	return res, nil
+}
+
+// checkGradientCanaries refuses more gradient canaries than the network
+// has parameters (one coordinate each).
+func (s OneRunSpec) checkGradientCanaries() error {
+	if s.Canary != OneRunGradient {
+		return nil
+	}
+	net, err := model.NewZero(s.Train.Data.Arch)
+	if err != nil {
+		return invalid(err)
+	}
+	if s.Canaries > net.NumParams() {
+		return invalidf("%d canaries: the network has %d parameters, one per gradient canary", s.Canaries, net.NumParams())
+	}
+	return nil
+}
+
+// oneRun is a one-run audit under way: its canaries, which of them the
+// run includes, and what the run's hooks recorded. Its random draws, in
+// this order, are the inclusions, the canaries' test examples and wrong
+// labels (arrange), and the gradient canaries' coordinates (engine).
+type oneRun struct {
+	s   OneRunSpec
+	rng *rand.Rand
+	in  []bool // canary i is in the training set
+	// canaries are the input canaries.
+	canaries *data.Dataset
+	// first is the index of the first gradient canary in the training
+	// set, coords the gradient canaries' coordinates and theta0 the
+	// initial parameters.
+	first  int
+	coords []int
+	theta0 []float32
+}
+
+// newOneRun draws which of s's canaries the run includes, each with
+// probability 1/2.
+func newOneRun(s OneRunSpec) *oneRun {
+	a := &oneRun{s: s, rng: randsrc.New(s.Train.Seed, "one-run canaries"), in: make([]bool, s.Canaries)}
+	for i := range a.in {
+		a.in[i] = a.rng.IntN(2) == 1
+	}
+	return a
+}
+
+// arrange is the run's TrainSpec.arrange: it draws the canaries from the
+// test set (the rest stays the test set) with wrong labels, and adds the
+// included ones to the training set — as examples, or as slots for
+// gradient canaries.
+func (a *oneRun) arrange(train, test *data.Dataset) (*data.Dataset, *data.Dataset, error) {
+	s, rng := a.s, a.rng
+	if s.Canaries > test.N {
+		return nil, nil, invalidf("%d canaries: the test set they are drawn from holds %d", s.Canaries, test.N)
+	}
+	perm := rng.Perm(test.N)
+	a.canaries = test.Subset(test.Name+" canaries", perm[:s.Canaries])
+	rest := test.Subset(test.Name, slices.Sorted(slices.Values(perm[s.Canaries:])))
+	var added []int
+	for i := range a.canaries.Y {
+		a.canaries.Y[i] = uint8((int(a.canaries.Y[i]) + 1 + rng.IntN(a.canaries.Classes-1)) % a.canaries.Classes)
+		if a.in[i] {
+			added = append(added, i)
+		}
+	}
+	if s.Canary == OneRunGradient {
+		a.first = train.N
+		return audit.WithCanarySlots(train, len(added)), rest, nil
+	}
+	return withExamples(train, a.canaries, added), rest, nil
+}
+
+// engine is a gradient-canary run's TrainSpec.engine: it records the
+// initial parameters, draws each canary's coordinate, and has the included
+// canaries' slots contribute Dirac gradients there.
+func (a *oneRun) engine(ctx context.Context, net *model.Net, cfg dpsgd.Config) (dpsgd.Engine, error) {
+	a.theta0 = slices.Clone(net.Params)
+	a.coords = a.rng.Perm(net.NumParams())[:a.s.Canaries]
+	var hooked []int
+	for i, c := range a.coords {
+		if a.in[i] {
+			hooked = append(hooked, c)
+		}
+	}
+	inner, err := dpsgd.NewEngineWorkers(net, max(1, int(math.Ceil(cfg.ExpectedBatchSize))), cpus.Of(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return audit.NewDiracCanaries(inner, a.first, hooked), nil
+}
+
+// scores are the canaries' scores on the trained model: a gradient
+// canary's the fall of its coordinate, an input canary's canaryScores.
+func (a *oneRun) scores(ctx context.Context, net *model.Net) ([]float64, error) {
+	if a.s.Canary != OneRunGradient {
+		return canaryScores(ctx, net, a.canaries)
+	}
+	scores := make([]float64, a.s.Canaries)
+	for i, c := range a.coords {
+		scores[i] = float64(a.theta0[c]) - float64(net.Params[c])
+	}
+	return scores, nil
 }
 
 // withExamples is d with the examples idx of extra appended.
