@@ -237,79 +237,112 @@ func PredictStream(ctx context.Context, c PredictConfig, emit func(Prediction) e
 	if bound == 0 {
 		bound = predictBatchBytes
 	}
-	net, meta, err := model.Load(c.Model)
+	net, in, err := loadPredictor(c.Model)
 	if err != nil {
-		return invalid(err)
-	}
-	if err := net.CheckFinite(); err != nil {
-		return invalidf("the model in %s: %v", c.Model, err)
-	}
-	in, err := inputOf(net.Arch, meta)
-	if err != nil {
-		return invalidf("the model in %s: %v", c.Model, err)
+		return err
 	}
 	paths := c.Paths
 	if paths == nil {
 		paths = pathSeq(nil)
 	}
-	st := PredictProgress{Total: -1}
+	r := &predictRun{ctx: ctx, report: c.Progress, emit: emit, st: PredictProgress{Total: -1}}
 	if c.Count {
-		if st.Total, err = countImages(ctx, paths); err != nil {
+		if r.st.Total, err = countImages(ctx, paths); err != nil {
 			return err
 		}
 	}
-	l := newLabeller(net, in, bound, st.Total)
-	progress := func() {
-		if c.Progress != nil {
-			c.Progress(st)
-		}
+	r.l = newLabeller(net, in, bound, r.st.Total)
+	return r.run(paths)
+}
+
+// loadPredictor loads the model in dir, refusing one whose parameters are
+// not finite, and the input its images are read as. Its errors wrap
+// ErrInvalid.
+func loadPredictor(dir string) (*model.Net, model.Input, error) {
+	net, meta, err := model.Load(dir)
+	if err != nil {
+		return nil, model.Input{}, invalid(err)
 	}
-	// flush labels the batch, reports it and emits its predictions.
-	flush := func() error {
-		if len(l.paths) == 0 {
-			return nil
-		}
-		logits, err := l.logits(ctx)
-		if err != nil {
-			return err
-		}
-		st.Labelled += len(l.paths)
-		progress()
-		for i := range l.paths {
-			if err := emit(l.prediction(i, logits)); err != nil {
-				return err
-			}
-		}
-		l.reset()
-		return nil
+	if err := net.CheckFinite(); err != nil {
+		return nil, model.Input{}, invalidf("the model in %s: %v", dir, err)
 	}
-	// fail emits the images before a failure, then returns it.
-	fail := func(err error) error {
-		if ferr := flush(); ferr != nil {
-			return ferr
-		}
-		return invalid(err)
+	in, err := inputOf(net.Arch, meta)
+	if err != nil {
+		return nil, model.Input{}, invalidf("the model in %s: %v", dir, err)
 	}
+	return net, in, nil
+}
+
+// predictRun is a PredictStream under way: its labeller's batch, the
+// progress so far and where it goes.
+type predictRun struct {
+	ctx    context.Context
+	l      *labeller
+	st     PredictProgress
+	report func(PredictProgress) // nil: none
+	emit   func(Prediction) error
+}
+
+// run reads the images of paths into batches, labelling and emitting each
+// batch when the next image does not fit, and the last at the end.
+func (r *predictRun) run(paths iter.Seq2[string, error]) error {
+	l := r.l
 	for path, err := range imagesIn(paths) {
 		if err != nil {
-			return fail(err)
+			return r.fail(err)
 		}
-		if err := ctx.Err(); err != nil {
+		if err := r.ctx.Err(); err != nil {
 			return err
 		}
 		if !l.fits(path) {
-			if err := flush(); err != nil {
+			if err := r.flush(); err != nil {
 				return err
 			}
 		}
 		if err := decodeImage(path, l.opts, l.add(path)); err != nil {
 			l.drop()
-			return fail(err)
+			return r.fail(err)
 		}
-		st.Read++
-		progress()
+		r.st.Read++
+		r.progress()
 	}
-	return flush()
+	return r.flush()
+}
+
+// progress reports the progress so far, if asked to.
+func (r *predictRun) progress() {
+	if r.report != nil {
+		r.report(r.st)
+	}
+}
+
+// flush labels the batch, reports it and emits its predictions.
+func (r *predictRun) flush() error {
+	l := r.l
+	if len(l.paths) == 0 {
+		return nil
+	}
+	logits, err := l.logits(r.ctx)
+	if err != nil {
+		return err
+	}
+	r.st.Labelled += len(l.paths)
+	r.progress()
+	for i := range l.paths {
+		if err := r.emit(l.prediction(i, logits)); err != nil {
+			return err
+		}
+	}
+	l.reset()
+	return nil
+}
+
+// fail emits the images before a failure, then returns it.
+func (r *predictRun) fail(err error) error {
+	if ferr := r.flush(); ferr != nil {
+		return ferr
+	}
+	return invalid(err)
 }
 
 // countImages ranges over paths as PredictStream reads them and returns
