@@ -121,8 +121,8 @@ func TestRecommendedPreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := rel.Report.(*job.TuneReport)
-	if rep.Tuner != tuning.RecommendedName || !rep.IncludesDefault || rep.DefaultWeight != 0.5 || rep.SelectionShare != 0.1 ||
-		rep.Subsample != 0.1 || rep.Repetitions != accounting.PoissonRepetitions(10) || rep.ValidationSize != 200 || rep.Validation != "private" {
+	if rep.Tuner != tuning.RecommendedName || !rep.IncludesDefault || rep.DefaultWeight != 0.75 || rep.SelectionShare != 0.1 ||
+		rep.Subsample != 0.1 || rep.Repetitions != accounting.PoissonRepetitions(3) || rep.ValidationSize != 200 || rep.Validation != "private" {
 		t.Errorf("report: tuner %s, default %v (weight %v), share %v, subsample %v, K %v, validation %s of %d",
 			rep.Tuner, rep.IncludesDefault, rep.DefaultWeight, rep.SelectionShare, rep.Subsample, rep.Repetitions, rep.Validation, rep.ValidationSize)
 	}
@@ -134,8 +134,8 @@ func TestRecommendedPreset(t *testing.T) {
 		"ratio":   func(s *job.TuneSpec) { s.Subsample = 0.2 },
 		"weight":  func(s *job.TuneSpec) { s.DefaultWeight = 0.25 },
 		"K":       func(s *job.TuneSpec) { s.Repetitions = accounting.PoissonRepetitions(20) },
+		"noise":   func(s *job.TuneSpec) { s.ScoreNoise = 5 },
 		"val":     func(s *job.TuneSpec) { s.ValSize = 500 },
-		"noise":   func(s *job.TuneSpec) { s.ScoreNoise = 20 },
 		"public":  func(s *job.TuneSpec) { s.Validation = "public" },
 		"too few": func(s *job.TuneSpec) { s.Data = tinyMNIST(3000) },
 	} {
