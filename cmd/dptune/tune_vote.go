@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -82,24 +83,9 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags, t job.TunerInfo) error {
 // are checked before the listener opens or any client starts.
 func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen string, spawn bool) error {
 	start := time.Now()
-	if f.data.budget != "" {
-		return usagef("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
-	}
-	seed := f.seed
-	spec, err := job.VoteSpecOf(job.TuneSpec{Tuner: job.Vote, Epsilon: f.epsilon, Delta: f.delta, BatchSize: f.batchSize, Seed: &seed, Options: options})
+	spec, src, err := voteServeSpec(cmd, f, options)
 	if err != nil {
 		return err
-	}
-	if err := checkVoteTimeouts(spec); err != nil {
-		return err
-	}
-	src, err := f.data.source(cmd)
-	if err != nil {
-		return err
-	}
-	spec.Data, spec.Transport = src, f.transport
-	if spec.Space, err = job.LoadVoteSpace(f.space); err != nil {
-		return usageError{err}
 	}
 	plan, err := job.PlanVote(cmd.Context(), spec)
 	if err != nil {
@@ -119,9 +105,10 @@ func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen s
 	if _, spec.Test, err = src.Load(); err != nil {
 		return usagef("--dataset %s --data-dir %q: %v", src.Name, f.data.dataDir, err)
 	}
+	w := cmd.ErrOrStderr()
 	if b := plan.Mechanism.BestCaseGoodSelection(); b < 0.5 {
 		m := plan.Mechanism
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: near-random selection: even if all %d clients voted for the same %d good candidates, DP-Hype's Theorem V.1 guarantees a good one only with probability %.2f (vote noise σ = %.1f votes against %d votes; %d other candidates); more clients, fewer candidates or a larger --vote-epsilon raise it\n",
+		fmt.Fprintf(w, "warning: near-random selection: even if all %d clients voted for the same %d good candidates, DP-Hype's Theorem V.1 guarantees a good one only with probability %.2f (vote noise σ = %.1f votes against %d votes; %d other candidates); more clients, fewer candidates or a larger --vote-epsilon raise it\n",
 			m.Clients, m.VotesPerClient, b, m.NoiseStddev, m.Clients, m.Candidates-m.VotesPerClient)
 	}
 	if spawn {
@@ -133,7 +120,6 @@ func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen s
 	if err != nil {
 		return usagef("--listen %s: %v", listen, err)
 	}
-	w := cmd.ErrOrStderr()
 	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
 		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, spec.VoteEpsilon,
 		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
@@ -142,7 +128,6 @@ func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen s
 		auth = "plaintext on loopback, unauthenticated (withstands a semi-honest server only)"
 	}
 	fmt.Fprintf(w, "secure sum: threshold t = %d of %d (2t > n + c, c = %d colluding), %s\n", plan.Threshold, plan.Clients, plan.Colluding, auth)
-	logs := filepath.Join(f.out, "clients")
 	if !spawn {
 		how := "--tls-cert client-<i>.pem --tls-key client-<i>.key --ca ca.pem"
 		if spec.Transport.Insecure {
@@ -150,7 +135,47 @@ func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen s
 		}
 		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name, how)
 	}
-	spec.Progress = func(e job.VoteEvent) {
+	spec.Progress = voteProgress(w, plan.Final.Rounds)
+	var rel *job.Release
+	if spawn {
+		rel, err = tuneVoteClients(cmd, f, spec, lis, plan.Clients)
+	} else {
+		rel, err = job.RunVote(cmd.Context(), spec, lis)
+	}
+	return printVoteRelease(cmd, f.out, rel, err, plan.Final.Rounds, start)
+}
+
+// voteServeSpec is the vote of f with the vote tuner's options: its
+// settings, round deadlines, data, transport and space, checked before
+// the vote is planned. A budget file is refused.
+func voteServeSpec(cmd *cobra.Command, f tuneFlags, options map[string]any) (job.VoteSpec, job.Source, error) {
+	if f.data.budget != "" {
+		return job.VoteSpec{}, job.Source{}, usagef("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
+	}
+	seed := f.seed
+	spec, err := job.VoteSpecOf(job.TuneSpec{Tuner: job.Vote, Epsilon: f.epsilon, Delta: f.delta, BatchSize: f.batchSize, Seed: &seed, Options: options})
+	if err != nil {
+		return spec, job.Source{}, err
+	}
+	if err := checkVoteTimeouts(spec); err != nil {
+		return spec, job.Source{}, err
+	}
+	src, err := f.data.source(cmd)
+	if err != nil {
+		return spec, src, err
+	}
+	spec.Data, spec.Transport = src, f.transport
+	if spec.Space, err = job.LoadVoteSpace(f.space); err != nil {
+		return spec, src, usageError{err}
+	}
+	return spec, src, nil
+}
+
+// voteProgress prints the vote's progress to w: clients joining and
+// dropping, the secure sums' rounds, the winner and the FedAvg rounds (of
+// rounds).
+func voteProgress(w io.Writer, rounds int) func(job.VoteEvent) {
+	return func(e job.VoteEvent) {
 		switch e.Stage {
 		case "joined":
 			fmt.Fprintf(w, "client %d joined\n", e.Client)
@@ -169,61 +194,70 @@ func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen s
 		case "winner":
 			fmt.Fprintf(w, "winner: candidate %d; FedAvg starts\n", e.Winner)
 		case "round":
-			fmt.Fprintf(w, "FedAvg round %d/%d done\n", e.Round, plan.Final.Rounds)
+			fmt.Fprintf(w, "FedAvg round %d/%d done\n", e.Round, rounds)
 		}
 	}
-	var rel *job.Release
-	if spawn {
-		// The front door of every tuner: the vote's clients are this
-		// machine's processes, started once the job is planned.
-		var exits []error
-		ts := spec.TuneSpec()
-		ts.Federation.Listener = lis
-		ts.Federation.Launch = func(ctx context.Context, server string) (func(), error) {
-			procs, err := startVoteClients(ctx, f, spec, server, logs, plan.Clients, filepath.Join(f.out, voteTLSDir))
-			return func() {
-				for _, p := range procs {
-					exits = append(exits, p.Wait())
-				}
-			}, err
-		}
-		rel, _, err = job.Tune(cmd.Context(), ts)
-		for _, werr := range exits {
-			if werr != nil && err == nil {
-				fmt.Fprintf(w, "a client exited with %v (see %s)\n", werr, logs)
+}
+
+// tuneVoteClients runs the vote spec through job.Tune, the front door of
+// every tuner, serving it on lis to n clients that are this machine's
+// processes, started once the job is planned (logging to OUT/clients); a
+// client's failed exit is reported when the tuning itself did not fail.
+func tuneVoteClients(cmd *cobra.Command, f tuneFlags, spec job.VoteSpec, lis net.Listener, n int) (*job.Release, error) {
+	logs := filepath.Join(f.out, "clients")
+	var exits []error
+	ts := spec.TuneSpec()
+	ts.Federation.Listener = lis
+	ts.Federation.Launch = func(ctx context.Context, server string) (func(), error) {
+		procs, err := startVoteClients(ctx, f, spec, server, logs, n, filepath.Join(f.out, voteTLSDir))
+		return func() {
+			for _, p := range procs {
+				exits = append(exits, p.Wait())
 			}
-		}
-	} else {
-		rel, err = job.RunVote(cmd.Context(), spec, lis)
+		}, err
 	}
+	rel, _, err := job.Tune(cmd.Context(), ts)
+	for _, werr := range exits {
+		if werr != nil && err == nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "a client exited with %v (see %s)\n", werr, logs)
+		}
+	}
+	return rel, err
+}
+
+// printVoteRelease saves the vote's release (rel, and err, the vote's
+// error) in out — a failed one's ledger alone — and prints the winner, the
+// federated model's test accuracy after rounds FedAvg rounds, the ε and
+// the traffic; the wall time since start goes to stderr.
+func printVoteRelease(cmd *cobra.Command, out string, rel *job.Release, err error, rounds int, start time.Time) error {
 	if rel != nil && rel.Failed {
-		if serr := rel.Save(f.out); serr != nil {
+		if serr := rel.Save(out); serr != nil {
 			return errors.Join(err, serr)
 		}
-		return fmt.Errorf("%w (nothing more released; the ledger of what reached the clients is in %s)", err, filepath.Join(f.out, "failed-report.json"))
+		return fmt.Errorf("%w (nothing more released; the ledger of what reached the clients is in %s)", err, filepath.Join(out, "failed-report.json"))
 	}
 	if err != nil {
 		return err
 	}
-	if err := rel.Save(f.out); err != nil {
+	if err := rel.Save(out); err != nil {
 		return err
 	}
 	rep := rel.Report.(*job.VoteReport)
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "winner         %v\n", rep.Selected)
-	fmt.Fprintf(out, "test accuracy  %.2f%% (federated model, %d FedAvg rounds)\n", 100*rep.TestAccuracy, plan.Final.Rounds)
+	w := cmd.OutOrStdout()
+	fmt.Fprintf(w, "winner         %v\n", rep.Selected)
+	fmt.Fprintf(w, "test accuracy  %.2f%% (federated model, %d FedAvg rounds)\n", 100*rep.TestAccuracy, rounds)
 	switch {
 	case rep.Epsilon != nil && rep.EpsilonLevel == "client":
-		fmt.Fprintf(out, "ε (client)     %.3f at δ = %g: vote + DP-FedAvg, RDP, client-level (so also example-level)\n", *rep.Epsilon, rep.Delta)
+		fmt.Fprintf(w, "ε (client)     %.3f at δ = %g: vote + DP-FedAvg, RDP, client-level (so also example-level)\n", *rep.Epsilon, rep.Delta)
 	case rep.Epsilon != nil:
-		fmt.Fprintf(out, "ε (example)    %.3f at δ = %g: vote + final training, RDP\n", *rep.Epsilon, rep.Delta)
+		fmt.Fprintf(w, "ε (example)    %.3f at δ = %g: vote + final training, RDP\n", *rep.Epsilon, rep.Delta)
 	default:
-		fmt.Fprintf(out, "ε (example)    unbounded: the final training is not private\n")
+		fmt.Fprintf(w, "ε (example)    unbounded: the final training is not private\n")
 	}
-	fmt.Fprintf(out, "vote ε         %.3f at δ = %g, client-level (replace one client), %d of %d clients in the sum\n", rep.VoteEpsilon, rep.Delta, rep.Survivors, rep.Clients)
-	fmt.Fprintf(out, "model_private  %v\n", rep.ModelPrivate)
-	fmt.Fprintf(out, "bytes sent     %d per client at most (%d in all, gRPC payloads)\n", rep.Traffic.MaxSent, rep.Traffic.TotalSent)
-	fmt.Fprintf(w, "wall time      %.1f s; report in %s\n", time.Since(start).Seconds(), filepath.Join(f.out, "report.json"))
+	fmt.Fprintf(w, "vote ε         %.3f at δ = %g, client-level (replace one client), %d of %d clients in the sum\n", rep.VoteEpsilon, rep.Delta, rep.Survivors, rep.Clients)
+	fmt.Fprintf(w, "model_private  %v\n", rep.ModelPrivate)
+	fmt.Fprintf(w, "bytes sent     %d per client at most (%d in all, gRPC payloads)\n", rep.Traffic.MaxSent, rep.Traffic.TotalSent)
+	fmt.Fprintf(cmd.ErrOrStderr(), "wall time      %.1f s; report in %s\n", time.Since(start).Seconds(), filepath.Join(out, "report.json"))
 	return nil
 }
 
