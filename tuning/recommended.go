@@ -55,10 +55,12 @@ type recommended struct{ randomStop }
 // default's weight 0.5 or 0.75 and a share of 0.1 or 0.2, weight 0.75 with
 // share 0.1 lost least to one run of the default (−0.41, −0.30, −0.18,
 // −0.03 points: the final run's 0.9·ε alone, as it selected the default on
-// both seeds), while weight 0.5 lost up to 2 points on the seed whose
-// subset preferred η = 16 (the subset's noisier runs favour a larger step
-// than the whole set's). Poisson(3) rather than more runs: log E[K] is most
-// of the selection's cost; K = 0 (probability e^−3) trains the default.
+// both seeds), while weight 0.5 lost up to 2 points on the seed whose two
+// runs both drew η = 16 and never the default (probability (1/2)^K).
+// Wherever the default was drawn, the selection chose it. Poisson(3)
+// rather than more runs: log E[K] is most of the selection's cost, and the
+// selection on the whole set (no subset) does not fit a share of 0.1 at
+// ε ≤ 2; K = 0 (probability e^−3) trains the default.
 var recommendedPreset = Preset{
 	Repetitions:    accounting.PoissonRepetitions(3),
 	DefaultWeight:  0.75,
