@@ -106,19 +106,8 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	}
 	w := cmd.ErrOrStderr()
 	spec.Warn = warner(w)
-	// The bar shows the number of runs K (or the part runs): it is for the
-	// curator's eyes, on the terminal, and never in the report.
-	var b *bar
-	spec.Progress = func(run, runs int) {
-		if b == nil {
-			desc := "tuning runs (curator-side, not private)"
-			if t, ok := tunerInfo(spec.Tuner); ok && t.Partitioned {
-				desc = "part runs"
-			}
-			b = newPhaseBar(w, runs, desc)
-		}
-		b.Set(run)
-	}
+	b := &runsBar{w: w, tuner: spec.Tuner}
+	spec.Progress = b.set
 	var run runner.Runner
 	end := func(bool) error { return nil }
 	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
@@ -126,33 +115,73 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		run, end, err = f.run.open(ctx, cmd, "tune", f.out)
 		return run, err
 	}
-	spec.Started = func(s job.TuneStart) {
-		if spec.Seed != nil {
-			warnSeeded(w)
-		}
-		if b, ok := spec.Baseline(); ok {
-			// What the user would do instead of tuning, said before the
-			// first run.
-			fmt.Fprintf(w, "baseline       one run of %s's published settings at the same ε is what tuning must beat: %s (batch %d, %d epochs, η = %g, C = %g; %s)\n",
-				b.Network, b.Command, b.BatchSize, b.Epochs, b.LearningRate, b.ClipNorm, b.Source)
-		}
-		fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g; runs in %s\n",
-			f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
-		if s.FinalNoiseMultiplier > 0 {
-			fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, spec.SelectionShare)
-		}
-		if spec.Subsample != 0 {
-			fmt.Fprintf(w, "tuning subset  every run of the selection trains on one secret Poisson subsample of ratio %g (its ε amplified as one mechanism); carried over: %s\n", spec.Subsample, job.SubsampleRule)
-		}
-	}
+	spec.Started = func(s job.TuneStart) { announceTune(w, f, spec, s, run) }
 	rel, diag, err := job.Tune(cmd.Context(), spec)
 	err = errors.Join(err, end(errors.Is(err, context.Canceled)))
-	if b != nil {
-		b.Close()
-	}
+	b.close()
 	if rel == nil {
 		return err
 	}
+	return saveTune(cmd, f, spec, rel, diag, err, start)
+}
+
+// runsBar shows a tuning's number of runs K (or its part runs): it is for
+// the curator's eyes, on the terminal, and never in the report. The bar
+// appears at the first run.
+type runsBar struct {
+	w     io.Writer
+	tuner string
+	b     *bar
+}
+
+// set shows run of runs.
+func (r *runsBar) set(run, runs int) {
+	if r.b == nil {
+		desc := "tuning runs (curator-side, not private)"
+		if t, ok := tunerInfo(r.tuner); ok && t.Partitioned {
+			desc = "part runs"
+		}
+		r.b = newPhaseBar(r.w, runs, desc)
+	}
+	r.b.Set(run)
+}
+
+// close closes the bar, if it appeared.
+func (r *runsBar) close() {
+	if r.b != nil {
+		r.b.Close()
+	}
+}
+
+// announceTune says what the tuning s of spec is about to do, before its
+// first run, on w: the baseline it must beat, its candidates, σ and budget,
+// where its runs go, its final run and its tuning subset.
+func announceTune(w io.Writer, f tuneFlags, spec job.TuneSpec, s job.TuneStart, run runner.Runner) {
+	if spec.Seed != nil {
+		warnSeeded(w)
+	}
+	if b, ok := spec.Baseline(); ok {
+		// What the user would do instead of tuning, said before the
+		// first run.
+		fmt.Fprintf(w, "baseline       one run of %s's published settings at the same ε is what tuning must beat: %s (batch %d, %d epochs, η = %g, C = %g; %s)\n",
+			b.Network, b.Command, b.BatchSize, b.Epochs, b.LearningRate, b.ClipNorm, b.Source)
+	}
+	fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g; runs in %s\n",
+		f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
+	if s.FinalNoiseMultiplier > 0 {
+		fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, spec.SelectionShare)
+	}
+	if spec.Subsample != 0 {
+		fmt.Fprintf(w, "tuning subset  every run of the selection trains on one secret Poisson subsample of ratio %g (its ε amplified as one mechanism); carried over: %s\n", spec.Subsample, job.SubsampleRule)
+	}
+}
+
+// saveTune saves the release of a tuning (rel, diag, and err, the
+// tuning's error) in --out with its pages, writes --diagnostics and prints
+// the report; a failed tuning saves its ledger alone. The results are
+// printed whatever became of the files: the privacy is spent.
+func saveTune(cmd *cobra.Command, f tuneFlags, spec job.TuneSpec, rel *job.Release, diag *job.NotPrivateDiagnostics, err error, start time.Time) error {
+	w := cmd.ErrOrStderr()
 	saveErr := rel.Save(f.out)
 	tuningPages(w, f, spec, saveErr, diag)
 	if rel.Failed {
@@ -165,8 +194,6 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	if f.diagnostics != "" && diag != nil {
 		derr = diag.WriteDiagnostics(f.diagnostics)
 	}
-	// The results are printed whatever became of the files: the privacy
-	// is spent.
 	printReport(cmd.OutOrStdout(), rel.Report)
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
 	if saveErr == nil && derr == nil {
@@ -187,7 +214,6 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 // spec turns the flags into a job.TuneSpec, refusing flags that do not
 // belong to the chosen tuner; the job checks the values.
 func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
-	ch := cmd.Flags().Changed
 	spec := job.TuneSpec{Tuner: f.tuner, Epsilon: f.epsilon, Delta: f.delta, Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum,
 		Validation: f.validation, ValSize: f.valSize, ScoreNoise: f.score, Seed: seedFlag(cmd, f.seed), Budget: f.data.budget,
 		Label: fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), Diagnostics: f.diagnostics != "", Accountant: f.accountant}
@@ -198,34 +224,8 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	if !ok {
 		return spec, usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames())
 	}
-	for _, n := range federatedOptions() {
-		if ch(n) {
-			return spec, usagef("--%s is not a --tuner %s option", n, f.tuner)
-		}
-	}
-	var notMine []string
-	if t.Preset {
-		// The preset fixes these (job.TuneSpec's zero values take it).
-		for _, n := range []string{"eta", "mean-runs", "runs-dist", "val-size", "score-noise", "validation", "public-val-dir", "default-weight", "selection-share", "subsample"} {
-			if ch(n) {
-				return spec, usagef("--%s is fixed by --tuner %s (%s)", n, f.tuner, t.Summary)
-			}
-		}
-		spec.ValSize, spec.ScoreNoise, spec.Validation = 0, 0, ""
-	}
-	if !t.Uses.Repetitions {
-		notMine = append(notMine, "eta", "mean-runs", "runs-dist")
-	}
-	if !t.Uses.TrainerScores {
-		notMine = append(notMine, "validation", "public-val-dir", "score-noise")
-	}
-	if !t.Uses.Diagnostics {
-		notMine = append(notMine, "diagnostics")
-	}
-	for _, n := range notMine {
-		if ch(n) {
-			return spec, usagef("--%s is not a --tuner %s option", n, f.tuner)
-		}
+	if err := f.tunerFlags(cmd, t, &spec); err != nil {
+		return spec, err
 	}
 	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, false); err != nil {
 		return spec, err
@@ -270,26 +270,72 @@ func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
 	if !t.Uses.Repetitions || t.Preset {
 		return spec, nil // K is fixed by the tuner
 	}
+	return spec, f.repetitions(cmd, t, &spec)
+}
+
+// tunerFlags refuses the flags that tuner t does not take: the federated
+// tuners' options, what a preset fixes (whose values spec then leaves to
+// the preset), and the flags of the repetitions, the trainer's scores and
+// the diagnostics when t uses none.
+func (f *tuneFlags) tunerFlags(cmd *cobra.Command, t job.TunerInfo, spec *job.TuneSpec) error {
+	ch := cmd.Flags().Changed
+	for _, n := range federatedOptions() {
+		if ch(n) {
+			return usagef("--%s is not a --tuner %s option", n, f.tuner)
+		}
+	}
+	var notMine []string
+	if t.Preset {
+		// The preset fixes these (job.TuneSpec's zero values take it).
+		for _, n := range []string{"eta", "mean-runs", "runs-dist", "val-size", "score-noise", "validation", "public-val-dir", "default-weight", "selection-share", "subsample"} {
+			if ch(n) {
+				return usagef("--%s is fixed by --tuner %s (%s)", n, f.tuner, t.Summary)
+			}
+		}
+		spec.ValSize, spec.ScoreNoise, spec.Validation = 0, 0, ""
+	}
+	if !t.Uses.Repetitions {
+		notMine = append(notMine, "eta", "mean-runs", "runs-dist")
+	}
+	if !t.Uses.TrainerScores {
+		notMine = append(notMine, "validation", "public-val-dir", "score-noise")
+	}
+	if !t.Uses.Diagnostics {
+		notMine = append(notMine, "diagnostics")
+	}
+	for _, n := range notMine {
+		if ch(n) {
+			return usagef("--%s is not a --tuner %s option", n, f.tuner)
+		}
+	}
+	return nil
+}
+
+// repetitions sets the distribution of the number of runs K of tuner t:
+// --runs-dist (by default t's) with mean --mean-runs, and for tnb the
+// shape --eta.
+func (f *tuneFlags) repetitions(cmd *cobra.Command, t job.TunerInfo, spec *job.TuneSpec) error {
 	if f.runsDist == "" {
 		f.runsDist = t.Uses.DefaultRuns
 	}
+	var err error
 	switch f.runsDist {
 	case job.RepeatTNB:
 		if spec.Repetitions, err = tnbWithMean(f.eta, f.meanRuns); err != nil {
-			return spec, err
+			return err
 		}
 	case job.RepeatPoisson:
-		if ch("eta") {
-			return spec, usagef("--eta is the shape of --runs-dist tnb; a Poisson number of runs has none")
+		if cmd.Flags().Changed("eta") {
+			return usagef("--eta is the shape of --runs-dist tnb; a Poisson number of runs has none")
 		}
 		spec.Repetitions = job.PoissonRepetitions(f.meanRuns)
 		if err := spec.Repetitions.Check(); err != nil {
-			return spec, usagef("--mean-runs %v: a Poisson number of runs needs a mean of at least 1", f.meanRuns)
+			return usagef("--mean-runs %v: a Poisson number of runs needs a mean of at least 1", f.meanRuns)
 		}
 	default:
-		return spec, usagef("unknown --runs-dist %q (want tnb or poisson)", f.runsDist)
+		return usagef("unknown --runs-dist %q (want tnb or poisson)", f.runsDist)
 	}
-	return spec, nil
+	return nil
 }
 
 // networkDefaults gives each run of a tuning of a built-in ScatterNet
