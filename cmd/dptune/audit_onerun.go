@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"time"
 
@@ -12,14 +13,18 @@ import (
 	"github.com/dptune/dptune/job"
 )
 
+// oneRunFlags are audit one-run's flags: train's, and the canaries'.
+type oneRunFlags struct {
+	train      trainFlags
+	canaries   int
+	guesses    []int
+	confidence float64
+	canary     string
+}
+
 func newAuditOneRunCmd() *cobra.Command {
-	var (
-		f          trainFlags
-		canaries   int
-		guesses    []int
-		confidence float64
-		canary     string
-	)
+	var o oneRunFlags
+	f := &o.train
 	cmd := &cobra.Command{
 		Use:   "one-run",
 		Short: "Audit one real training run (Steinke, Nasr & Jagielski 2023): ε_L from canaries",
@@ -46,71 +51,90 @@ auditor one release to look at.
 Writes DIR/audit.json.`,
 		Example: `  dptune audit one-run --dataset mnist --model scatter-linear-mnist --epsilon 3 --canaries 1000 --out out/audit-one-run`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !(confidence > 0 && confidence < 1) {
-				return usagef("--confidence %v is outside (0, 1)", confidence)
-			}
-			if canaries < 2 {
-				return usagef("--canaries %d: a one-run audit needs at least 2", canaries)
-			}
-			if canary != job.OneRunGradient && canary != job.OneRunInput {
-				return usagef("--canary %q is neither %s nor %s", canary, job.OneRunGradient, job.OneRunInput)
-			}
-			if f.nonPrivate {
-				return usagef("--non-private: a one-run audit audits a private run")
-			}
-			for _, r := range guesses {
-				if r < 1 || r > canaries {
-					return usagef("--guesses %d is outside [1, %d] (the canaries)", r, canaries)
-				}
-			}
-			if n, ok := job.TestSize(f.data.dataset); ok && canaries > n {
-				return usagef("--canaries %d is above %d, the size of %s's test set the canaries are drawn from", canaries, n, f.data.dataset)
-			}
-			spec, err := f.spec(cmd, "dptune audit one-run → "+f.out)
-			if err != nil {
-				return err
-			}
-			if err := job.CheckOut(f.out); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			start := time.Now()
-			res, err := job.AuditOneRun(cmd.Context(), job.OneRunSpec{Train: spec, Canaries: canaries, Guesses: guesses, Confidence: confidence, Canary: canary})
-			if err != nil {
-				return err
-			}
-			js, err := json.MarshalIndent(res, "", "  ")
-			if err != nil {
-				return err
-			}
-			if err := fsx.WriteFileAtomic(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "ε_L = %.4f  (%g%% confidence, δ = %g, one run, %d %s canaries)\n", res.EpsilonLower, 100*res.Confidence, res.Delta, res.Canaries, res.Canary)
-			for _, g := range res.Guesses {
-				fmt.Fprintf(out, "  %5d guesses, %5d right: ε_L %.4f\n", g.Guesses, g.Correct, g.EpsilonLower)
-			}
-			for name, v := range res.EpsilonUpper {
-				verdict := "holds"
-				if res.EpsilonLower > v {
-					verdict = "VIOLATED: the claim is below the audit's lower bound"
-				}
-				fmt.Fprintf(out, "ε_U %-8s %.4f  %s\n", name, v, verdict)
-			}
-			if a := res.Run.TestAccuracy; a != nil {
-				fmt.Fprintf(out, "test accuracy  %.2f%% (without the canaries)\n", 100**a)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wall time      %.1f s; audit.json in %s\n", time.Since(start).Seconds(), f.out)
-			return nil
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f.add(cmd.Flags())
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "out/audit-one-run", "directory for audit.json")
-	fl.IntVar(&canaries, "canaries", 1000, "canaries m (at most the test set's size, and for gradient canaries the network's parameter count)")
-	fl.StringVar(&canary, "canary", job.OneRunGradient, "canary kind: gradient (white-box) or input (black-box)")
-	fl.IntSliceVar(&guesses, "guesses", nil, "guess counts r to try, each in [1, m] (default: 2%, 5%, 10%, 20%, 50% and 100% of m)")
-	fl.Float64Var(&confidence, "confidence", 0.95, "confidence of ε_L, in (0, 1), split over the guess counts")
+	fl.IntVar(&o.canaries, "canaries", 1000, "canaries m (at most the test set's size, and for gradient canaries the network's parameter count)")
+	fl.StringVar(&o.canary, "canary", job.OneRunGradient, "canary kind: gradient (white-box) or input (black-box)")
+	fl.IntSliceVar(&o.guesses, "guesses", nil, "guess counts r to try, each in [1, m] (default: 2%, 5%, 10%, 20%, 50% and 100% of m)")
+	fl.Float64Var(&o.confidence, "confidence", 0.95, "confidence of ε_L, in (0, 1), split over the guess counts")
 	return cmd
+}
+
+// check refuses canary flags that cannot make a one-run audit, before the
+// training flags are read.
+func (o *oneRunFlags) check() error {
+	if !(o.confidence > 0 && o.confidence < 1) {
+		return usagef("--confidence %v is outside (0, 1)", o.confidence)
+	}
+	if o.canaries < 2 {
+		return usagef("--canaries %d: a one-run audit needs at least 2", o.canaries)
+	}
+	if o.canary != job.OneRunGradient && o.canary != job.OneRunInput {
+		return usagef("--canary %q is neither %s nor %s", o.canary, job.OneRunGradient, job.OneRunInput)
+	}
+	if o.train.nonPrivate {
+		return usagef("--non-private: a one-run audit audits a private run")
+	}
+	for _, r := range o.guesses {
+		if r < 1 || r > o.canaries {
+			return usagef("--guesses %d is outside [1, %d] (the canaries)", r, o.canaries)
+		}
+	}
+	if n, ok := job.TestSize(o.train.data.dataset); ok && o.canaries > n {
+		return usagef("--canaries %d is above %d, the size of %s's test set the canaries are drawn from", o.canaries, n, o.train.data.dataset)
+	}
+	return nil
+}
+
+// run audits the run of the flags in one run, writes audit.json in --out
+// and prints the bounds.
+func (o *oneRunFlags) run(cmd *cobra.Command) error {
+	f := &o.train
+	if err := o.check(); err != nil {
+		return err
+	}
+	spec, err := f.spec(cmd, "dptune audit one-run → "+f.out)
+	if err != nil {
+		return err
+	}
+	if err := job.CheckOut(f.out); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	start := time.Now()
+	res, err := job.AuditOneRun(cmd.Context(), job.OneRunSpec{Train: spec, Canaries: o.canaries, Guesses: o.guesses, Confidence: o.confidence, Canary: o.canary})
+	if err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := fsx.WriteFileAtomic(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	printOneRun(cmd.OutOrStdout(), res)
+	fmt.Fprintf(cmd.ErrOrStderr(), "wall time      %.1f s; audit.json in %s\n", time.Since(start).Seconds(), f.out)
+	return nil
+}
+
+// printOneRun prints a one-run audit's ε_L, for each guess count and in
+// all, against each ε_U the run claims, and the run's test accuracy.
+func printOneRun(out io.Writer, res *job.OneRunResult) {
+	fmt.Fprintf(out, "ε_L = %.4f  (%g%% confidence, δ = %g, one run, %d %s canaries)\n", res.EpsilonLower, 100*res.Confidence, res.Delta, res.Canaries, res.Canary)
+	for _, g := range res.Guesses {
+		fmt.Fprintf(out, "  %5d guesses, %5d right: ε_L %.4f\n", g.Guesses, g.Correct, g.EpsilonLower)
+	}
+	for name, v := range res.EpsilonUpper {
+		verdict := "holds"
+		if res.EpsilonLower > v {
+			verdict = "VIOLATED: the claim is below the audit's lower bound"
+		}
+		fmt.Fprintf(out, "ε_U %-8s %.4f  %s\n", name, v, verdict)
+	}
+	if a := res.Run.TestAccuracy; a != nil {
+		fmt.Fprintf(out, "test accuracy  %.2f%% (without the canaries)\n", 100**a)
+	}
 }
