@@ -83,33 +83,8 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case f.lrStride < 1 || f.clipStride < 1:
-		return usagef("--lr-stride and --clip-stride must be at least 1")
-	case f.epochs < 1 || f.seeds < 1 || f.repeats < 1:
-		return usagef("--epochs, --seeds and --repeats must be at least 1")
-	case f.batchSize < 1 || f.batchSize > src.NominalN:
-		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, src.NominalN)
-	case !(f.scoreNoise >= 0) || math.IsInf(f.scoreNoise, 1):
-		return usagef("--score-noise %v must be a finite non-negative number", f.scoreNoise)
-	case len(f.gammas) == 0:
-		return usagef("--gammas needs at least one γ")
-	}
-	for _, g := range append([]float64{f.refGamma}, f.gammas...) {
-		if !(g > 0 && g < 1) {
-			return usagef("γ = %v is outside (0, 1)", g)
-		}
-		// Checked here, before the landscapes are built: each tuning
-		// draws K from TNB(1, γ).
-		if err := job.TNBRepetitions(1, g).CheckSampled(); err != nil {
-			return usagef("γ = %v: %v", g, err)
-		}
-	}
-	if err := job.CheckEpsilon(f.epsilon); err != nil {
-		return usagef("--epsilon: %v", err)
-	}
-	if err := job.CheckDelta(f.delta); err != nil {
-		return usagef("--delta: %v", err)
+	if err := f.check(src.NominalN); err != nil {
+		return err
 	}
 	full, err := loadSpace(f.space, f.dataset)
 	if err != nil {
@@ -152,16 +127,11 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	fmt.Fprintf(w, "landscapes of %s: %d candidates × %d seeds × %d epoch(s) at batch %d, σ = %.4f (GP) and %.4f (uniform), cache %s\n",
 		src.Arch.Name, space.Size(), f.seeds, f.epochs, f.batchSize, sigmaGP, sigmaU, f.cache)
 	ctx := cmd.Context()
-	var ls [2]bench.Landscape
-	for k, sigma := range []float64{sigmaGP, sigmaU} {
-		label := []string{"GP landscape", "uniform landscape"}[k]
-		ls[k], err = bench.BuildLandscape(ctx, bench.LandscapeConfig{Arch: src.Arch, Train: train, Test: test, Space: space,
-			NoiseMultiplier: sigma, SamplingRate: q, Epochs: f.epochs, Seeds: f.seeds, Cache: f.cache,
-			Runner: run, Jobs: job.LandscapeJobsFor(src, train, test),
-			Progress: progressTo(w, label+" runs")})
-		if err != nil {
-			return errors.Join(err, end(errors.Is(err, context.Canceled)))
-		}
+	ls, err := buildLandscapes(ctx, w, bench.LandscapeConfig{Arch: src.Arch, Train: train, Test: test, Space: space,
+		SamplingRate: q, Epochs: f.epochs, Seeds: f.seeds, Cache: f.cache,
+		Runner: run, Jobs: job.LandscapeJobsFor(src, train, test)}, sigmaGP, sigmaU)
+	if err != nil {
+		return errors.Join(err, end(errors.Is(err, context.Canceled)))
 	}
 	if err := end(false); err != nil {
 		return err
@@ -179,6 +149,59 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 		return err
 	}
 	return bench.PlotTuners(cells, filepath.Join(f.out, "tuners.png"))
+}
+
+// check refuses flags the simulation cannot run, before any landscape is
+// built: strides, counts and a batch size (of nominal training-set size
+// n) out of range, a bad score noise, and geometric γs, ε or δ that the
+// tunings cannot take.
+func (f benchTunersFlags) check(n int) error {
+	switch {
+	case f.lrStride < 1 || f.clipStride < 1:
+		return usagef("--lr-stride and --clip-stride must be at least 1")
+	case f.epochs < 1 || f.seeds < 1 || f.repeats < 1:
+		return usagef("--epochs, --seeds and --repeats must be at least 1")
+	case f.batchSize < 1 || f.batchSize > n:
+		return usagef("--batch-size %d is outside [1, %d]", f.batchSize, n)
+	case !(f.scoreNoise >= 0) || math.IsInf(f.scoreNoise, 1):
+		return usagef("--score-noise %v must be a finite non-negative number", f.scoreNoise)
+	case len(f.gammas) == 0:
+		return usagef("--gammas needs at least one γ")
+	}
+	for _, g := range append([]float64{f.refGamma}, f.gammas...) {
+		if !(g > 0 && g < 1) {
+			return usagef("γ = %v is outside (0, 1)", g)
+		}
+		// Checked here, before the landscapes are built: each tuning
+		// draws K from TNB(1, γ).
+		if err := job.TNBRepetitions(1, g).CheckSampled(); err != nil {
+			return usagef("γ = %v: %v", g, err)
+		}
+	}
+	if err := job.CheckEpsilon(f.epsilon); err != nil {
+		return usagef("--epsilon: %v", err)
+	}
+	if err := job.CheckDelta(f.delta); err != nil {
+		return usagef("--delta: %v", err)
+	}
+	return nil
+}
+
+// buildLandscapes builds the GP tuner's landscape at σ = sigmaGP and the
+// uniform tuner's at sigmaU, each as base says, with its runs' progress on
+// w.
+func buildLandscapes(ctx context.Context, w io.Writer, base bench.LandscapeConfig, sigmaGP, sigmaU float64) ([2]bench.Landscape, error) {
+	var ls [2]bench.Landscape
+	for k, sigma := range []float64{sigmaGP, sigmaU} {
+		label := []string{"GP landscape", "uniform landscape"}[k]
+		c := base
+		c.NoiseMultiplier, c.Progress = sigma, progressTo(w, label+" runs")
+		var err error
+		if ls[k], err = bench.BuildLandscape(ctx, c); err != nil {
+			return ls, err
+		}
+	}
+	return ls, nil
 }
 
 func best(l bench.Landscape) float64 {
