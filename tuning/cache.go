@@ -47,6 +47,11 @@ type SearchRecord struct {
 	// (pure DP), positive and finite.
 	Epsilon float64 `json:"epsilon"`
 	Time    string  `json:"time"` // when the search ran, RFC 3339
+	// Tuning names the tuning that ran the search
+	// (PartitionScorer.Invocation), absent for one without a name: a
+	// resumed tuning's search, drawn again from the same key on the same
+	// scores, is the same search as its earlier process's, not one more.
+	Tuning string `json:"tuning,omitempty"`
 }
 
 // fingerprint is the cache header for space s: a readable summary and the
@@ -302,12 +307,29 @@ func completeLength(f *os.File, size int64) (int64, error) {
 }
 
 // Searches returns the doubling searches recorded in Cache (nil if there is
-// no cache file or Cache is ""). After Scores it checks the whole file
-// against the space and settings Scores used; before, it checks only the
-// records' form. A partial last line is ignored with a warning; a malformed
-// file is an error naming the file and line. It must not run concurrently
-// with Scores or RecordSearch.
+// no cache file or Cache is ""), but for those of p's own tuning
+// (Invocation, when set: a resumed tuning's earlier processes ran the same
+// search). After Scores it checks the whole file against the space and
+// settings Scores used; before, it checks only the records' form. A
+// partial last line is ignored with a warning; a malformed file is an
+// error naming the file and line. It must not run concurrently with
+// Scores or RecordSearch.
 func (p *PartitionScorer) Searches() ([]SearchRecord, error) {
+	all, err := p.allSearches()
+	if err != nil || p.Invocation == "" {
+		return all, err
+	}
+	var out []SearchRecord
+	for _, r := range all {
+		if r.Tuning != p.Invocation {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// allSearches is Searches with p's own tuning's searches.
+func (p *PartitionScorer) allSearches() ([]SearchRecord, error) {
 	if p.Cache == "" {
 		return nil, nil
 	}
@@ -333,10 +355,12 @@ func (p *PartitionScorer) Searches() ([]SearchRecord, error) {
 	return searches, nil
 }
 
-// RecordSearch appends r to Cache as one whole line (a no-op when Cache is
-// ""). It records a search on the scores the last Scores call returned, so
-// it is an error before Scores; an empty r.Time is set to the current UTC
-// time. It returns an error if r is not a record a search can produce
+// RecordSearch appends r to Cache as one whole line, tagged with
+// p.Invocation; it is a no-op when Cache is "", and when the cache already
+// holds a search of that tuning (a resumed tuning's earlier process
+// recorded it). It records a search on the scores the last Scores call
+// returned, so it is an error before Scores; an empty r.Time is set to the
+// current UTC time. It returns an error if r is not a record a search can produce
 // (a field outside its domain: see SearchRecord) or the line would be longer than the cache's 4096-byte
 // limit. It must not run concurrently with Scores or Searches.
 func (p *PartitionScorer) RecordSearch(r SearchRecord) error {
@@ -351,6 +375,17 @@ func (p *PartitionScorer) RecordSearch(r SearchRecord) error {
 	}
 	if r.Time == "" {
 		r.Time = time.Now().UTC().Format(time.RFC3339)
+	}
+	if r.Tuning = p.Invocation; r.Tuning != "" {
+		all, err := p.allSearches()
+		if err != nil {
+			return err
+		}
+		for _, e := range all {
+			if e.Tuning == r.Tuning {
+				return nil
+			}
+		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -273,6 +273,39 @@ func TestCacheSearchRecords(t *testing.T) {
 	}
 }
 
+// A tuning's own search (PartitionScorer.Invocation) is not an earlier
+// search of its cache: a resumed tuning whose earlier process recorded it
+// finds only the other tunings' searches, and recording it again adds no
+// line; another tuning still finds it.
+func TestCacheOwnSearchIsNotEarlier(t *testing.T) {
+	p, s, _, _ := cacheScorer(t)
+	writeFile(t, p.Cache, p.fingerprint(s)+"\n0,0,0.5\n0,1,0.25\n1,0,0.75\n1,1,1\n")
+	rec := SearchRecord{Epsilon0: 0.5, Granularity: 0.05, U0: 0.1, MaxIterations: 7, Epsilon: 3.5000000000000004, Time: "2026-01-02T03:04:05Z"}
+	if _, _, err := p.Scores(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RecordSearch(rec); err != nil { // an untagged, earlier search
+		t.Fatal(err)
+	}
+	p.Invocation = "tuning a"
+	for range 2 { // the first process, then its resume
+		if err := p.RecordSearch(rec); err != nil {
+			t.Fatal(err)
+		}
+		got, err := p.Searches()
+		if err != nil || len(got) != 1 || got[0].Tuning != "" {
+			t.Fatalf("tuning a's earlier searches: %+v, %v", got, err)
+		}
+	}
+	if n := strings.Count(readFile(t, p.Cache), "\nsearch,{"); n != 2 {
+		t.Errorf("%d search lines, want the untagged one and tuning a's once", n)
+	}
+	p.Invocation = "tuning b"
+	if got, err := p.Searches(); err != nil || len(got) != 2 || got[1].Tuning != "tuning a" {
+		t.Errorf("tuning b's earlier searches: %+v, %v", got, err)
+	}
+}
+
 // Scores refuses spaces the DP-SGD part runs cannot train.
 func TestScoresChecksSpace(t *testing.T) {
 	p, _, _, _ := cacheScorer(t)

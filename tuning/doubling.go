@@ -333,7 +333,7 @@ func NewDoubling(s Spec, final Hyper) *DoublingTuner {
 	scorer := &PartitionScorer{Arch: arch, Networks: final.Networks, ValSize: s.ValSize, Epochs: o.PartEpochs, BatchSize: partBatch, SamplingRate: partQ,
 		Momentum: s.Momentum, LearningRate: final.Config.LearningRate, ClipNorm: final.Config.ClipNorm, Schedule: final.Config.Schedule,
 		Clipping: final.Config.Clipping, AutoClipGamma: final.Config.AutoClipGamma,
-		Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache, Default: s.Default}
+		Private: o.Private, NoiseMultiplier: o.PartitionNoise, Cache: o.Cache, Default: s.Default, Invocation: s.Invocation}
 	final.NominalN, final.Epochs = s.TrainN, s.Epochs
 	final.Config.SamplingRate, final.Config.ExpectedBatchSize, final.Config.Steps = q, float64(s.BatchSize), dpsgd.StepsForEpochs(s.Epochs, q)
 	final.Config.Momentum = s.Momentum

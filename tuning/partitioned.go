@@ -63,6 +63,11 @@ type PartitionScorer struct {
 	// SplitID identifies the partition (e.g. a digest of its key); a cache
 	// written for another partition is refused.
 	SplitID string
+	// Invocation, if not "", names the tuning the scorer serves
+	// (Spec.Invocation): the search a resumed tuning's earlier process
+	// recorded in Cache is its own, not an earlier one (Searches,
+	// RecordSearch).
+	Invocation string
 	// Cache is a file of finished (candidate, part) scores: NOT PRIVATE
 	// (every candidate's per-part accuracy), written with mode 0600 for the
 	// curator; "" for none. Its first line is a header holding a SHA-256

@@ -181,6 +181,11 @@ type Spec struct {
 	Default       *Candidate
 	DefaultWeight float64
 
+	// Invocation, if not "", names one tuning across the processes that
+	// run it (a tuning resumed after a kill): the doubling tuner tags the
+	// search it records in its score cache with it (PartitionScorer).
+	Invocation string
+
 	// Seed, Key, Progress, Jobs and Diagnostics are as in Config.
 	Seed        *uint64
 	Key         *randsrc.Key
