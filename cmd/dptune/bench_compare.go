@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -226,22 +227,8 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if cfg.CostSitting {
 		fmt.Fprintf(w, "cost sitting: every tuning runs and is timed now, none read from the cache; load average %s (keep the machine otherwise idle)\n", bench.LoadAvg())
 	}
-	var b *bar
-	var stage string
-	cfg.Progress = func(s string) {
-		if b != nil {
-			b.Close()
-			b = nil
-		}
-		stage = s
-		fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s)
-	}
-	cfg.RunProgress = func(r, runs int) {
-		if b == nil {
-			b = newPhaseBar(w, runs, stage+" (curator-side)")
-		}
-		b.Set(r)
-	}
+	b := &stageBar{w: w, start: start}
+	cfg.Progress, cfg.RunProgress = b.stage, b.set
 	rep, err := bench.Compare(cmd.Context(), cfg)
 	// The invocation is closed (or left to resume) before anything is
 	// written; an error closing it is returned once the results are out.
@@ -249,116 +236,114 @@ func runBenchCompare(cmd *cobra.Command, f benchCompareFlags) error {
 	if err != nil {
 		err = errors.Join(err, closeErr)
 	}
-	if b != nil {
-		b.Close()
-	}
+	b.close()
 	if err != nil {
 		return err
 	}
-	if why := f.voteNotRun(); f.vote && why != "" {
-		rep.VoteNotRun = why
-		fmt.Fprintf(w, "DP-Hype not run: %s\n", why)
-	} else if f.vote {
-		vc := bench.VoteRealConfig{Source: whole, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
-			BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, job.Vote),
-			Progress: stagedProgressTo(w)}
-		if rep.Vote, err = bench.CompareVote(cmd.Context(), vc, f.budgets, seeds, cfg.Progress); err != nil {
-			return errors.Join(err, closeErr)
-		}
+	if err := f.compareVote(cmd, rep, whole, seeds, cfg.Progress); err != nil {
+		return errors.Join(err, closeErr)
 	}
 	rep.Command = commandLine()
 	rep.Wall = time.Since(start).Seconds()
-	if err := rep.Save(f.out); err != nil {
-		return errors.Join(err, closeErr)
-	}
-	var md strings.Builder
-	bench.WriteCompareMarkdown(&md, rep)
-	if err := os.WriteFile(filepath.Join(f.out, "compare.md"), []byte(md.String()), 0o644); err != nil {
-		return errors.Join(err, closeErr)
-	}
-	fmt.Fprint(cmd.OutOrStdout(), md.String())
-	if err := bench.PlotCompare(rep, filepath.Join(f.out, "compare-"+src.Name+".png")); err != nil {
-		return errors.Join(err, closeErr)
-	}
-	if err := bench.PlotVersus(rep, filepath.Join(f.out, "versus-default-"+src.Name+".png")); err != nil {
+	if err := writeCompare(cmd.OutOrStdout(), f.out, rep, src.Name); err != nil {
 		return errors.Join(err, closeErr)
 	}
 	fmt.Fprintf(w, "wall time %.0f s (%d tunings from the cache); compare.json, compare.md and the plot in %s\n", rep.Wall, rep.Cached, f.out)
 	return closeErr
 }
 
+// stageBar shows a comparison's stages as lines timed from start, and the
+// runs of the stage under way on a bar (curator-side) that appears at its
+// first run.
+type stageBar struct {
+	w       io.Writer
+	start   time.Time
+	b       *bar
+	current string
+}
+
+// stage closes the bar of the stage before s and announces s.
+func (s *stageBar) stage(name string) {
+	s.close()
+	s.current = name
+	fmt.Fprintf(s.w, "[%s] %s\n", time.Since(s.start).Round(time.Second), name)
+}
+
+// set shows run r of runs of the stage under way.
+func (s *stageBar) set(r, runs int) {
+	if s.b == nil {
+		s.b = newPhaseBar(s.w, runs, s.current+" (curator-side)")
+	}
+	s.b.Set(r)
+}
+
+// close closes the bar, if one is shown.
+func (s *stageBar) close() {
+	if s.b != nil {
+		s.b.Close()
+		s.b = nil
+	}
+}
+
+// compareVote adds DP-Hype's table to rep when --vote asks for it: run on
+// whole (dealt among its clients) at every budget and seed, or the reason
+// it is not run under the comparison-wide options given.
+func (f benchCompareFlags) compareVote(cmd *cobra.Command, rep *bench.CompareReport, whole job.Source, seeds []uint64, progress func(string)) error {
+	if !f.vote {
+		return nil
+	}
+	w := cmd.ErrOrStderr()
+	if why := f.voteNotRun(); why != "" {
+		rep.VoteNotRun = why
+		fmt.Fprintf(w, "DP-Hype not run: %s\n", why)
+		return nil
+	}
+	vc := bench.VoteRealConfig{Source: whole, Subset: f.voteSubset, AlphaClients: 10, Delta: f.delta, VotesPerClient: 1, LocalEpochs: 1,
+		BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: f.voteReps, CacheDir: filepath.Join(f.out, job.Vote),
+		Progress: stagedProgressTo(w)}
+	var err error
+	rep.Vote, err = bench.CompareVote(cmd.Context(), vc, f.budgets, seeds, progress)
+	return err
+}
+
+// writeCompare saves the comparison rep in dir (compare.json, compare.md
+// and the plots of the dataset called name), printing compare.md to out.
+func writeCompare(out io.Writer, dir string, rep *bench.CompareReport, name string) error {
+	if err := rep.Save(dir); err != nil {
+		return err
+	}
+	var md strings.Builder
+	bench.WriteCompareMarkdown(&md, rep)
+	if err := os.WriteFile(filepath.Join(dir, "compare.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(out, md.String())
+	if err := bench.PlotCompare(rep, filepath.Join(dir, "compare-"+name+".png")); err != nil {
+		return err
+	}
+	return bench.PlotVersus(rep, filepath.Join(dir, "versus-default-"+name+".png"))
+}
+
 // config checks the flags and returns the comparison's settings, and the
 // whole training set (before --train-subset) for DP-Hype's table.
 func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, whole job.Source, err error) {
-	src, err := f.data.source(cmd)
+	src, whole, err := f.sources(cmd)
 	if err != nil {
 		return cfg, whole, err
 	}
-	if cmd.Flags().Changed("budget") {
-		return cfg, whole, usagef("--budget: a benchmark is not a release; it charges no budget file")
-	}
-	if err := f.checkWide(cmd); err != nil {
+	if err := f.checkRanges(src.NominalN); err != nil {
 		return cfg, whole, err
-	}
-	// A built-in ScatterNet network's own settings stand for the flags not
-	// given, as for tune.
-	runDefaults(cmd, src, &f.epochs, &f.batchSize, &f.momentum)
-	whole = src // DP-Hype's table deals its own --vote-subset among clients
-	if f.trainSubset != 0 && f.devSplit != 0 {
-		return cfg, whole, usagef("--dev-split and --train-subset cannot be combined")
-	}
-	if f.trainSubset != 0 {
-		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
-			return cfg, whole, usagef("--train-subset: %v", err)
-		}
-	}
-	if f.devSplit != 0 {
-		if src, err = src.WithDevSplit(f.devSplit, compareSubsetKey); err != nil {
-			return cfg, whole, usagef("--dev-split: %v", err)
-		}
-		whole = src
-	}
-	switch {
-	case f.seeds < 1 || f.seeds > 1000:
-		return cfg, whole, usagef("--seeds %d is outside [1, 1000]", f.seeds)
-	case f.lrStride < 1 || f.clipStride < 1:
-		return cfg, whole, usagef("--lr-stride and --clip-stride must be at least 1")
-	case !(f.momentum >= 0 && f.momentum < 1):
-		return cfg, whole, usagef("--momentum %v is outside [0, 1)", f.momentum)
-	case f.epochs < 1:
-		return cfg, whole, usagef("--epochs and --part-epochs must be at least 1")
-	case f.valSize < 1 || f.valSize >= src.NominalN:
-		return cfg, whole, usagef("--val-size %d must be at least 1 and below the nominal training-set size %d (the runs train on the rest)", f.valSize, src.NominalN)
-	case f.batchSize < 1 || f.batchSize > src.NominalN-f.valSize:
-		return cfg, whole, usagef("--batch-size %d is outside [1, %d], the nominal size %d less --val-size %d", f.batchSize, src.NominalN-f.valSize, src.NominalN, f.valSize)
-	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
-		return cfg, whole, usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
-	case f.voteSubset < 0:
-		return cfg, whole, usagef("--vote-subset %d is negative", f.voteSubset)
-	case bench.CheckVoteReps("--vote-reps", f.voteReps) != nil:
-		return cfg, whole, usagef("--vote-reps %d is outside [1, %d]", f.voteReps, bench.MaxVoteReps)
-	case len(f.budgets) == 0:
-		return cfg, whole, usagef("--epsilon needs at least one budget")
 	}
 	options, err := f.optionValues()
 	if err != nil {
 		return cfg, whole, err
 	}
-	for _, e := range f.budgets {
-		if err := job.CheckEpsilon(e); err != nil {
-			return cfg, whole, usagef("--epsilon %v: %v", e, err)
-		}
+	if err := f.checkBudgets(); err != nil {
+		return cfg, whole, err
 	}
-	if err := job.CheckDelta(f.delta); err != nil {
-		return cfg, whole, usagef("--delta: %v", err)
-	}
-	var entries []bench.CompareEntry
-	for _, t := range f.tuners {
-		i := slices.IndexFunc(bench.CompareEntries, func(e bench.CompareEntry) bool { return e.ID() == t })
-		if i < 0 {
-			return cfg, whole, usagef("unknown --tuners entry %q (want %s)", t, compareEntryIDs())
-		}
-		entries = append(entries, bench.CompareEntries[i])
+	entries, err := f.entries()
+	if err != nil {
+		return cfg, whole, err
 	}
 	name := f.space
 	if name == "" {
@@ -410,6 +395,94 @@ func (f benchCompareFlags) config(cmd *cobra.Command) (cfg bench.CompareConfig, 
 		cfg.Baselines = false
 	}
 	return cfg, whole, nil
+}
+
+// sources reads the data flags, refusing --budget and the
+// comparison-wide options' bad values first: src is the training set the
+// tunings run on (a --train-subset or --dev-split of the dataset), whole
+// the one DP-Hype's table deals among its clients. A built-in ScatterNet
+// network's own settings stand for the flags not given, as for tune.
+func (f *benchCompareFlags) sources(cmd *cobra.Command) (src, whole job.Source, err error) {
+	if src, err = f.data.source(cmd); err != nil {
+		return src, whole, err
+	}
+	if cmd.Flags().Changed("budget") {
+		return src, whole, usagef("--budget: a benchmark is not a release; it charges no budget file")
+	}
+	if err := f.checkWide(cmd); err != nil {
+		return src, whole, err
+	}
+	runDefaults(cmd, src, &f.epochs, &f.batchSize, &f.momentum)
+	whole = src // DP-Hype's table deals its own --vote-subset among clients
+	if f.trainSubset != 0 && f.devSplit != 0 {
+		return src, whole, usagef("--dev-split and --train-subset cannot be combined")
+	}
+	if f.trainSubset != 0 {
+		if src, err = src.WithSubset(f.trainSubset, compareSubsetKey); err != nil {
+			return src, whole, usagef("--train-subset: %v", err)
+		}
+	}
+	if f.devSplit != 0 {
+		if src, err = src.WithDevSplit(f.devSplit, compareSubsetKey); err != nil {
+			return src, whole, usagef("--dev-split: %v", err)
+		}
+		whole = src
+	}
+	return src, whole, nil
+}
+
+// checkRanges refuses counts and sizes out of range, n being the nominal
+// size of the training set the tunings run on.
+func (f benchCompareFlags) checkRanges(n int) error {
+	switch {
+	case f.seeds < 1 || f.seeds > 1000:
+		return usagef("--seeds %d is outside [1, 1000]", f.seeds)
+	case f.lrStride < 1 || f.clipStride < 1:
+		return usagef("--lr-stride and --clip-stride must be at least 1")
+	case !(f.momentum >= 0 && f.momentum < 1):
+		return usagef("--momentum %v is outside [0, 1)", f.momentum)
+	case f.epochs < 1:
+		return usagef("--epochs and --part-epochs must be at least 1")
+	case f.valSize < 1 || f.valSize >= n:
+		return usagef("--val-size %d must be at least 1 and below the nominal training-set size %d (the runs train on the rest)", f.valSize, n)
+	case f.batchSize < 1 || f.batchSize > n-f.valSize:
+		return usagef("--batch-size %d is outside [1, %d], the nominal size %d less --val-size %d", f.batchSize, n-f.valSize, n, f.valSize)
+	case !(f.meanRuns > 1) || math.IsInf(f.meanRuns, 1):
+		return usagef("--mean-runs %v must be finite and above 1", f.meanRuns)
+	case f.voteSubset < 0:
+		return usagef("--vote-subset %d is negative", f.voteSubset)
+	case bench.CheckVoteReps("--vote-reps", f.voteReps) != nil:
+		return usagef("--vote-reps %d is outside [1, %d]", f.voteReps, bench.MaxVoteReps)
+	case len(f.budgets) == 0:
+		return usagef("--epsilon needs at least one budget")
+	}
+	return nil
+}
+
+// checkBudgets refuses an --epsilon or --delta that no tuning can take.
+func (f benchCompareFlags) checkBudgets() error {
+	for _, e := range f.budgets {
+		if err := job.CheckEpsilon(e); err != nil {
+			return usagef("--epsilon %v: %v", e, err)
+		}
+	}
+	if err := job.CheckDelta(f.delta); err != nil {
+		return usagef("--delta: %v", err)
+	}
+	return nil
+}
+
+// entries are the --tuners entries of the comparison.
+func (f benchCompareFlags) entries() ([]bench.CompareEntry, error) {
+	var entries []bench.CompareEntry
+	for _, t := range f.tuners {
+		i := slices.IndexFunc(bench.CompareEntries, func(e bench.CompareEntry) bool { return e.ID() == t })
+		if i < 0 {
+			return nil, usagef("unknown --tuners entry %q (want %s)", t, compareEntryIDs())
+		}
+		entries = append(entries, bench.CompareEntries[i])
+	}
+	return entries, nil
 }
 
 // checkWide refuses, before any work, the comparison-wide options' bad
