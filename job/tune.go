@@ -126,6 +126,24 @@ type TuneSpec struct {
 	// budget is charged, before the data is read.
 	Started func(TuneStart)
 
+	// Checkpoint, if not "", makes a central tuning on this process's
+	// runner resumable after it is killed or interrupted: the directory
+	// (TuneCheckpointPath(out), beside the release directory, never in
+	// it) where it keeps its state and every finished run, authenticated
+	// under the curator's checkpoint key, until it finishes or fails;
+	// ResumeTuneSpec continues it. A new tuning into a directory holding
+	// an unfinished one is refused. A tuning on another runner (a durable
+	// one keeps its runs itself) ignores it.
+	Checkpoint string
+	// CallerNotes are kept with a Checkpoint (authenticated) and given
+	// back by ResumeTuneSpec: what the caller needs to finish a resumed
+	// tuning as the first process would have (the command line keeps its
+	// --diagnostics file here). They do not change the tuning.
+	CallerNotes map[string]string
+	// resume is the authenticated state of the tuning a resume continues
+	// (ResumeTuneSpec).
+	resume *tuneState
+
 	// Federation serves a federated tuner (tuning.Federated), whose
 	// clients hold the data; nil: a loopback server and clients in this
 	// process. The fields above that concern DP-SGD runs (Epochs,

@@ -17,11 +17,26 @@ import (
 // the budget for the whole plan before the data is read (start), load and
 // cut the data (load), run the selection and the final run (run), and
 // release what the tuner's guarantee covers (release).
+//
+// A tuning with a Checkpoint on this process's runner keeps what a resume
+// needs from the start to the end (openCheckpoint, close; see
+// ResumeTuneSpec).
 func tuneRelease(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, error) {
 	p, err := s.plan(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	ck, s, err := s.openCheckpoint(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	rel, diag, err := s.tuneRun(ctx, p)
+	return rel, diag, ck.close(rel, err)
+}
+
+// tuneRun runs the planned tuning p of s: a central tuning in its steps,
+// or a partitioned tuner's (tunePartitioned).
+func (s TuneSpec) tuneRun(ctx context.Context, p *tunePlan) (*Release, *NotPrivateDiagnostics, error) {
 	tu, ok := p.tuner.(tuning.Runner)
 	if !ok {
 		return tunePartitioned(ctx, s, p)
