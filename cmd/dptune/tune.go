@@ -26,6 +26,7 @@ type tuneFlags struct {
 	options                                        tunerFlags
 	transport                                      job.VoteTransport // vote serve only
 	run                                            runnerFlags
+	resume                                         string // --resume OUT
 }
 
 func newTuneCmd() *cobra.Command {
@@ -89,6 +90,7 @@ dimension, a --space with one is refused, and a network's own learning rate
 	addSplitFlags(fl, &f.split)
 	f.options = addTunerFlags(fl)
 	addRunnerFlags(fl, &f.run)
+	addResumeFlag(fl, &f.resume)
 	return cmd
 }
 
@@ -100,7 +102,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 		return runVoteTune(cmd, f, t)
 	}
 	start := time.Now()
-	spec, err := f.spec(cmd)
+	spec, err := f.specOrResume(cmd)
 	if err != nil {
 		return err
 	}

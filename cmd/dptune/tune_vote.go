@@ -74,7 +74,15 @@ func runVoteTune(cmd *cobra.Command, f tuneFlags, t job.TunerInfo) error {
 	if err != nil {
 		return err
 	}
-	return serveVote(cmd, f, vals, "127.0.0.1:0", true)
+	// A vote cannot be resumed: the mark makes tune --resume after a kill
+	// say so.
+	end, err := job.MarkVoteTuning(f.out, t.Name)
+	if err != nil {
+		return err
+	}
+	err = serveVote(cmd, f, vals, "127.0.0.1:0", true)
+	end(err)
+	return err
 }
 
 // serveVote plans the vote of f with the vote tuner's options (the values
