@@ -257,6 +257,29 @@ func releasePage(rep *report, sp tuning.Space) ([]byte, error) {
 	if v.Font, err = fontFace(); err != nil {
 		return nil, err
 	}
+	v.intro(rep)
+	v.Settings, v.HasDef = settingsOf(rep, sp)
+	if b := rep.Baseline; b != nil && b.SelectedIsBaseline != nil {
+		v.Verdict = "The tuning selected other settings than these."
+		if *b.SelectedIsBaseline {
+			v.Verdict = "The tuning selected these settings."
+		}
+	}
+	v.Notes = releaseNotes(rep)
+	v.numbers(rep)
+	if err := v.figures(rep, sp); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	if err := releaseTemplate.Execute(&b, v); err != nil {
+		return nil, fmt.Errorf("tuningpage: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// intro says what the page shows (everything is in report.json) and what
+// it does not: the scores and the number of runs that stay hidden.
+func (v *releaseView) intro(rep *report) {
 	v.Lead = "Everything on this page is in report.json beside it: the selected candidate within the search space, its released score, the privacy each part of the tuning spent and the total"
 	if rep.Baseline != nil {
 		v.Lead += ", and the published default the tuning is measured against"
@@ -269,6 +292,13 @@ func releasePage(rep *report, sp tuning.Space) ([]byte, error) {
 	if r := rep.Repetitions; r != nil && r.Distribution != accounting.Fixed {
 		v.Hidden += " The number of runs was drawn from " + r.String() + " and stays hidden: the guarantee needs it hidden."
 	}
+}
+
+// settingsOf is the table of settings: each dimension of sp with the
+// selected value and the published default's, then the selected and fixed
+// settings sp does not vary, and automatic clipping; hasDef says a
+// default value is in it.
+func settingsOf(rep *report, sp tuning.Space) (settings []setting, hasDef bool) {
 	def := baselineValues(rep.Baseline)
 	for _, d := range sp.Dims {
 		s := setting{Name: d.Name, Selected: "—", Default: "—"}
@@ -277,31 +307,31 @@ func releasePage(rep *report, sp tuning.Space) ([]byte, error) {
 		}
 		if x, ok := def(d); ok {
 			s.Default = valueLabel(d, x, "")
-			v.HasDef = true
+			hasDef = true
 		}
-		v.Settings = append(v.Settings, s)
+		settings = append(settings, s)
 	}
 	for _, name := range sortedKeys(rep.Selected) {
 		if !hasDim(sp, name) {
 			// The default candidate's settings the space does not vary.
-			v.Settings = append(v.Settings, setting{Name: name, Selected: short(rep.Selected[name]), Default: "—", Note: "not a dimension of the space"})
+			settings = append(settings, setting{Name: name, Selected: short(rep.Selected[name]), Default: "—", Note: "not a dimension of the space"})
 		}
 	}
 	for _, name := range sortedKeys(rep.Fixed) {
 		if _, ok := rep.Selected[name]; !ok && !hasDim(sp, name) {
-			v.Settings = append(v.Settings, setting{Name: name, Selected: short(rep.Fixed[name]), Default: "—", Note: "the network's own, every run's"})
+			settings = append(settings, setting{Name: name, Selected: short(rep.Fixed[name]), Default: "—", Note: "the network's own, every run's"})
 		}
 	}
 	if rep.Clipping != "" {
-		v.Settings = append(v.Settings, setting{Name: "clipping", Selected: rep.Clipping + " (γ = " + short(rep.AutoClipGamma) + ")", Default: "—", Note: "every run's"})
+		settings = append(settings, setting{Name: "clipping", Selected: rep.Clipping + " (γ = " + short(rep.AutoClipGamma) + ")", Default: "—", Note: "every run's"})
 	}
-	if b := rep.Baseline; b != nil && b.SelectedIsBaseline != nil {
-		v.Verdict = "The tuning selected other settings than these."
-		if *b.SelectedIsBaseline {
-			v.Verdict = "The tuning selected these settings."
-		}
-	}
-	v.Notes = releaseNotes(rep)
+	return settings, hasDef
+}
+
+// numbers are the released numbers as the page prints them: the score
+// and how it was taken, the test accuracy, ε (and the proved ε beside an
+// approximate one), the ε table and the ledger's labels.
+func (v *releaseView) numbers(rep *report) {
 	if rep.ValidationScore != nil {
 		v.Score = fixed4(*rep.ValidationScore)
 		switch {
@@ -331,24 +361,26 @@ func releasePage(rep *report, sp tuning.Space) ([]byte, error) {
 	for _, e := range rep.Ledger.Entries {
 		v.Labels = append(v.Labels, e.Label)
 	}
+}
+
+// figures draws the space's figures, the privacy figure and, when a score
+// is released, the scores' figure.
+func (v *releaseView) figures(rep *report, sp tuning.Space) error {
+	var err error
 	if v.Figures, err = spaceFigures(rep, sp); err != nil {
-		return nil, err
+		return err
 	}
 	if v.Privacy, err = privacyFigure(rep); err != nil {
-		return nil, err
+		return err
 	}
 	if rep.ValidationScore != nil || rep.TestAccuracy != nil {
 		f, err := scoreFigure(rep)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v.Scores = &f
 	}
-	var b bytes.Buffer
-	if err := releaseTemplate.Execute(&b, v); err != nil {
-		return nil, fmt.Errorf("tuningpage: %w", err)
-	}
-	return b.Bytes(), nil
+	return nil
 }
 
 // releaseNotes says what is special about rep's release.
