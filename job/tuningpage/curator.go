@@ -140,6 +140,46 @@ func isSelected(rep *report, c tuning.Candidate) bool {
 // runFigures draws every run's score in the order run, and against each
 // dimension of the space the runs varied.
 func runFigures(rep *report, sp tuning.Space, runs []tuning.RunRecord) ([]figure, error) {
+	order, ymin, ymax, err := orderFigure(rep, sp, runs)
+	if err != nil {
+		return nil, err
+	}
+	figs := []figure{order}
+	var panels []*plot.Plot
+	for _, d := range sp.Dims {
+		if p := dimensionPanel(d, sp, runs, ymin, ymax); p != nil {
+			panels = append(panels, p)
+		}
+	}
+	if len(panels) == 0 {
+		return figs, nil
+	}
+	var rows [][]*plot.Plot
+	for i := 0; i < len(panels); i += 2 {
+		row := []*plot.Plot{panels[i]}
+		if i+1 < len(panels) {
+			row = append(row, panels[i+1])
+		} else if len(panels) > 1 {
+			row = append(row, emptyPlot())
+		}
+		rows = append(rows, row)
+	}
+	w := vg.Points(520)
+	if len(rows[0]) == 1 {
+		w = vg.Points(300)
+	}
+	svg, err := render(rows, w, vg.Points(float64(210*len(rows))), draw.Tiles{PadY: vg.Points(16)})
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, figure{SVG: svg, Caption: "NOT PRIVATE: every run's score against each dimension the space varies (grey dots; the default's runs as blue triangles)."}), nil
+}
+
+// orderFigure draws every run's score in the order run: the selected
+// candidate's runs in red, the default's as blue triangles, failed runs as
+// red crosses at the bottom. ymin and ymax are its score axis's range,
+// which the panels of the dimensions share.
+func orderFigure(rep *report, sp tuning.Space, runs []tuning.RunRecord) (fig figure, ymin, ymax float64, err error) {
 	order := plot.New()
 	order.X.Label.Text = "run (in the order made)"
 	order.Y.Label.Text = "validation score"
@@ -170,7 +210,7 @@ func runFigures(rep *report, sp tuning.Space, runs []tuning.RunRecord) ([]figure
 	if len(all) > 1 {
 		l, err := plotter.NewLine(all)
 		if err != nil {
-			return nil, err
+			return fig, 0, 0, err
 		}
 		l.Color, l.Width = light, vg.Points(1.5)
 		order.Add(l)
@@ -194,75 +234,57 @@ func runFigures(rep *report, sp tuning.Space, runs []tuning.RunRecord) ([]figure
 	order.Add(plotter.NewGrid())
 	svg, err := render([][]*plot.Plot{{order}}, vg.Points(520), vg.Points(280), draw.Tiles{})
 	if err != nil {
-		return nil, err
+		return fig, 0, 0, err
 	}
-	figs := []figure{{SVG: svg, Caption: "NOT PRIVATE: every run's validation score in the order the runs were made (grey), the runs of the selected candidate in red, the default's runs as blue triangles, failed runs as red crosses at the bottom."}}
+	fig = figure{SVG: svg, Caption: "NOT PRIVATE: every run's validation score in the order the runs were made (grey), the runs of the selected candidate in red, the default's runs as blue triangles, failed runs as red crosses at the bottom."}
+	return fig, lo - pad, hi + pad, nil
+}
 
-	var panels []*plot.Plot
-	for _, d := range sp.Dims {
-		if len(d.Values) < 2 {
+// dimensionPanel draws every finished run's score against dimension d of
+// sp, on a score axis from ymin to ymax (grey dots; the default's runs as
+// blue triangles); nil when d does not vary, no run has a value of it, or
+// a default's value cannot stand on its logarithmic axis.
+func dimensionPanel(d tuning.Dim, sp tuning.Space, runs []tuning.RunRecord, ymin, ymax float64) *plot.Plot {
+	if len(d.Values) < 2 {
+		return nil
+	}
+	var pts, dpts plotter.XYs
+	var marks []float64
+	for _, r := range runs {
+		x, ok := r.Candidate.Values[d.Name]
+		if !ok || r.Failed {
 			continue
 		}
-		var pts, dpts plotter.XYs
-		var marks []float64
-		for _, r := range runs {
-			x, ok := r.Candidate.Values[d.Name]
-			if !ok || r.Failed {
-				continue
+		if r.Candidate.Index == sp.Size() {
+			if d.Choices != nil {
+				continue // the default's categorical settings are not indices of d
 			}
-			if r.Candidate.Index == sp.Size() {
-				if d.Choices != nil {
-					continue // the default's categorical settings are not indices of d
-				}
-				dpts = append(dpts, plotter.XY{X: x, Y: r.Score})
-				marks = append(marks, x)
-				continue
-			}
-			pts = append(pts, plotter.XY{X: x, Y: r.Score})
-		}
-		if len(pts)+len(dpts) == 0 {
+			dpts = append(dpts, plotter.XY{X: x, Y: r.Score})
+			marks = append(marks, x)
 			continue
 		}
-		a := newAxis(d, marks...)
-		if a.log && slices.ContainsFunc(marks, func(m float64) bool { return m <= 0 }) {
-			continue
-		}
-		p := plot.New()
-		a.apply(&p.X)
-		p.X.Label.Text = d.Name
-		p.Y.Label.Text = "score"
-		p.Y.Min, p.Y.Max = lo-pad, hi+pad
-		p.Add(plotter.NewGrid())
-		if len(pts) > 0 {
-			p.Add(scatter(pts, draw.CircleGlyph{}, vg.Points(3), grey))
-		}
-		if len(dpts) > 0 {
-			p.Add(scatter(dpts, draw.TriangleGlyph{}, vg.Points(6), blue))
-		}
-		panels = append(panels, p)
+		pts = append(pts, plotter.XY{X: x, Y: r.Score})
 	}
-	if len(panels) == 0 {
-		return figs, nil
+	if len(pts)+len(dpts) == 0 {
+		return nil
 	}
-	var rows [][]*plot.Plot
-	for i := 0; i < len(panels); i += 2 {
-		row := []*plot.Plot{panels[i]}
-		if i+1 < len(panels) {
-			row = append(row, panels[i+1])
-		} else if len(panels) > 1 {
-			row = append(row, emptyPlot())
-		}
-		rows = append(rows, row)
+	a := newAxis(d, marks...)
+	if a.log && slices.ContainsFunc(marks, func(m float64) bool { return m <= 0 }) {
+		return nil
 	}
-	w := vg.Points(520)
-	if len(rows[0]) == 1 {
-		w = vg.Points(300)
+	p := plot.New()
+	a.apply(&p.X)
+	p.X.Label.Text = d.Name
+	p.Y.Label.Text = "score"
+	p.Y.Min, p.Y.Max = ymin, ymax
+	p.Add(plotter.NewGrid())
+	if len(pts) > 0 {
+		p.Add(scatter(pts, draw.CircleGlyph{}, vg.Points(3), grey))
 	}
-	svg, err = render(rows, w, vg.Points(float64(210*len(rows))), draw.Tiles{PadY: vg.Points(16)})
-	if err != nil {
-		return nil, err
+	if len(dpts) > 0 {
+		p.Add(scatter(dpts, draw.TriangleGlyph{}, vg.Points(6), blue))
 	}
-	return append(figs, figure{SVG: svg, Caption: "NOT PRIVATE: every run's score against each dimension the space varies (grey dots; the default's runs as blue triangles)."}), nil
+	return p
 }
 
 // emptyPlot fills the last tile of an odd row of panels.
