@@ -3,7 +3,7 @@ package tuning
 import "github.com/dptune/dptune/privacy/accounting"
 
 // Default is the tuner used when none is named.
-const Default = RandomStopName
+const Default = RecommendedName
 
 // The built-in tuners, registered in this order (help text and errors list
 // them so). Each lives in its own file.

@@ -144,7 +144,7 @@ func TestHugeParametersAnswerFast(t *testing.T) {
 // A TNB shape that no γ fits is blamed on --eta, not on --mean-runs.
 func TestEtaMessageNamesEta(t *testing.T) {
 	for _, args := range [][]string{
-		{"tune", "--runs-dist", "tnb", "--eta", "1e300", "--mean-runs", "20"},
+		{"tune", "--tuner", "randomstop", "--runs-dist", "tnb", "--eta", "1e300", "--mean-runs", "20"},
 		{"account", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "10", "--repeat", "tnb", "--eta", "1e300", "--mean-runs", "5"},
 		{"audit", "reduced", "--repeat", "tnb", "--eta", "1e300", "--mean-runs", "5", "--out", t.TempDir()},
 	} {

@@ -84,7 +84,7 @@ func TestTrainAutoClip(t *testing.T) {
 // dimension (mnist-dphypo's learning rates alone): the tuning passes every
 // check up to the noise calibration, which an impossible ε then refuses.
 func TestTuneAutoClipDefaultSpace(t *testing.T) {
-	code, out := run(t, "tune", "--clipping", "automatic", "--epsilon", "0.01", "--out", filepath.Join(t.TempDir(), "t"))
+	code, out := run(t, "tune", "--tuner", "randomstop", "--clipping", "automatic", "--epsilon", "0.01", "--out", filepath.Join(t.TempDir(), "t"))
 	if code != 2 || strings.Contains(out, "clip_norm") || !strings.Contains(out, "too small") {
 		t.Errorf("exit %d: %s", code, out)
 	}

@@ -113,8 +113,8 @@ func TestHostileInputsExit2(t *testing.T) {
 		{[]string{"tune", "--tuner", "doubling", "--momentum", "1", "--dataset", "cifar10", "--data-dir", missing}, "momentum 1"},
 		{[]string{"train", "--out", filepath.Join(file, "sub"), "--dataset", "cifar10", "--data-dir", missing}, "--out"},
 		{[]string{"tune", "--out", filepath.Join(file, "sub"), "--dataset", "cifar10", "--data-dir", missing}, "--out"},
-		{[]string{"tune", "--validation", "public"}, "--public-val-dir"},
-		{[]string{"tune", "--public-val-dir", missing}, "--validation public"},
+		{[]string{"tune", "--tuner", "randomstop", "--validation", "public"}, "--public-val-dir"},
+		{[]string{"tune", "--tuner", "randomstop", "--public-val-dir", missing}, "--validation public"},
 		{[]string{"train", "--nominal-size", "100"}, "--data-dir"},
 		{[]string{"tune", "--tuner", "doubling", "--epsilon", "0.5", "--dataset", "cifar10", "--data-dir", missing}, "search alone"},
 	}
@@ -182,7 +182,7 @@ func TestDivergingRunsAndNonFiniteModels(t *testing.T) {
 	dir := writeMNISTDir(t, 300, 50, -1)
 	space := writeFile(t, "diverge.json", `{"name": "diverge", "dims": [{"name": "learning_rate", "values": [1e300]}, {"name": "clip_norm", "values": [1]}]}`)
 	out := filepath.Join(t.TempDir(), "tune")
-	code, text := run(t, "tune", "--space", space, "--data-dir", dir, "--nominal-size", "300", "--val-size", "100", "--batch-size", "50",
+	code, text := run(t, "tune", "--tuner", "randomstop", "--space", space, "--data-dir", dir, "--nominal-size", "300", "--val-size", "100", "--batch-size", "50",
 		"--epochs", "1", "--mean-runs", "2", "--epsilon", "8", "--seed", "2", "--out", out)
 	if code != 0 || !strings.Contains(text, "released       nothing") {
 		t.Fatalf("exit %d: %s", code, text)
@@ -215,7 +215,7 @@ func TestNominalSizesDoNotDependOnTheData(t *testing.T) {
 	for _, skip := range []int{-1, 17} {
 		dir := writeMNISTDir(t, 400, 50, skip)
 		out := filepath.Join(t.TempDir(), "tune")
-		code, text := run(t, "tune", "--space", space, "--data-dir", dir, "--nominal-size", "400", "--val-size", "100", "--batch-size", "50",
+		code, text := run(t, "tune", "--tuner", "randomstop", "--space", space, "--data-dir", dir, "--nominal-size", "400", "--val-size", "100", "--batch-size", "50",
 			"--epochs", "1", "--mean-runs", "3", "--epsilon", "8", "--seed", "5", "--out", out)
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, text)
@@ -258,7 +258,7 @@ func TestPublicValidationSet(t *testing.T) {
 	private, public := writeMNISTDir(t, 300, 50, -1), writeMNISTDir(t, 100, 10, -1)
 	space := writeFile(t, "small.json", `{"name": "small", "dims": [{"name": "learning_rate", "values": [0.5]}]}`)
 	out := filepath.Join(t.TempDir(), "tune")
-	code, text := run(t, "tune", "--space", space, "--data-dir", private, "--nominal-size", "300", "--validation", "public", "--public-val-dir", public,
+	code, text := run(t, "tune", "--tuner", "randomstop", "--space", space, "--data-dir", private, "--nominal-size", "300", "--validation", "public", "--public-val-dir", public,
 		"--batch-size", "50", "--epochs", "1", "--mean-runs", "2", "--epsilon", "8", "--seed", "1", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, text)

@@ -19,7 +19,7 @@ func TestTuneSplitBadInputExit2(t *testing.T) {
 	dir := t.TempDir()
 	space := filepath.Join(dir, "space.json")
 	os.WriteFile(space, []byte(`{"name": "two", "dims": [{"name": "learning_rate", "values": [0.5, 1]}]}`), 0o644)
-	common := []string{"tune", "--model", "tb-mnist", "--space", space, "--epochs", "1", "--epsilon", "2", "--out", filepath.Join(dir, "out")}
+	common := []string{"tune", "--tuner", "randomstop", "--model", "tb-mnist", "--space", space, "--epochs", "1", "--epsilon", "2", "--out", filepath.Join(dir, "out")}
 	good := "--default-settings=batch_size=64,epochs=1,learning_rate=0.5,momentum=0.9,clip_norm=1"
 	for name, c := range map[string]struct {
 		args []string

@@ -44,7 +44,7 @@ func TestTuneXiangAccountant(t *testing.T) {
 	private, public := writeMNISTDir(t, 300, 30, -1), writeMNISTDir(t, 100, 10, -1)
 	space := writeFile(t, "small.json", `{"name": "small", "dims": [{"name": "learning_rate", "values": [0.5]}]}`)
 	out := t.TempDir() + "/x"
-	code, text := run(t, "tune", "--accountant", "xiang-o", "--validation", "public", "--public-val-dir", public, "--space", space,
+	code, text := run(t, "tune", "--tuner", "randomstop", "--accountant", "xiang-o", "--validation", "public", "--public-val-dir", public, "--space", space,
 		"--data-dir", private, "--nominal-size", "300", "--batch-size", "50", "--epochs", "1", "--mean-runs", "2", "--epsilon", "4",
 		"--seed", "1", "--out", out)
 	if code != 0 || !strings.Contains(text, "APPROXIMATE") {
