@@ -160,6 +160,9 @@ type TuneStart struct {
 	// FinalNoiseMultiplier is the final run's σ of a tuning with a
 	// selection share, else 0.
 	FinalNoiseMultiplier float64
+	// SelectionShare and Subsample are the tuning's, a preset tuner's
+	// filled in (TuneSpec.SelectionShare, Subsample; 0: none).
+	SelectionShare, Subsample float64
 }
 
 // TuneReport is report.json of a tuning around whole runs (a

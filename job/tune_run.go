@@ -104,7 +104,8 @@ func (s TuneSpec) start(ctx context.Context, p *tunePlan, tu tuning.Runner) (*ce
 		return nil, err
 	}
 	if s.Started != nil {
-		s.Started(TuneStart{Tuner: s.Tuner, Candidates: spec.Candidates(), NoiseMultiplier: trainer.NoiseMultiplier, FinalNoiseMultiplier: t.finalSigma})
+		s.Started(TuneStart{Tuner: s.Tuner, Candidates: spec.Candidates(), NoiseMultiplier: trainer.NoiseMultiplier, FinalNoiseMultiplier: t.finalSigma,
+			SelectionShare: s.SelectionShare, Subsample: s.Subsample})
 	}
 	return t, nil
 }

@@ -116,9 +116,15 @@ func recommendedSpec() job.TuneSpec {
 // and its report says so; a request that sets one of them otherwise is
 // refused before any data is read, naming it.
 func TestRecommendedPreset(t *testing.T) {
-	rel, _, err := job.Tune(context.Background(), recommendedSpec())
+	spec := recommendedSpec()
+	var started job.TuneStart
+	spec.Started = func(s job.TuneStart) { started = s }
+	rel, _, err := job.Tune(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if started.SelectionShare != 0.1 || started.Subsample != 0.1 || started.FinalNoiseMultiplier == 0 {
+		t.Errorf("announced %+v, want the preset's share and subset", started)
 	}
 	rep := rel.Report.(*job.TuneReport)
 	if rep.Tuner != tuning.RecommendedName || !rep.IncludesDefault || rep.DefaultWeight != 0.75 || rep.SelectionShare != 0.1 ||

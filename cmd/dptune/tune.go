@@ -171,10 +171,10 @@ func announceTune(w io.Writer, f tuneFlags, spec job.TuneSpec, s job.TuneStart, 
 	fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g; runs in %s\n",
 		f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
 	if s.FinalNoiseMultiplier > 0 {
-		fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, spec.SelectionShare)
+		fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, s.SelectionShare)
 	}
-	if spec.Subsample != 0 {
-		fmt.Fprintf(w, "tuning subset  every run of the selection trains on one secret Poisson subsample of ratio %g (its ε amplified as one mechanism); carried over: %s\n", spec.Subsample, job.SubsampleRule)
+	if s.Subsample != 0 {
+		fmt.Fprintf(w, "tuning subset  every run of the selection trains on one secret Poisson subsample of ratio %g (its ε amplified as one mechanism); carried over: %s\n", s.Subsample, job.SubsampleRule)
 	}
 }
 
