@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist compare-mnist-published compare-mnist-split autoclip-seeds autoclip-seeds-mnist autoclip-seeds-fashion-mnist autoclip-seeds-cifar10 flat-seeds flat-seeds-mnist flat-seeds-cifar10 build run test onnxruntime chromium compare-mnist cost-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
+.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist compare-mnist-published compare-mnist-xiang compare-mnist-split autoclip-seeds autoclip-seeds-mnist autoclip-seeds-fashion-mnist autoclip-seeds-cifar10 flat-seeds flat-seeds-mnist flat-seeds-cifar10 build run test onnxruntime chromium compare-mnist cost-mnist compare-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
 
 all: build
 
@@ -104,6 +104,15 @@ compare-mnist-published: build
 	./$(BIN) bench compare --dataset mnist --model examples/scatter-gn-linear-mnist.json \
 		--space examples/spaces/compare-scatter-mnist-published.json $(COMPARE_FLAGS) --out docs/report/pending/compare-mnist-published --reference-seeds 3 \
 		$(MNIST_DEFAULT)
+# Xiang et al.'s Algorithm 3 (xiang-o, an APPROXIMATION, never charged)
+# beside the proved ε, where its reduction applies: random-stop over a
+# space whose candidates share batch size, epochs and σ (Tramèr & Boneh's
+# batch 4096 and 40 epochs; learning rate × clipping norm), one seed.
+compare-mnist-xiang: build
+	./$(BIN) bench compare --dataset mnist --model examples/scatter-gn-linear-mnist.json \
+		--space examples/spaces/compare-scatter-mnist-one-shape.json --momentum 0.9 --lr-stride 1 --clip-stride 1 \
+		--batch-size 4096 --epochs 40 --seeds 1 --epsilon 1,4 --vote=false --baselines=false \
+		--tuners randomstop-tnb,randomstop-poisson --out docs/report/data/compare-mnist-xiang
 # What each tuner costs, measured in one sitting: compare-mnist's network,
 # space and flags at one seed and ε = 4, every tuning and baseline run and
 # timed now (--cost-sitting reads nothing from the cache of --out), with
