@@ -156,3 +156,14 @@ func TestRecommendedPreset(t *testing.T) {
 		}
 	}
 }
+
+// The recommended tuner on a network with no published settings and none
+// given is refused before any data is read, saying how to go on.
+func TestRecommendedNeedsADefault(t *testing.T) {
+	spec := recommendedSpec()
+	spec.Default = nil
+	_, _, err := job.Tune(context.Background(), spec)
+	if !errors.Is(err, job.ErrInvalid) || !strings.Contains(err.Error(), "give them, or tune with a tuner that takes none (e.g. randomstop)") {
+		t.Errorf("%v", err)
+	}
+}
