@@ -279,6 +279,18 @@ func TestResumeKeepsDataNorm(t *testing.T) {
 	if _, err := Train(context.Background(), net, train, resumed, nil, nil); err == nil || !strings.Contains(err.Error(), "normalisation ran") {
 		t.Errorf("a state without the estimate: %v", err)
 	}
+	// A non-private run's checkpoint resumes too: its exact statistics
+	// ran (and count nothing).
+	np := cfg
+	np.NonPrivate, np.NoiseMultiplier, np.CheckpointEvery, saved = true, 0, 1, nil
+	np.Checkpoint = func(s State) error { saved = append(saved, copyState(s)); return nil }
+	if _, err := Train(context.Background(), net, train, np, nil, nil); err != nil || len(saved) != 2 {
+		t.Fatalf("non-private Train: %v; %d checkpoints", err, len(saved))
+	}
+	np.Checkpoint, np.CheckpointEvery, np.Resume = nil, 0, &saved[0]
+	if _, err := Train(context.Background(), net, train, np, nil, nil); err != nil {
+		t.Errorf("a non-private run resumed: %v", err)
+	}
 }
 
 func eventEqual(a, b accounting.Event) bool {

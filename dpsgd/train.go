@@ -432,10 +432,11 @@ func (s *State) check(net *model.Net, cfg Config, reproducible bool) error {
 		return fmt.Errorf("dpsgd: the resumed state's moving average does not match the config")
 	case reproducible && (s.Sampling == nil || s.Noise == nil):
 		return fmt.Errorf("dpsgd: a seeded run resumed without its random streams")
-	case s.Normalised != (len(OwnStages(net.Arch, cfg)) > 0 && !cfg.NonPrivate):
-		// The ledger counts the stages from this flag: it must be what the
-		// network and config say, whatever the file claims.
-		return fmt.Errorf("dpsgd: the resumed state says the data normalisation ran: %v; the config: %v", s.Normalised, len(OwnStages(net.Arch, cfg)) > 0 && !cfg.NonPrivate)
+	case s.Normalised != (len(OwnStages(net.Arch, cfg)) > 0):
+		// The ledger counts the stages from this flag (a non-private run's
+		// estimate, exact, counts nothing): it must be what the network
+		// and config say, whatever the file claims.
+		return fmt.Errorf("dpsgd: the resumed state says the data normalisation ran: %v; the config: %v", s.Normalised, len(OwnStages(net.Arch, cfg)) > 0)
 	}
 	return nil
 }
