@@ -567,8 +567,8 @@ func partitionTask(scorer *tuning.PartitionScorer, ref dataRef) func(tuning.Cand
 // name) and the trials to play.
 type auditInput struct {
 	Spec   AuditSpec   `json:"spec"`
-	Data   *dataRef    `json:"data,omitempty"` // natural only
-	Arch   *model.Arch `json:"arch,omitempty"` // natural only
+	Data   *dataRef    `json:"data,omitempty"` // a game on real data (audit.Game.OnData)
+	Arch   *model.Arch `json:"arch,omitempty"` // a game on real data
 	Trials []int       `json:"trials"`
 }
 
@@ -627,7 +627,9 @@ func doAuditTrials(ctx context.Context, b []byte) ([]byte, error) {
 // auditTask returns the job maker of s's blocks of trials.
 func auditTask(s AuditSpec) func([]int) (runner.Task, error) {
 	in := auditInput{Spec: s}
-	if s.Protocol == AuditNatural {
+	if g, ok := audit.Lookup(s.Protocol); ok && g.OnData(s.Data.Load != nil) {
+		// A game that trains on real data (the natural game, and any
+		// other given a dataset): the workers load the same data.
 		ref := s.Data.ref()
 		in.Data = &ref
 		a := s.Data.Arch
