@@ -43,10 +43,9 @@ const (
 	// MaxRuns is the most runs a fixed or binary number of runs may ask
 	// for (tuning.MaxRuns).
 	MaxRuns = tuning.MaxRuns
-	// ObserveAll and ObserveLast are the dpsgd audit's views
-	// (AuditSpec.Observe; audit.ObserveAll, audit.ObserveLast).
-	ObserveAll  = audit.ObserveAll
-	ObserveLast = audit.ObserveLast
+	// ObserveAll is the dpsgd audit's default view (AuditSpec.Observe;
+	// audit.ObserveAll; audit.ObserveLast is the other).
+	ObserveAll = audit.ObserveAll
 )
 
 // DefaultAuditGPOptions are the DP-HyPO settings the gp audit plays by

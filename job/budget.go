@@ -166,11 +166,6 @@ func Accountant(name string, approximate bool) (accounting.Accountant, error) {
 	return acc, nil
 }
 
-// Accountants lists the accountants Accountant accepts, in the order help
-// texts list them: those with a proved upper bound, and also the
-// approximations when approximate is true.
-func Accountants(approximate bool) []string { return accounting.Names(approximate) }
-
 // AccountantHelp lists the accountants Accountant accepts for a flag's
 // help, each with a word on it: "rdp or pld (tightest, slower)".
 func AccountantHelp(approximate bool) string { return accounting.Help(approximate) }

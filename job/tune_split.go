@@ -81,7 +81,7 @@ func (s TuneSpec) defaultCandidate(uses tuning.Uses) (*tuning.Candidate, float64
 	if !ok {
 		if tu, err := tuning.Lookup(s.Tuner); err == nil {
 			if _, preset := tu.(tuning.Presetter); preset {
-				return nil, 0, invalidf("the %s tuner needs default settings among its candidates: %s has no published settings on %s; give them, or tune with a tuner that takes none (e.g. %s)", s.Tuner, s.Data.Arch.Spec.Name, s.Data.Name, tuning.RandomStopName)
+				return nil, 0, invalidf("the %s tuner needs default settings among its candidates: %s has no published settings on %s; give them, or tune with a tuner that needs none", s.Tuner, s.Data.Arch.Spec.Name, s.Data.Name)
 			}
 		}
 		return nil, 0, invalidf("the default among the candidates needs default settings: %s has no published settings on %s; give them", s.Data.Arch.Spec.Name, s.Data.Name)

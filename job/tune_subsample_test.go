@@ -163,7 +163,7 @@ func TestRecommendedNeedsADefault(t *testing.T) {
 	spec := recommendedSpec()
 	spec.Default = nil
 	_, _, err := job.Tune(context.Background(), spec)
-	if !errors.Is(err, job.ErrInvalid) || !strings.Contains(err.Error(), "give them, or tune with a tuner that takes none (e.g. randomstop)") {
+	if !errors.Is(err, job.ErrInvalid) || !strings.Contains(err.Error(), "give them, or tune with a tuner that needs none") {
 		t.Errorf("%v", err)
 	}
 }
