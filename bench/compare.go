@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -430,6 +431,24 @@ func (rep *CompareReport) Save(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "compare.json"), append(b, '\n'), 0o644)
+}
+
+// WriteAll saves rep in dir — compare.json (Save), compare.md
+// (WriteCompareMarkdown) and the plots of the dataset called name
+// (PlotCompare, PlotVersus) — and returns compare.md's text.
+func (rep *CompareReport) WriteAll(dir, name string) (string, error) {
+	if err := rep.Save(dir); err != nil {
+		return "", err
+	}
+	var md strings.Builder
+	WriteCompareMarkdown(&md, rep)
+	if err := os.WriteFile(filepath.Join(dir, "compare.md"), []byte(md.String()), 0o644); err != nil {
+		return "", err
+	}
+	if err := PlotCompare(rep, filepath.Join(dir, "compare-"+name+".png")); err != nil {
+		return md.String(), err
+	}
+	return md.String(), PlotVersus(rep, filepath.Join(dir, "versus-default-"+name+".png"))
 }
 
 // ID is the entry's name in flags and file names: "randomstop-tnb", or

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/dptune/dptune/job"
 )
 
 // VoteCompareCell is DP-Hype (the vote tuner) at one total budget, over
@@ -68,4 +71,55 @@ func CompareVote(ctx context.Context, cfg VoteRealConfig, budgets []float64, see
 		cells = append(cells, c)
 	}
 	return cells, nil
+}
+
+// VoteNotRun is why DP-Hype's table is not run under the comparison-wide
+// options of s ("" when it runs): its clients train with flat clipping and
+// it takes neither the default among its candidates nor a selection share.
+func (s CompareRequest) VoteNotRun() string {
+	var opts []string
+	if s.Clipping.Rule == "automatic" {
+		opts = append(opts, "--clipping automatic (its clients clip flat)")
+	}
+	if s.IncludeDefault {
+		opts = append(opts, "--include-default")
+	}
+	if s.SelectionShare != 0 {
+		opts = append(opts, "--selection-share")
+	}
+	if s.Subsample != 0 {
+		opts = append(opts, "--subsample")
+	}
+	if len(opts) == 0 {
+		return ""
+	}
+	return "the vote tuner takes none of " + strings.Join(opts, ", ")
+}
+
+// VoteConfig is DP-Hype's table of s on whole (Config's), each setting at
+// the comparison's value or its own fixed one (10 clients with one vote
+// each, one local epoch, batch 64, 3 FedAvg rounds, clipping norm 1), its
+// cache in Out.
+func (s CompareRequest) VoteConfig(whole job.Source) VoteRealConfig {
+	return VoteRealConfig{Source: whole, Subset: s.VoteSubset, AlphaClients: 10, Delta: s.Delta, VotesPerClient: 1, LocalEpochs: 1,
+		BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: s.VoteReps, CacheDir: filepath.Join(s.Out, job.Vote)}
+}
+
+// AddVote adds DP-Hype's table to rep when s.Vote asks for it: CompareVote
+// of VoteConfig on whole (Config's) at every budget and seed, progress
+// told of each seed and stages of its work; under a comparison-wide option
+// it does not take, rep.VoteNotRun says why instead, and so does notRun.
+func (s CompareRequest) AddVote(ctx context.Context, rep *CompareReport, whole job.Source, progress func(string),
+	stages func(stage string, done, total int)) (notRun string, err error) {
+	if !s.Vote {
+		return "", nil
+	}
+	if why := s.VoteNotRun(); why != "" {
+		rep.VoteNotRun = why
+		return why, nil
+	}
+	vc := s.VoteConfig(whole)
+	vc.Progress = stages
+	rep.Vote, err = CompareVote(ctx, vc, s.Budgets, CompareSeeds(s.Seeds), progress)
+	return "", err
 }

@@ -85,7 +85,7 @@ func runBenchSeeds(cmd *cobra.Command, f benchSeedsFlags) error {
 	if err := job.CheckDelta(f.delta); err != nil {
 		return usagef("--delta: %v", err)
 	}
-	def, err := parseDefaultSettings(f.defaultSettings, f.defaultSource)
+	def, err := job.ParseTrainDefaults(f.defaultSettings, f.defaultSource)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -35,17 +34,5 @@ func TestBenchWideOptionsRefused(t *testing.T) {
 		{[]string{"bench", "seeds", "--models", "tb-mnist", "--default-settings", "batch_size=256", "--default-source", "mine", "--data-dir", missing, "--out", out()}, "--default-settings needs all of"},
 	} {
 		expectExit2(t, 5*time.Second, c.want, c.args...)
-	}
-}
-
-// DP-Hype's table is not run under a comparison-wide option, and says why.
-func TestBenchCompareVoteNotRun(t *testing.T) {
-	if why := (benchCompareFlags{clipping: "flat"}).voteNotRun(); why != "" {
-		t.Errorf("plain: %q", why)
-	}
-	for _, f := range []benchCompareFlags{{clipping: "automatic"}, {clipping: "flat", includeDefault: true}, {clipping: "flat", share: 0.25}} {
-		if why := f.voteNotRun(); !strings.HasPrefix(why, "the vote tuner takes none of --") {
-			t.Errorf("%+v: %q", f, why)
-		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // usageError marks an impossible request: exit status 2.
@@ -95,4 +96,11 @@ func exitCode(err error) int {
 		return 130
 	}
 	return 1
+}
+
+// given is the set of cmd's flags given on the command line, by name.
+func given(cmd *cobra.Command) job.Given {
+	g := job.Given{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { g[f.Name] = true })
+	return g
 }

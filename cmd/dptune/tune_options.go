@@ -100,6 +100,16 @@ func optionValue(p any) any {
 	return nil
 }
 
+// optionValues are the values of the flags addOptionFlag registered, by
+// name.
+func optionValues(flags map[string]any) map[string]any {
+	v := map[string]any{}
+	for name, p := range flags {
+		v[name] = optionValue(p)
+	}
+	return v
+}
+
 // tunerInfo returns the registered tuner called name.
 func tunerInfo(name string) (job.TunerInfo, bool) {
 	for _, t := range job.Tuners() {

@@ -48,7 +48,7 @@ func (f splitFlags) apply(cmd *cobra.Command, spec *job.TuneSpec) error {
 		}
 		spec.DefaultWeight = f.defaultWeight
 	}
-	d, err := parseDefaultSettings(f.defaultSettings, f.defaultSource)
+	d, err := job.ParseTrainDefaults(f.defaultSettings, f.defaultSource)
 	if err != nil {
 		return err
 	}
