@@ -351,6 +351,9 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 				}
 				return nil, nil, invalidf("the %s tuner takes neither the default among its candidates, nor a selection share, nor a tuning subset", s.Tuner)
 			}
+			if s.Clipping != FlatClipping || s.AutoClipGamma != 0 {
+				return nil, nil, invalidf("the %s tuner clips with its clipping norm option only: automatic clipping is not built for its final training", s.Tuner)
+			}
 			return withInput(s.Data)(s.tuneFederated(ctx, fed))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,5 +133,17 @@ func TestTuneRunsTheVote(t *testing.T) {
 	}
 	if rel.Epsilon == nil || *rel.Epsilon != want.Epsilon || *rel.Epsilon > 20 || len(rel.Ledger.Entries) != 2 {
 		t.Errorf("released ε %v, ledger %+v; want ε = %v ≤ 20 over two entries", rel.Epsilon, rel.Ledger.Entries, want.Epsilon)
+	}
+}
+
+// The vote's final training clips with its clipping-norm option: a tuning
+// asking for automatic clipping is refused before any client starts, not
+// run with flat clipping.
+func TestTuneRefusesTheVoteWithAutomaticClipping(t *testing.T) {
+	s := toyVote(t).TuneSpec()
+	s.Clipping, s.AutoClipGamma = AutomaticClipping, 0.01
+	_, _, err := Tune(context.Background(), s)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "automatic clipping") {
+		t.Fatalf("Tune(vote, automatic clipping) = %v, want a refusal wrapping ErrInvalid", err)
 	}
 }
