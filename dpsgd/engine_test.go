@@ -460,19 +460,24 @@ func TestFusedGroupNormLinearClipsUnderLargeShift(t *testing.T) {
 }
 
 // The clipped sum and the loss are the same float values whatever the
-// number of workers (the fixed shards of engineShards), clipped or not, so
-// a seeded run gives the same model on one core as on eight.
+// number of workers (the fixed shards of shardsFor), clipped or not, so a
+// seeded run gives the same model on one core as on sixty-four: for a
+// batch of 8 shards and one of 23.
 func TestEngineSumIndependentOfWorkers(t *testing.T) {
-	for _, arch := range []model.Arch{model.MNIST, scatterGNLinear} {
+	for _, tc := range []struct {
+		arch model.Arch
+		n    int // not a multiple of the shards or the chunk
+	}{{model.MNIST, 150}, {scatterGNLinear, 150}, {scatterGNLinear, 1500}} {
+		arch := tc.arch
 		net, x, y := randomData(t, arch, 200, 5)
-		idx := make([]int, 150) // not a multiple of the shards or the chunk
+		idx := make([]int, tc.n)
 		for i := range idx {
 			idx[i] = (7 * i) % 200
 		}
 		for _, clip := range []float64{0.5, math.Inf(1)} {
 			var want []float32
 			var wantLoss float64
-			for _, nw := range []int{1, 2, 3, 8} {
+			for _, nw := range []int{1, 2, 3, 8, 16, 64} {
 				e, err := newEngineWorkers(net, nw)
 				if err != nil {
 					t.Fatal(err)
@@ -496,6 +501,16 @@ func TestEngineSumIndependentOfWorkers(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// The shard count depends on the batch size alone: 8 up to 575 examples
+// (as when it was fixed), one per 64 examples above, at most 64.
+func TestShardsFor(t *testing.T) {
+	for n, want := range map[int]int{0: 8, 1: 8, 256: 8, 575: 8, 576: 9, 1024: 16, 1500: 23, 4096: 64, 8192: 64, 1 << 20: 64} {
+		if got := shardsFor(n); got != want {
+			t.Errorf("shardsFor(%d) = %d, want %d", n, got, want)
 		}
 	}
 }

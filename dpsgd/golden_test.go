@@ -30,7 +30,7 @@ func paramsDigest(p []float32) string {
 // through 428bc9d); they were recorded again when the GEMM kernel began
 // accumulating from C in blocks of the inner dimension and took over the
 // edge blocks with FMAs, which rounds differently by design, and again when
-// a step began summing fixed shards of the batch (engineShards) so that
+// a step began summing fixed shards of the batch (shardsFor) so that
 // its result no longer depends on the number of workers.
 func TestOpacusMNISTBitForBit(t *testing.T) {
 	if gemm.Kernel() != "avx2-fma" {

@@ -74,7 +74,8 @@ type nativeEngine struct {
 	*plan
 	reduced []float32 // the workers' summed gradient in PyTorch's layouts
 	// shards[s] and shardLoss[s] are shard s's clipped sum (internal
-	// layouts) and summed loss; see engineShards.
+	// layouts) and summed loss, allocated up to the most shards a step
+	// has used; see shardsFor.
 	shards    [][]float32
 	shardLoss []float64
 	cache     *firstStageCache // nil: the first stage computes everything
@@ -97,13 +98,23 @@ type plan struct {
 	chunk  int
 }
 
-// engineShards is the number of fixed shards a step's batch is cut into:
-// shard s is examples [n·s/8, n·(s+1)/8) of the batch's n, summed from zero
-// in chunks from its own start, and the shards' sums are added in shard
-// order. Workers take shards w, w+nw, …, so the float32 sum — and with it a
-// seeded run's model — is the same whatever the number of workers (at most
-// engineShards of them).
-const engineShards = 8
+// A step's batch of n examples is cut into shardsFor(n) fixed shards:
+// shard s of S is examples [n·s/S, n·(s+1)/S) of the batch, summed from
+// zero in chunks from its own start, and the shards' sums are added in
+// shard order. Workers take shards w, w+nw, …, so the float32 sum — and
+// with it a seeded run's model — is the same whatever the number of
+// workers (at most maxShards of them). S depends on n alone: 8 up to a
+// batch of 575 (as when it was fixed at 8), then one shard per 64
+// examples up to maxShards, so that a large batch has work for more than
+// 8 cores and a small one keeps shards of several chunks.
+const (
+	minShards     = 8
+	maxShards     = 64
+	shardExamples = 64
+)
+
+// shardsFor is the number of fixed shards of a batch of n examples.
+func shardsFor(n int) int { return min(max(minShards, n/shardExamples), maxShards) }
 
 // job is a worker's part of a step: shards first, first+step, … of the
 // batch idx, written to acc[s] and loss[s].
@@ -150,12 +161,13 @@ type worker struct {
 // its per-example norm is known from every layer (worker.chunk), and every
 // layer kind's clipped sum — the fused stages' too — scales by it.
 //
-// The batch is cut into 8 fixed shards, shared between GOMAXPROCS workers
-// (persistent goroutines, at most 8), each carrying chunks of up to 8
+// The batch is cut into 8 to 64 fixed shards (shardsFor: more for a
+// larger batch), shared between GOMAXPROCS workers (persistent
+// goroutines, at most 64), each carrying chunks of up to 8
 // examples through the whole network, so a step's only synchronisation is
 // the final sum; that sum is the same float32 values whatever the number of
-// workers (engineShards). Buffers are allocated once: a step
-// allocates nothing. batchSize is a hint and may be 0.
+// workers. Buffers are allocated once (the shards' on the first step
+// that needs them): a step allocates nothing. batchSize is a hint and may be 0.
 func NewEngine(net *model.Net, batchSize int) (Engine, error) {
 	return newEngineWorkers(net, max(1, runtime.GOMAXPROCS(0)))
 }
@@ -168,17 +180,13 @@ func NewEngineWorkers(net *model.Net, batchSize, workers int) (Engine, error) {
 }
 
 // newEngineWorkers is NewEngine with nw workers (clamped to [1,
-// engineShards]).
+// maxShards]).
 func newEngineWorkers(net *model.Net, nw int) (*nativeEngine, error) {
 	e, err := newNative(net)
 	if err != nil {
 		return nil, err
 	}
-	nw = min(max(1, nw), engineShards)
-	e.shards, e.shardLoss = make([][]float32, engineShards), make([]float64, engineShards)
-	for s := range e.shards {
-		e.shards[s] = make([]float32, net.NumParams())
-	}
+	nw = min(max(1, nw), maxShards)
 	e.done = make(chan jobResult, nw)
 	for w := 0; w < nw; w++ {
 		e.workers = append(e.workers, e.newWorker())
@@ -343,24 +351,27 @@ func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clip Clip, 
 	if e.cache.holds(x) {
 		cache = e.cache
 	}
+	ns := shardsFor(len(idx))
+	e.growShards(ns)
+	acc, losses := e.shards[:ns], e.shardLoss[:ns]
 	for w := 1; w < nw; w++ {
-		e.jobs[w-1] <- job{x, y, idx, clip, w, nw, e.shards, e.shardLoss, cache}
+		e.jobs[w-1] <- job{x, y, idx, clip, w, nw, acc, losses, cache}
 	}
-	e.workers[0].run(job{x, y, idx, clip, 0, nw, e.shards, e.shardLoss, cache})
+	e.workers[0].run(job{x, y, idx, clip, 0, nw, acc, losses, cache})
 	for w := 1; w < nw; w++ {
 		<-e.done
 	}
 	// Add the shards' sums in shard order, then write them in PyTorch's
 	// layouts.
 	start := time.Now()
-	acc, loss := e.shards[0], e.shardLoss[0]
-	for s := 1; s < engineShards; s++ {
-		vec.Add(acc, e.shards[s])
-		loss += e.shardLoss[s]
+	sum0, loss := acc[0], losses[0]
+	for s := 1; s < ns; s++ {
+		vec.Add(sum0, acc[s])
+		loss += losses[s]
 	}
 	for _, st := range e.stages {
 		if ps, ok := st.(paramStage); ok {
-			ps.export(acc, e.reduced)
+			ps.export(sum0, e.reduced)
 		}
 	}
 	for k, v := range e.reduced {
@@ -381,6 +392,14 @@ func (e *nativeEngine) ClippedSum(x []float32, y []uint8, idx []int, clip Clip, 
 	return loss, nil
 }
 
+// growShards allocates the shards' buffers up to ns.
+func (e *nativeEngine) growShards(ns int) {
+	for len(e.shards) < ns {
+		e.shards = append(e.shards, make([]float32, e.net.NumParams()))
+		e.shardLoss = append(e.shardLoss, 0)
+	}
+}
+
 // TakeTimings implements Timed.
 func (e *nativeEngine) TakeTimings(t *Timings) {
 	t.Add(&e.timings)
@@ -393,9 +412,9 @@ func (e *nativeEngine) TakeTimings(t *Timings) {
 func (w *worker) run(j job) {
 	w.cache = j.cache
 	defer func() { w.cache = nil }()
-	n := len(j.idx)
-	for s := j.first; s < engineShards; s += j.step {
-		lo, hi := n*s/engineShards, n*(s+1)/engineShards
+	n, ns := len(j.idx), len(j.acc)
+	for s := j.first; s < ns; s += j.step {
+		lo, hi := n*s/ns, n*(s+1)/ns
 		w.acc = j.acc[s]
 		clear(w.acc)
 		var loss float64
