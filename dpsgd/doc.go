@@ -96,10 +96,10 @@
 // # Workers and reproducibility
 //
 // A step's batch is cut into fixed shards (8 up to 575 examples, then
-// one per 64 examples up to 64 shards, so a large batch has work for up to
-// 64 cores), each summed from zero and added in shard order, and the engine's workers (NewEngineWorkers; Train
-// takes as many as its context gives cores, see runner.Local) share the
-// shards: a seeded run trains the same float32 parameters with any number
+// one per 64 examples up to 64 shards, so a large batch has work for up
+// to 64 cores), each summed from zero and added in shard order, and the
+// engine's workers (NewEngineWorkers; Train takes as many as its context
+// gives cores, see runner.Local) share the shards: a seeded run trains the same float32 parameters with any number
 // of workers on the same GEMM kernel.
 //
 // A network whose first layer is a fixed front end (model.ScatterSpec)

@@ -85,7 +85,7 @@ func StepsEvent(cfg Config) accounting.Event {
 // when cfg.EMADecay > 0, also after an interruption), with engine computing
 // the clipped per-example sums (nil: the engine of NewEngineWorkers sized
 // for the expected batch size, with as many workers as ctx gives cores —
-// GOMAXPROCS unless a runner.ForEach call shares them — and at most 8; it
+// GOMAXPROCS unless a runner.ForEach call shares them — and at most 64; it
 // is also the fastest non-private path, faster than gorgonia's own
 // autodiff — see BenchmarkNonPrivateAutodiffStep). progress, if not nil,
 // is called after every step.
