@@ -1,7 +1,9 @@
 package job
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,6 +19,9 @@ import (
 // given, and some settings are refused unless another is given. A nil
 // Given holds nothing.
 type Given map[string]bool
+
+// names are g's names in sorted order (as a flag set visits them).
+func (g Given) names() []string { return slices.Sorted(maps.Keys(g)) }
 
 // Invalidf is an error with the message of format and a that wraps
 // ErrInvalid: a request refused before any work, for the packages that

@@ -13,20 +13,20 @@ import (
 	"github.com/dptune/dptune/runner"
 )
 
+// tuneFlags are the flags of tune and vote serve: the request, the
+// tuners' own options (pointers by name), the data and the runner.
 type tuneFlags struct {
-	data                                           dataFlags
-	tuner, space, runsDist, validation, publicVal  string
-	out, diagnostics, accountant                   string
-	epsilon, delta, eta, meanRuns, momentum, score float64
-	epochs, batchSize, valSize                     int
-	clipping                                       string
-	autoClipGamma                                  float64
-	seed                                           uint64
-	split                                          splitFlags
-	options                                        tunerFlags
-	transport                                      job.VoteTransport // vote serve only
-	run                                            runnerFlags
-	resume                                         string // --resume OUT
+	job.TuneRequest
+	data    dataFlags
+	options map[string]any
+	run     runnerFlags
+}
+
+// request completes f's request from what cmd was given: the flags given,
+// the tuners' options, the data's names and budget file.
+func (f *tuneFlags) request(cmd *cobra.Command) {
+	f.Given, f.Options = given(cmd), optionValues(f.options)
+	f.Dataset, f.Model, f.Budget = f.data.dataset, f.data.model, f.data.budget
 }
 
 func newTuneCmd() *cobra.Command {
@@ -67,46 +67,53 @@ dimension, a --space with one is refused, and a network's own learning rate
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.tuner, "tuner", job.DefaultTuner, job.TunerNames())
-	fl.Float64Var(&f.epsilon, "epsilon", 8, "total ε in nats of tuning and release")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
-	fl.StringVar(&f.space, "space", "", "search space: "+job.SpaceNames()+" (default: scatter-<dataset> for a ScatterNet network, else the dataset's DP-HyPO grid; dimensions: learning_rate, clip_norm, momentum, batch_size, epochs, lr_schedule, network)")
-	fl.StringVar(&f.runsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: "+defaultRunsHelp()+")")
-	fl.Float64Var(&f.eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
-	fl.Float64Var(&f.meanRuns, "mean-runs", 20, "expected number of runs E[K]")
-	fl.IntVar(&f.epochs, "epochs", 3, "epochs of each DP-SGD run")
-	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of each run")
-	fl.Float64Var(&f.momentum, "momentum", 0, "SGD momentum of each run")
-	fl.StringVar(&f.clipping, "clipping", "flat", "per-example clipping of every run: flat (to the candidate's or the network's clipping norm) or automatic (g/(‖g‖ + γ): no clipping norm, so none in the space)")
-	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
-	fl.IntVar(&f.valSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
-	fl.StringVar(&f.validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
-	fl.StringVar(&f.publicVal, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "random-stop tuning with --validation public: rdp (Papernot & Steinke, proved) or xiang-o (Xiang et al.'s Algorithm 3 for DP-SGD bases: an APPROXIMATION, reported beside the proved ε)")
-	fl.Float64Var(&f.score, "score-noise", 20, "noise multiplier of a private score: standard deviation of the discrete Gaussian added to the count of correct predictions")
-	fl.Uint64Var(&f.seed, "seed", 0, "makes the tuning reproducible, with fast (not secure) noise (default: crypto/rand and secure noise)")
-	fl.StringVar(&f.out, "out", "out/tune", "where the model and report.json go")
-	fl.StringVar(&f.diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
-	addSplitFlags(fl, &f.split)
+	fl.StringVar(&f.Tuner, "tuner", job.DefaultTuner, job.TunerNames())
+	fl.Float64Var(&f.Epsilon, "epsilon", 8, "total ε in nats of tuning and release")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "total δ")
+	fl.StringVar(&f.Space, "space", "", "search space: "+job.SpaceNames()+" (default: scatter-<dataset> for a ScatterNet network, else the dataset's DP-HyPO grid; dimensions: learning_rate, clip_norm, momentum, batch_size, epochs, lr_schedule, network)")
+	fl.StringVar(&f.RunsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: "+defaultRunsHelp()+")")
+	fl.Float64Var(&f.Eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
+	fl.Float64Var(&f.MeanRuns, "mean-runs", 20, "expected number of runs E[K]")
+	fl.IntVar(&f.Epochs, "epochs", 3, "epochs of each DP-SGD run")
+	fl.IntVar(&f.BatchSize, "batch-size", 256, "expected batch size of each run")
+	fl.Float64Var(&f.Momentum, "momentum", 0, "SGD momentum of each run")
+	fl.StringVar(&f.Clipping.Rule, "clipping", "flat", "per-example clipping of every run: flat (to the candidate's or the network's clipping norm) or automatic (g/(‖g‖ + γ): no clipping norm, so none in the space)")
+	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.IntVar(&f.ValSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
+	fl.StringVar(&f.Validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
+	fl.StringVar(&f.PublicValDir, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
+	fl.StringVar(&f.Accountant, "accountant", "rdp", "random-stop tuning with --validation public: rdp (Papernot & Steinke, proved) or xiang-o (Xiang et al.'s Algorithm 3 for DP-SGD bases: an APPROXIMATION, reported beside the proved ε)")
+	fl.Float64Var(&f.ScoreNoise, "score-noise", 20, "noise multiplier of a private score: standard deviation of the discrete Gaussian added to the count of correct predictions")
+	fl.Uint64Var(&f.Seed, "seed", 0, "makes the tuning reproducible, with fast (not secure) noise (default: crypto/rand and secure noise)")
+	fl.StringVar(&f.Out, "out", "out/tune", "where the model and report.json go")
+	fl.StringVar(&f.Diagnostics, "diagnostics", "", "NOT PRIVATE: write every run's candidate and score to this file (the curator's eyes only)")
+	addSplitFlags(fl, &f.TuneRequest)
 	f.options = addTunerFlags(fl)
 	addRunnerFlags(fl, &f.run)
-	addResumeFlag(fl, &f.resume)
+	addResumeFlag(fl, &f.Resume)
 	return cmd
 }
 
 func runTune(cmd *cobra.Command, f tuneFlags) error {
-	if t, ok := tunerInfo(f.tuner); ok && t.Federated {
-		if err := f.split.notFor(cmd, f.tuner); err != nil {
-			return err
-		}
-		return runVoteTune(cmd, f, t)
+	f.request(cmd)
+	if t, ok := job.TunerInfoOf(f.Tuner); ok && t.Federated {
+		return serveVote(cmd, f, "", &t)
 	}
 	start := time.Now()
-	spec, err := f.specOrResume(cmd)
+	if f.Resume == "" {
+		if err := f.run.check(cmd); err != nil {
+			return err
+		}
+		f.Label = fmt.Sprintf("dptune tune --tuner %s → %s", f.Tuner, f.Out)
+	}
+	spec, err := f.Spec(func() (job.Source, error) { return f.data.source(cmd) })
 	if err != nil {
 		return err
 	}
 	w := cmd.ErrOrStderr()
+	if f.Resume != "" {
+		fmt.Fprintf(w, "resuming the tuning in %s: its finished runs are given back from %s, the others run as they would have\n", f.Out, spec.Checkpoint)
+	}
 	spec.Warn = warner(w)
 	b := &runsBar{w: w, tuner: spec.Tuner}
 	spec.Progress = b.set
@@ -114,7 +121,7 @@ func runTune(cmd *cobra.Command, f tuneFlags) error {
 	end := func(bool) error { return nil }
 	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
 		var err error
-		run, end, err = f.run.open(ctx, cmd, "tune", f.out)
+		run, end, err = f.run.open(ctx, cmd, "tune", f.Out)
 		return run, err
 	}
 	spec.Started = func(s job.TuneStart) { announceTune(w, f, spec, s, run) }
@@ -140,7 +147,7 @@ type runsBar struct {
 func (r *runsBar) set(run, runs int) {
 	if r.b == nil {
 		desc := "tuning runs (curator-side, not private)"
-		if t, ok := tunerInfo(r.tuner); ok && t.Partitioned {
+		if t, ok := job.TunerInfoOf(r.tuner); ok && t.Partitioned {
 			desc = "part runs"
 		}
 		r.b = newPhaseBar(r.w, runs, desc)
@@ -169,7 +176,7 @@ func announceTune(w io.Writer, f tuneFlags, spec job.TuneSpec, s job.TuneStart, 
 			b.Network, b.Command, b.BatchSize, b.Epochs, b.LearningRate, b.ClipNorm, b.Source)
 	}
 	fmt.Fprintf(w, "tuning %s with %s over %s (%d candidates), each run at σ = %.4f; total budget ε = %g, δ = %g; runs in %s\n",
-		f.data.dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.epsilon, f.delta, describeRunner(run))
+		f.Dataset, s.Tuner, spec.Space.Name, s.Candidates, s.NoiseMultiplier, f.Epsilon, f.Delta, describeRunner(run))
 	if s.FinalNoiseMultiplier > 0 {
 		fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, s.SelectionShare)
 	}
@@ -184,17 +191,17 @@ func announceTune(w io.Writer, f tuneFlags, spec job.TuneSpec, s job.TuneStart, 
 // printed whatever became of the files: the privacy is spent.
 func saveTune(cmd *cobra.Command, f tuneFlags, spec job.TuneSpec, rel *job.Release, diag *job.NotPrivateDiagnostics, err error, start time.Time) error {
 	w := cmd.ErrOrStderr()
-	saveErr := rel.Save(f.out)
+	saveErr := rel.Save(f.Out)
 	tuningPages(w, f, spec, saveErr, diag)
 	if rel.Failed {
 		if saveErr != nil {
-			return errors.Join(err, fmt.Errorf("--out %s: failed-report.json could not be written: %w", f.out, saveErr))
+			return errors.Join(err, fmt.Errorf("--out %s: failed-report.json could not be written: %w", f.Out, saveErr))
 		}
-		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", err, f.out)
+		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", err, f.Out)
 	}
 	var derr error
-	if f.diagnostics != "" && diag != nil {
-		derr = diag.WriteDiagnostics(f.diagnostics)
+	if f.Diagnostics != "" && diag != nil {
+		derr = diag.WriteDiagnostics(f.Diagnostics)
 	}
 	printReport(cmd.OutOrStdout(), rel.Report)
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
@@ -202,193 +209,15 @@ func saveTune(cmd *cobra.Command, f tuneFlags, spec job.TuneSpec, rel *job.Relea
 		return err
 	}
 	if saveErr != nil {
-		if f.data.budget != "" {
-			fmt.Fprintf(w, "spent          the ε above, charged to %s (dptune budget show %s)\n", f.data.budget, f.data.budget)
+		if f.Budget != "" {
+			fmt.Fprintf(w, "spent          the ε above, charged to %s (dptune budget show %s)\n", f.Budget, f.Budget)
 		}
-		saveErr = fmt.Errorf("--out %s: the release could not be saved, and no partial file is left: %w", f.out, saveErr)
+		saveErr = fmt.Errorf("--out %s: the release could not be saved, and no partial file is left: %w", f.Out, saveErr)
 	}
 	if derr != nil {
 		derr = fmt.Errorf("--diagnostics: %w", derr)
 	}
 	return errors.Join(err, saveErr, derr)
-}
-
-// spec turns the flags into a job.TuneSpec, refusing flags that do not
-// belong to the chosen tuner; the job checks the values.
-func (f *tuneFlags) spec(cmd *cobra.Command) (job.TuneSpec, error) {
-	spec := job.TuneSpec{Tuner: f.tuner, Epsilon: f.epsilon, Delta: f.delta, Epochs: f.epochs, BatchSize: f.batchSize, Momentum: f.momentum,
-		Validation: f.validation, ValSize: f.valSize, ScoreNoise: f.score, Seed: seedFlag(cmd, f.seed), Budget: f.data.budget,
-		Label: fmt.Sprintf("dptune tune --tuner %s → %s", f.tuner, f.out), Diagnostics: f.diagnostics != "", Accountant: f.accountant}
-	if err := f.run.check(cmd); err != nil {
-		return spec, err
-	}
-	t, ok := tunerInfo(f.tuner)
-	if !ok {
-		return spec, usagef("unknown --tuner %q (want %s)", f.tuner, job.TunerNames())
-	}
-	if err := f.tunerFlags(cmd, t, &spec); err != nil {
-		return spec, err
-	}
-	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, false); err != nil {
-		return spec, err
-	}
-	spec.Clipping, _, spec.AutoClipGamma = clippingOf(f.clipping, 0, f.autoClipGamma)
-	var err error
-	if spec.Options, err = f.options.values(cmd, t, f.out); err != nil {
-		return spec, err
-	}
-	if err := f.split.apply(cmd, &spec); err != nil {
-		return spec, err
-	}
-	if spec.Data, err = f.data.source(cmd); err != nil {
-		return spec, err
-	}
-	networkDefaults(cmd, &spec)
-	space := f.space
-	if space == "" {
-		space = job.DefaultSpaceName(spec.Data)
-	}
-	if spec.Space, err = loadSpace(space, f.data.dataset); err != nil {
-		return spec, err
-	}
-	if f.space == "" && spec.Clipping == job.AutomaticClipping {
-		// Automatic clipping has no clipping norm to choose; a --space
-		// given with one is refused by the job.
-		spec.Space = job.WithoutClipNorm(spec.Space)
-	}
-	if err := checkOutRoom(f.out, spec.Data); err != nil {
-		return spec, err
-	}
-	if f.diagnostics != "" {
-		if err := job.CheckFile(f.diagnostics); err != nil {
-			return spec, fmt.Errorf("--diagnostics: %w", err)
-		}
-	}
-	if !t.Uses.TrainerScores {
-		spec.Validation = "private"
-	} else if err := f.publicValidation(cmd, &spec); err != nil {
-		return spec, err
-	}
-	if !t.Uses.Repetitions || t.Preset {
-		return spec, nil // K is fixed by the tuner
-	}
-	return spec, f.repetitions(cmd, t, &spec)
-}
-
-// tunerFlags refuses the flags that tuner t does not take: the federated
-// tuners' options, what a preset fixes (whose values spec then leaves to
-// the preset), and the flags of the repetitions, the trainer's scores and
-// the diagnostics when t uses none.
-func (f *tuneFlags) tunerFlags(cmd *cobra.Command, t job.TunerInfo, spec *job.TuneSpec) error {
-	ch := cmd.Flags().Changed
-	for _, n := range federatedOptions() {
-		if ch(n) {
-			return usagef("--%s is not a --tuner %s option", n, f.tuner)
-		}
-	}
-	var notMine []string
-	if t.Preset {
-		// The preset fixes these (job.TuneSpec's zero values take it).
-		for _, n := range []string{"eta", "mean-runs", "runs-dist", "val-size", "score-noise", "validation", "public-val-dir", "default-weight", "selection-share", "subsample"} {
-			if ch(n) {
-				return usagef("--%s is fixed by --tuner %s (%s)", n, f.tuner, t.Summary)
-			}
-		}
-		spec.ValSize, spec.ScoreNoise, spec.Validation = 0, 0, ""
-	}
-	if !t.Uses.Repetitions {
-		notMine = append(notMine, "eta", "mean-runs", "runs-dist")
-	}
-	if !t.Uses.TrainerScores {
-		notMine = append(notMine, "validation", "public-val-dir", "score-noise")
-	}
-	if !t.Uses.Diagnostics {
-		notMine = append(notMine, "diagnostics")
-	}
-	for _, n := range notMine {
-		if ch(n) {
-			return usagef("--%s is not a --tuner %s option", n, f.tuner)
-		}
-	}
-	return nil
-}
-
-// repetitions sets the distribution of the number of runs K of tuner t:
-// --runs-dist (by default t's) with mean --mean-runs, and for tnb the
-// shape --eta.
-func (f *tuneFlags) repetitions(cmd *cobra.Command, t job.TunerInfo, spec *job.TuneSpec) error {
-	if f.runsDist == "" {
-		f.runsDist = t.Uses.DefaultRuns
-	}
-	var err error
-	switch f.runsDist {
-	case job.RepeatTNB:
-		if spec.Repetitions, err = tnbWithMean(f.eta, f.meanRuns); err != nil {
-			return err
-		}
-	case job.RepeatPoisson:
-		if cmd.Flags().Changed("eta") {
-			return usagef("--eta is the shape of --runs-dist tnb; a Poisson number of runs has none")
-		}
-		spec.Repetitions = job.PoissonRepetitions(f.meanRuns)
-		if err := spec.Repetitions.Check(); err != nil {
-			return usagef("--mean-runs %v: a Poisson number of runs needs a mean of at least 1", f.meanRuns)
-		}
-	default:
-		return usagef("unknown --runs-dist %q (want tnb or poisson)", f.runsDist)
-	}
-	return nil
-}
-
-// networkDefaults gives each run of a tuning of a built-in ScatterNet
-// network that network's own settings (job.NetworkDefaultsOn) for every one
-// of --epochs, --batch-size and --momentum not given, as train does; the
-// job takes its learning rate and clipping norm where the space has none.
-func networkDefaults(cmd *cobra.Command, spec *job.TuneSpec) {
-	runDefaults(cmd, spec.Data, &spec.Epochs, &spec.BatchSize, &spec.Momentum)
-}
-
-// runDefaults sets epochs, batch and momentum to src's built-in network's
-// own settings for each of --epochs, --batch-size and --momentum not given.
-func runDefaults(cmd *cobra.Command, src job.Source, epochs, batch *int, momentum *float64) {
-	d, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name)
-	if !ok {
-		return
-	}
-	ch := cmd.Flags().Changed
-	if !ch("epochs") {
-		*epochs = d.Epochs
-	}
-	if !ch("batch-size") {
-		*batch = d.BatchSize
-	}
-	if !ch("momentum") {
-		*momentum = d.Momentum
-	}
-}
-
-// publicValidation checks the validation flags and, for --validation
-// public, reads where the public set is.
-func (f *tuneFlags) publicValidation(cmd *cobra.Command, spec *job.TuneSpec) error {
-	ch := cmd.Flags().Changed
-	switch {
-	case f.validation == "public" && f.publicVal == "":
-		return usagef("--validation public needs --public-val-dir DIR: public validation data you declare disjoint from the private training data")
-	case f.validation != "public" && ch("public-val-dir"):
-		return usagef("--public-val-dir needs --validation public")
-	case f.validation == "public" && (ch("score-noise") || ch("val-size")):
-		return usagef("--score-noise and --val-size apply to --validation private only")
-	case f.validation == "public":
-		pub, err := job.Dataset(f.data.dataset, f.publicVal)
-		if err == nil {
-			pub, err = withModel(pub, f.data.model)
-		}
-		if err != nil {
-			return err
-		}
-		spec.PublicVal = &pub
-	}
-	return nil
 }
 
 func printTune(w io.Writer, r *job.TuneReport) {

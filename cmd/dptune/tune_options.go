@@ -2,66 +2,33 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/dptune/dptune/job"
 )
 
-// tunerFlags are the registered tuners' own options as flags, by name; a
-// name two tuners share is one flag (its first tuner's default and help).
-type tunerFlags struct {
-	flags map[string]any // *int, *float64, *bool, *string or *time.Duration
-	owner map[string]string
-}
-
 // addTunerFlags registers the options of the tuners named only (every
 // tuner's when none is, job.Tuners) on fl, each help line led by its
-// tuner's name: the tuners' options structs are the flags' only
-// declaration.
-func addTunerFlags(fl *pflag.FlagSet, only ...string) tunerFlags {
-	f := tunerFlags{flags: map[string]any{}, owner: map[string]string{}}
+// tuner's name, and returns the flags' pointers by name: the tuners'
+// options structs are the flags' only declaration. A name two tuners share
+// is one flag (its first tuner's default and help).
+func addTunerFlags(fl *pflag.FlagSet, only ...string) map[string]any {
+	flags := map[string]any{}
 	for _, t := range job.Tuners() {
 		if len(only) > 0 && !slices.Contains(only, t.Name) {
 			continue
 		}
 		for _, o := range t.Options {
-			if _, dup := f.flags[o.Name]; dup {
-				continue
+			if _, dup := flags[o.Name]; !dup {
+				flags[o.Name] = addOptionFlag(fl, t.Name, o.Name, o.Default, o.Help)
 			}
-			f.flags[o.Name] = addOptionFlag(fl, t.Name, o.Name, o.Default, o.Help)
-			f.owner[o.Name] = t.Name
 		}
 	}
-	return f
-}
-
-// values returns tuner t's options from the flags, refusing another tuner's
-// option that was set. A file option left empty names a file in the
-// curator's directory beside out.
-func (f tunerFlags) values(cmd *cobra.Command, t job.TunerInfo, out string) (map[string]any, error) {
-	mine := map[string]bool{}
-	for _, o := range t.Options {
-		mine[o.Name] = true
-	}
-	for name, owner := range f.owner {
-		if !mine[name] && cmd.Flags().Changed(name) {
-			return nil, usagef("--%s is a --tuner %s option", name, owner)
-		}
-	}
-	v := map[string]any{}
-	for _, o := range t.Options {
-		v[o.Name] = optionValue(f.flags[o.Name])
-		if s, ok := v[o.Name].(string); ok && s == "" && o.CuratorFile != "" {
-			v[o.Name] = filepath.Join(filepath.Clean(out)+"-curator", o.CuratorFile)
-		}
-	}
-	return v, nil
+	return flags
 }
 
 // addOptionFlag registers a tuner's option on fl as a flag of its default's
@@ -108,16 +75,6 @@ func optionValues(flags map[string]any) map[string]any {
 		v[name] = optionValue(p)
 	}
 	return v
-}
-
-// tunerInfo returns the registered tuner called name.
-func tunerInfo(name string) (job.TunerInfo, bool) {
-	for _, t := range job.Tuners() {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return job.TunerInfo{}, false
 }
 
 // tunerHelp lists the registered tuners with their summaries, wrapped, for

@@ -8,8 +8,8 @@ import (
 	"github.com/dptune/dptune/job/tuningpage"
 )
 
-// tuningPages draws the tuning just saved into f.out in pictures
-// (tuningpage.Write): f.out/tuning.html from its report.json and the
+// tuningPages draws the tuning just saved into f.Out in pictures
+// (tuningpage.Write): f.Out/tuning.html from its report.json and the
 // public space, and with --diagnostics the NOT PRIVATE page of every run
 // in OUT-curator. Call it right after the release is saved, with Save's
 // error: a release that could not be saved gets no page, and a failed
@@ -20,8 +20,8 @@ func tuningPages(w io.Writer, f tuneFlags, spec job.TuneSpec, saveErr error, dia
 	if saveErr != nil {
 		return
 	}
-	p := tuningpage.Pages{Release: f.out, Space: spec.Space}
-	if f.diagnostics != "" {
+	p := tuningpage.Pages{Release: f.Out, Space: spec.Space}
+	if f.Diagnostics != "" {
 		p.Diagnostics = diag
 	}
 	written, err := tuningpage.Write(p)

@@ -50,11 +50,11 @@ func TestTuningPages(t *testing.T) {
 	page, curator := filepath.Join(out, "tuning.html"), filepath.Join(job.CuratorDir(out), "tuning-not-private.html")
 
 	var w strings.Builder
-	tuningPages(&w, tuneFlags{out: out}, spec, errors.New("disk full"), diag)
+	tuningPages(&w, tuneFlags{TuneRequest: job.TuneRequest{Out: out}}, spec, errors.New("disk full"), diag)
 	if _, err := os.Stat(page); !os.IsNotExist(err) || w.Len() != 0 {
 		t.Fatalf("a release that was not saved got a page (%v) or a note %q", err, w.String())
 	}
-	tuningPages(&w, tuneFlags{out: out, diagnostics: filepath.Join(t.TempDir(), "d.json")}, spec, nil, diag)
+	tuningPages(&w, tuneFlags{TuneRequest: job.TuneRequest{Out: out, Diagnostics: filepath.Join(t.TempDir(), "d.json")}}, spec, nil, diag)
 	for _, p := range []string{page, curator} {
 		if _, err := os.Stat(p); err != nil || !strings.Contains(w.String(), p) {
 			t.Errorf("%s: %v; the terminal says %q", p, err, w.String())
@@ -65,7 +65,7 @@ func TestTuningPages(t *testing.T) {
 	}
 	// Without --diagnostics no curator page is left, whatever diag holds.
 	w.Reset()
-	tuningPages(&w, tuneFlags{out: out}, spec, nil, diag)
+	tuningPages(&w, tuneFlags{TuneRequest: job.TuneRequest{Out: out}}, spec, nil, diag)
 	if _, err := os.Stat(curator); !os.IsNotExist(err) || strings.Contains(w.String(), curator) {
 		t.Errorf("a curator page without --diagnostics: %v, %q", err, w.String())
 	}
@@ -73,7 +73,7 @@ func TestTuningPages(t *testing.T) {
 	w.Reset()
 	other := spec
 	other.Space.Name = "another"
-	tuningPages(&w, tuneFlags{out: out}, other, nil, nil)
+	tuningPages(&w, tuneFlags{TuneRequest: job.TuneRequest{Out: out}}, other, nil, nil)
 	if !strings.HasPrefix(w.String(), "note: the tuning's pages were not written") {
 		t.Errorf("terminal: %q", w.String())
 	}

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,17 +16,6 @@ import (
 	"github.com/dptune/dptune/job"
 )
 
-// checkVoteTimeouts refuses round deadlines that are not positive.
-func checkVoteTimeouts(v job.VoteSpec) error {
-	if v.TrainingTimeout <= 0 {
-		return usagef("--round-timeout %v must be positive", v.TrainingTimeout)
-	}
-	if v.MessageTimeout <= 0 {
-		return usagef("--message-timeout %v must be positive", v.MessageTimeout)
-	}
-	return nil
-}
-
 // addTransportFlags adds the TLS flags of vote serve and vote client.
 func addTransportFlags(fl *pflag.FlagSet, t *job.VoteTransport, side string) {
 	fl.StringVar(&t.Cert, "tls-cert", "", "PEM certificate of this "+side+", issued by --ca (dptune vote certs writes them)")
@@ -38,151 +24,50 @@ func addTransportFlags(fl *pflag.FlagSet, t *job.VoteTransport, side string) {
 	fl.BoolVar(&t.Insecure, "insecure", false, "plaintext gRPC without certificates, on a loopback address only (the secure sum then withstands a semi-honest server only)")
 }
 
-// federatedOptions are the flags of the federated tuners (job.TunerInfo's
-// Federated), which no other tuner takes.
-func federatedOptions() []string {
-	var names []string
-	for _, t := range job.Tuners() {
-		if t.Federated {
-			for _, o := range t.Options {
-				names = append(names, o.Name)
-			}
-		}
-	}
-	return names
-}
-
-// runVoteTune runs DP-Hype: this process is the server, and it starts
-// --clients client processes (dptune vote client) on loopback, over mutual
-// TLS with a throwaway CA in --out (voteTLSDir).
-func runVoteTune(cmd *cobra.Command, f tuneFlags, t job.TunerInfo) error {
-	allowed := map[string]bool{"tuner": true, "epsilon": true, "delta": true, "space": true, "batch-size": true, "seed": true, "out": true,
-		"dataset": true, "data-dir": true, "model": true, "nominal-size": true}
-	for _, o := range t.Options {
-		allowed[o.Name] = true
-	}
-	var bad error
-	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if !allowed[fl.Name] && bad == nil {
-			bad = usagef("--%s is not a --tuner %s option", fl.Name, t.Name)
-		}
-	})
-	if bad != nil {
-		return bad
-	}
-	vals, err := f.options.values(cmd, t, f.out)
-	if err != nil {
-		return err
-	}
-	// A vote cannot be resumed: the mark makes tune --resume after a kill
-	// say so.
-	end, err := job.MarkVoteTuning(f.out, t.Name)
-	if err != nil {
-		return err
-	}
-	err = serveVote(cmd, f, vals, "127.0.0.1:0", true)
-	end(err)
-	return err
-}
-
-// serveVote plans the vote of f with the vote tuner's options (the values
-// of its flags), serves it on listen and, if spawn, starts the clients on
-// this machine; then saves and prints the release. Every flag and the data
-// are checked before the listener opens or any client starts.
-func serveVote(cmd *cobra.Command, f tuneFlags, options map[string]any, listen string, spawn bool) error {
+// serveVote serves the vote of f on listen to clients started elsewhere
+// (vote serve), or, for the federated tuner t (tune --tuner vote), to
+// clients that are this program's processes; it prints the plan, the
+// progress and the release.
+func serveVote(cmd *cobra.Command, f tuneFlags, listen string, t *job.TunerInfo) error {
 	start := time.Now()
-	spec, src, err := voteServeSpec(cmd, f, options)
-	if err != nil {
-		return err
-	}
-	plan, err := job.PlanVote(cmd.Context(), spec)
-	if err != nil {
-		return err
-	}
-	if !spawn {
-		if err := spec.Transport.CheckServer(listen); err != nil {
-			return err
-		}
-	}
-	if err := job.CheckOut(f.out); err != nil {
-		return err
-	}
-	// The server evaluates on the test set; reading the data now also
-	// refuses a missing or unreadable --data-dir before the clients start
-	// (they read the same files).
-	if _, spec.Test, err = src.Load(); err != nil {
-		return usagef("--dataset %s --data-dir %q: %v", src.Name, f.data.dataDir, err)
-	}
 	w := cmd.ErrOrStderr()
-	if b := plan.Mechanism.BestCaseGoodSelection(); b < 0.5 {
-		m := plan.Mechanism
-		fmt.Fprintf(w, "warning: near-random selection: even if all %d clients voted for the same %d good candidates, DP-Hype's Theorem V.1 guarantees a good one only with probability %.2f (vote noise σ = %.1f votes against %d votes; %d other candidates); more clients, fewer candidates or a larger --vote-epsilon raise it\n",
-			m.Clients, m.VotesPerClient, b, m.NoiseStddev, m.Clients, m.Candidates-m.VotesPerClient)
-	}
-	if spawn {
-		if spec.Transport, err = throwawayCA(f.out, plan.Clients); err != nil {
-			return err
+	rounds := 0
+	h := job.VoteHooks{Warn: warner(w), Progress: voteProgress(w, &rounds), Started: func(v job.VoteStart) {
+		rounds = v.Rounds
+		fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
+			v.Dataset, v.Clients, v.VotesPerClient, v.Candidates, v.Space, v.NoiseStddev, v.VoteEpsilon, v.Final, v.FinalNoiseMultiplier, v.Rounds, v.StepsPerRound)
+		auth := "mutual TLS, signed keys and U3 (withstands an active server)"
+		if v.Insecure {
+			auth = "plaintext on loopback, unauthenticated (withstands a semi-honest server only)"
 		}
-	}
-	lis, err := net.Listen("tcp", listen)
-	if err != nil {
-		return usagef("--listen %s: %v", listen, err)
-	}
-	fmt.Fprintf(w, "DP-Hype on %s: %d clients vote ℓ = %d of %d candidates (%s), vote noise σ = %.3f votes (client-level ε = %g), final training %s (σ = %.4f, %d rounds × %d steps)\n",
-		src.Name, plan.Clients, plan.Mechanism.VotesPerClient, plan.Space.Size(), plan.Space.Name, plan.Mechanism.NoiseStddev, spec.VoteEpsilon,
-		plan.Final.Mode, plan.Final.NoiseMultiplier, plan.Final.Rounds, plan.Final.StepsPerRound)
-	auth := "mutual TLS, signed keys and U3 (withstands an active server)"
-	if spec.Transport.Insecure {
-		auth = "plaintext on loopback, unauthenticated (withstands a semi-honest server only)"
-	}
-	fmt.Fprintf(w, "secure sum: threshold t = %d of %d (2t > n + c, c = %d colluding), %s\n", plan.Threshold, plan.Clients, plan.Colluding, auth)
-	if !spawn {
-		how := "--tls-cert client-<i>.pem --tls-key client-<i>.key --ca ca.pem"
-		if spec.Transport.Insecure {
-			how = "--insecure"
+		fmt.Fprintf(w, "secure sum: threshold t = %d of %d (2t > n + c, c = %d colluding), %s\n", v.Threshold, v.Clients, v.Colluding, auth)
+		if t == nil {
+			how := "--tls-cert client-<i>.pem --tls-key client-<i>.key --ca ca.pem"
+			if v.Insecure {
+				how = "--insecure"
+			}
+			fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s %s\n", v.Addr, v.Clients, v.Addr, f.data.dataset, how)
 		}
-		fmt.Fprintf(w, "listening on %s for %d clients: dptune vote client --server %s --dataset %s %s\n", lis.Addr(), plan.Clients, lis.Addr(), src.Name, how)
-	}
-	spec.Progress = voteProgress(w, plan.Final.Rounds)
+	}, ClientFailed: func(err error, logs string) { fmt.Fprintf(w, "a client exited with %v (see %s)\n", err, logs) }}
+	data := func() (job.Source, error) { return f.data.source(cmd) }
 	var rel *job.Release
-	if spawn {
-		rel, err = tuneVoteClients(cmd, f, spec, lis, plan.Clients)
+	var err error
+	if t != nil {
+		exe, xerr := os.Executable()
+		if xerr != nil {
+			return xerr
+		}
+		rel, err = f.TuneVote(cmd.Context(), *t, exe, data, h)
 	} else {
-		rel, err = job.RunVote(cmd.Context(), spec, lis)
+		rel, err = f.ServeVote(cmd.Context(), listen, data, h)
 	}
-	return printVoteRelease(cmd, f.out, rel, err, plan.Final.Rounds, start)
-}
-
-// voteServeSpec is the vote of f with the vote tuner's options: its
-// settings, round deadlines, data, transport and space, checked before
-// the vote is planned. A budget file is refused.
-func voteServeSpec(cmd *cobra.Command, f tuneFlags, options map[string]any) (job.VoteSpec, job.Source, error) {
-	if f.data.budget != "" {
-		return job.VoteSpec{}, job.Source{}, usagef("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
-	}
-	seed := f.seed
-	spec, err := job.VoteSpecOf(job.TuneSpec{Tuner: job.Vote, Epsilon: f.epsilon, Delta: f.delta, BatchSize: f.batchSize, Seed: &seed, Options: options})
-	if err != nil {
-		return spec, job.Source{}, err
-	}
-	if err := checkVoteTimeouts(spec); err != nil {
-		return spec, job.Source{}, err
-	}
-	src, err := f.data.source(cmd)
-	if err != nil {
-		return spec, src, err
-	}
-	spec.Data, spec.Transport = src, f.transport
-	if spec.Space, err = job.LoadVoteSpace(f.space); err != nil {
-		return spec, src, usageError{err}
-	}
-	return spec, src, nil
+	return printVoteRelease(cmd, f.Out, rel, err, rounds, start)
 }
 
 // voteProgress prints the vote's progress to w: clients joining and
 // dropping, the secure sums' rounds, the winner and the FedAvg rounds (of
-// rounds).
-func voteProgress(w io.Writer, rounds int) func(job.VoteEvent) {
+// *rounds).
+func voteProgress(w io.Writer, rounds *int) func(job.VoteEvent) {
 	return func(e job.VoteEvent) {
 		switch e.Stage {
 		case "joined":
@@ -202,35 +87,9 @@ func voteProgress(w io.Writer, rounds int) func(job.VoteEvent) {
 		case "winner":
 			fmt.Fprintf(w, "winner: candidate %d; FedAvg starts\n", e.Winner)
 		case "round":
-			fmt.Fprintf(w, "FedAvg round %d/%d done\n", e.Round, rounds)
+			fmt.Fprintf(w, "FedAvg round %d/%d done\n", e.Round, *rounds)
 		}
 	}
-}
-
-// tuneVoteClients runs the vote spec through job.Tune, the front door of
-// every tuner, serving it on lis to n clients that are this machine's
-// processes, started once the job is planned (logging to OUT/clients); a
-// client's failed exit is reported when the tuning itself did not fail.
-func tuneVoteClients(cmd *cobra.Command, f tuneFlags, spec job.VoteSpec, lis net.Listener, n int) (*job.Release, error) {
-	logs := filepath.Join(f.out, "clients")
-	var exits []error
-	ts := spec.TuneSpec()
-	ts.Federation.Listener = lis
-	ts.Federation.Launch = func(ctx context.Context, server string) (func(), error) {
-		procs, err := startVoteClients(ctx, f, spec, server, logs, n, filepath.Join(f.out, voteTLSDir))
-		return func() {
-			for _, p := range procs {
-				exits = append(exits, p.Wait())
-			}
-		}, err
-	}
-	rel, _, err := job.Tune(cmd.Context(), ts)
-	for _, werr := range exits {
-		if werr != nil && err == nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "a client exited with %v (see %s)\n", werr, logs)
-		}
-	}
-	return rel, err
 }
 
 // printVoteRelease saves the vote's release (rel, and err, the vote's
@@ -267,57 +126,6 @@ func printVoteRelease(cmd *cobra.Command, out string, rel *job.Release, err erro
 	fmt.Fprintf(w, "bytes sent     %d per client at most (%d in all, gRPC payloads)\n", rep.Traffic.MaxSent, rep.Traffic.TotalSent)
 	fmt.Fprintf(cmd.ErrOrStderr(), "wall time      %.1f s; report in %s\n", time.Since(start).Seconds(), filepath.Join(out, "report.json"))
 	return nil
-}
-
-// startVoteClients starts n dptune vote client processes for server (of
-// the vote v), logging to dir/client-i.log, client i with
-// certs/client-i.pem. They stop with ctx.
-func startVoteClients(ctx context.Context, f tuneFlags, v job.VoteSpec, server, dir string, n int, certs string) ([]*exec.Cmd, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	var procs []*exec.Cmd
-	for i := range n {
-		p := exec.CommandContext(ctx, exe, voteClientArgs(f, v, server, i+1, n, certs)...)
-		log, err := os.Create(filepath.Join(dir, "client-"+strconv.Itoa(i+1)+".log"))
-		if err != nil {
-			return procs, err
-		}
-		p.Stdout, p.Stderr = log, log
-		err = p.Start()
-		log.Close() // the child holds its own descriptor
-		if err != nil {
-			return procs, fmt.Errorf("starting client %d: %w", i+1, err)
-		}
-		procs = append(procs, p)
-	}
-	return procs, nil
-}
-
-// voteClientArgs are the arguments of client i of n started by tune
-// --tuner vote (the vote v): its share and certificate, and the curator's
-// own --epsilon, --delta and --colluding as the client's limits (with
-// --allow-non-private if the curator chose a non-private final training).
-func voteClientArgs(f tuneFlags, v job.VoteSpec, server string, i, n int, certs string) []string {
-	args := []string{job.Vote, "client", "--server", server, "--dataset", f.data.dataset, "--part", fmt.Sprintf("%d/%d", i, n),
-		"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i)),
-		"--ca", filepath.Join(certs, "ca.pem"),
-		"--max-epsilon", strconv.FormatFloat(f.epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(f.delta, 'g', -1, 64),
-		"--colluding", strconv.Itoa(v.Colluding)}
-	if v.FinalTraining == job.FinalNonPrivate {
-		args = append(args, "--allow-non-private")
-	}
-	if f.data.dataDir != "" {
-		args = append(args, "--data-dir", f.data.dataDir)
-	}
-	if f.data.featureCache != job.DefaultFeatureCache() {
-		args = append(args, "--feature-cache", f.data.featureCache)
-	}
-	return args
 }
 
 // newVoteCmd is dptune vote: the DP-Hype server and client on their own,
@@ -357,25 +165,21 @@ address only; the secure sum then withstands a semi-honest server only.`,
       --tls-cert certs/client-1.pem --tls-key certs/client-1.key --ca certs/ca.pem   # client i on machine i`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, _ := tunerInfo(job.Vote)
-			options, err := f.options.values(cmd, t, f.out)
-			if err != nil {
-				return err
-			}
-			return serveVote(cmd, f, options, listen, false)
+			f.request(cmd)
+			return serveVote(cmd, f, listen, nil)
 		},
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
 	fl.StringVar(&listen, "listen", "127.0.0.1:7070", "address to serve on (HOST:PORT)")
-	fl.Float64Var(&f.epsilon, "epsilon", 3, "total example-level ε of vote and final training")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "total δ")
-	fl.StringVar(&f.space, "space", "", "search space: a .json file (default: mnist-vote, 24 candidates)")
-	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size of local training")
-	fl.Uint64Var(&f.seed, "seed", 0, "public seed of the split and the initial parameters")
-	fl.StringVar(&f.out, "out", "out/vote", "where the model and report.json go")
+	fl.Float64Var(&f.Epsilon, "epsilon", 3, "total example-level ε of vote and final training")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "total δ")
+	fl.StringVar(&f.Space, "space", "", "search space: a .json file (default: mnist-vote, 24 candidates)")
+	fl.IntVar(&f.BatchSize, "batch-size", 256, "expected batch size of local training")
+	fl.Uint64Var(&f.Seed, "seed", 0, "public seed of the split and the initial parameters")
+	fl.StringVar(&f.Out, "out", "out/vote", "where the model and report.json go")
 	f.options = addTunerFlags(fl, job.Vote)
-	addTransportFlags(fl, &f.transport, "server")
+	addTransportFlags(fl, &f.Transport, "server")
 	return cmd
 }
 

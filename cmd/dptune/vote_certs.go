@@ -10,24 +10,6 @@ import (
 	"github.com/dptune/dptune/job"
 )
 
-// voteTLSDir is where dptune tune --tuner vote keeps its throwaway CA,
-// inside --out.
-const voteTLSDir = "vote-tls"
-
-// throwawayCA writes a fresh CA, server and n client certificates into
-// out/voteTLSDir — without the CA's key, so no certificate can be added —
-// and returns the server's transport.
-func throwawayCA(out string, n int) (job.VoteTransport, error) {
-	dir := filepath.Join(out, voteTLSDir)
-	if err := os.RemoveAll(dir); err != nil {
-		return job.VoteTransport{}, err
-	}
-	if err := job.GenerateVoteCerts(dir, n, nil, false); err != nil {
-		return job.VoteTransport{}, fmt.Errorf("making the vote's throwaway CA: %w", err)
-	}
-	return job.VoteTransport{Cert: filepath.Join(dir, "server.pem"), Key: filepath.Join(dir, "server.key"), CA: filepath.Join(dir, "ca.pem")}, nil
-}
-
 // newVoteCertsCmd is dptune vote certs: a CA and certificates for a vote
 // across machines.
 func newVoteCertsCmd() *cobra.Command {

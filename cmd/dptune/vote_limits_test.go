@@ -15,10 +15,9 @@ import (
 // curator chose one.
 func TestVoteClientArgsCarryTheCuratorsLimits(t *testing.T) {
 	for _, final := range []string{federated.FinalDPSGD, federated.FinalNonPrivate} {
-		var f tuneFlags
-		f.epsilon, f.delta, f.data.dataset = 2.5, 3e-7, "mnist"
-		v := job.VoteSpec{Colluding: 2, FinalTraining: final}
-		args := voteClientArgs(f, v, "127.0.0.1:1", 2, 5, "certs")
+		v := job.VoteSpec{Epsilon: 2.5, Delta: 3e-7, Colluding: 2, FinalTraining: final}
+		v.Data.Input.Dataset = "mnist"
+		args := job.VoteClientArgs(v, "127.0.0.1:1", 2, 5, "certs")
 		cmd := newVoteClientCmd()
 		if args[0] != "vote" || args[1] != "client" {
 			t.Fatalf("args %v", args)
