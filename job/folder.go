@@ -9,6 +9,7 @@ import (
 	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/textsafe"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/runner"
 )
 
 // FolderName is the dataset name of an image folder (`--dataset folder`).
@@ -182,7 +183,45 @@ func folderDataset(dir string, spec *model.Spec, nominalN int, s FolderSettings)
 		}
 		return train, test, err
 	}
-	src := Source{Name: name, Dir: dir, Arch: arch, NominalN: nominalN, Input: input, folder: &kept, loadContext: load,
+	read := &folderRef{C: c, H: h, W: w, NoResize: s.NoResize, Mean: s.Mean, Std: s.Std, NominalN: nominalN}
+	src := Source{Name: name, Dir: dir, Arch: arch, NominalN: nominalN, Input: input, folder: &kept, read: read, loadContext: load,
 		Load: func() (*data.Dataset, *data.Dataset, error) { return load(context.Background(), nil) }}
 	return src, info.Classes, nil
+}
+
+// folderRef is how a job's worker reads an image folder (data.LoadFolder):
+// the curator's public settings, resolved — the input shape, the resizing
+// rule, the pixel constants and the folder's own nominal size (which
+// bounds the training images read). It travels in the job's dataRef, so
+// a worker reads its copy of the folder as the curator read its own; the
+// content digest (dataDigest) then says whether the two copies agree.
+type folderRef struct {
+	C        int       `json:"c"`
+	H        int       `json:"h"`
+	W        int       `json:"w"`
+	NoResize bool      `json:"no_resize,omitempty"`
+	Mean     []float64 `json:"mean,omitempty"`
+	Std      []float64 `json:"std,omitempty"`
+	NominalN int       `json:"nominal_n"`
+}
+
+// options are f as data.FolderOptions (no progress, no warning: a worker's
+// notes about the private folder stay unsaid).
+func (f folderRef) options() data.FolderOptions {
+	return data.FolderOptions{C: f.C, H: f.H, W: f.W, NoResize: f.NoResize, Mean: f.Mean, Std: f.Std, NominalN: f.NominalN}
+}
+
+// loadFolderRef reads the image folder dir as f says, for a job (a
+// worker's copy): its errors are data.LoadFolder's, f's own refusals
+// (data.FolderOptions.Check) wrapping runner.ErrInvalidInput.
+func loadFolderRef(dir string, f folderRef) (train, test *data.Dataset, err error) {
+	o := f.options()
+	if err := o.Check(); err != nil {
+		return nil, nil, fmt.Errorf("job: image folder settings: %v: %w", err, runner.ErrInvalidInput)
+	}
+	train, test, _, err = data.LoadFolder(context.Background(), dir, o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading image folder %s: %w", textsafe.Quoted(dir), err)
+	}
+	return train, test, nil
 }

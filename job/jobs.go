@@ -69,6 +69,13 @@ type dataRef struct {
 	// first layer): the sets are its features (of the subset, before any
 	// split), as the curator's own process reads them (Source.loadCtx).
 	FrontEnd *model.ScatterSpec `json:"front_end,omitempty"`
+	// Folder, for an image folder, is how it is read (the curator's
+	// public settings, resolved).
+	Folder *folderRef `json:"folder,omitempty"`
+	// Digest, for jobs on workers (runner.Remote), is the keyed digest of
+	// the content of the curator's sets (before any split or front end):
+	// a worker whose copy differs refuses the job (dataRef.verified).
+	Digest *keyedDigest `json:"digest,omitempty"`
 }
 
 // cutKey keys a secret split of the data: a seeded run's 64-bit key
@@ -131,9 +138,10 @@ type loaded struct {
 // workerDirs are the data directories a worker was given, by dataset.
 var workerDirs sync.Map
 
-// WorkerDataDir makes this process's jobs read dataset name from dir
-// instead of the directory the curator named: a worker on a machine whose
-// copy of the data lives elsewhere (`dptune worker --data-dir`).
+// WorkerDataDir makes this process's jobs read dataset name (FolderName:
+// any image folder) from dir instead of the directory the curator named: a
+// worker on a machine whose copy of the data lives elsewhere (`dptune
+// worker --data-dir`).
 func WorkerDataDir(name, dir string) { workerDirs.Store(name, dir) }
 
 // workerFeatures is the feature cache directory of this process's jobs
@@ -152,39 +160,68 @@ var loadMu sync.Mutex
 // rawRef is a dataset as read: its training and test sets.
 type rawRef struct{ Dataset, Dir string }
 
-func loadRaw(name, dir string) (train, test *data.Dataset, err error) {
-	if d, ok := workerDirs.Load(name); ok {
+// loadRaw reads the registered dataset name, or the image folder read as
+// folder says, from dir (or the worker's directory for it, WorkerDataDir),
+// from this process's cache unless fresh; cached says it came from there.
+func loadRaw(name, dir string, folder *folderRef, fresh bool) (train, test *data.Dataset, cached bool, err error) {
+	kind := name
+	if folder != nil {
+		kind = FolderName
+	}
+	if d, ok := workerDirs.Load(kind); ok {
 		dir = d.(string)
 	}
 	key := cacheKey(rawRef{name, dir})
-	if l, ok := cacheGet(key); ok {
-		return l.train, l.val, nil
+	if folder != nil {
+		key = cacheKey(struct {
+			Raw    rawRef
+			Folder *folderRef
+		}{rawRef{name, dir}, folder})
 	}
-	src, err := Dataset(name, dir)
+	if l, ok := cacheGet(key); ok && !fresh {
+		return l.train, l.val, true, nil
+	}
+	if folder != nil {
+		train, test, err = loadFolderRef(dir, *folder)
+	} else {
+		var src Source
+		if src, err = Dataset(name, dir); err == nil {
+			train, test, err = src.Load()
+		}
+	}
 	if err != nil {
-		return nil, nil, err
-	}
-	if train, test, err = src.Load(); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	cachePut(key, loaded{train: train, val: test})
-	return train, test, nil
+	return train, test, false, nil
 }
 
 // raw loads r's dataset, its training set cut to r.Subset when set (and
 // its test set the rest of the training set for a development split): the
-// images before any split.
+// images before any split, checked against r's digest when it has one
+// (verified).
 func (r dataRef) raw() (train, test *data.Dataset, err error) {
-	if train, test, err = loadRaw(r.Dataset, r.Dir); err != nil || r.Subset == nil {
-		return train, test, err
-	}
-	if r.Subset.Dev {
-		// A development split: the rest of the training set is the
-		// test set (Source.WithDevSplit).
-		return r.Subset.cut(train)
-	}
-	train, err = r.Subset.apply(train)
+	train, test, _, err = r.rawSum()
 	return train, test, err
+}
+
+// rawSum is raw with the content sum of the sets checked against r's
+// digest (zero without one).
+func (r dataRef) rawSum() (train, test *data.Dataset, sum [32]byte, err error) {
+	return r.verified(func(fresh bool) (*data.Dataset, *data.Dataset, bool, error) {
+		return loadRaw(r.Dataset, r.Dir, r.Folder, fresh)
+	}, func(train, test *data.Dataset) (*data.Dataset, *data.Dataset, error) {
+		switch {
+		case r.Subset == nil:
+			return train, test, nil
+		case r.Subset.Dev:
+			// A development split: the rest of the training set is the
+			// test set (Source.WithDevSplit).
+			return r.Subset.cut(train)
+		}
+		train, err := r.Subset.apply(train)
+		return train, test, err
+	})
 }
 
 // sets is raw, or, with a front end, the features of raw's sets (kept in
@@ -194,12 +231,26 @@ func (r dataRef) sets(ctx context.Context) (train, test *data.Dataset, err error
 	if r.FrontEnd == nil {
 		return r.raw()
 	}
-	key := cacheKey(struct{ Features dataRef }{dataRef{Dataset: r.Dataset, Dir: r.Dir, Subset: r.Subset, FrontEnd: r.FrontEnd}})
+	key := cacheKey(struct{ Features dataRef }{dataRef{Dataset: r.Dataset, Dir: r.Dir, Subset: r.Subset, FrontEnd: r.FrontEnd, Folder: r.Folder}})
+	if r.Digest != nil {
+		// The features of the images checked now, not of a copy read
+		// before the files changed: kept under their content.
+		var sum [32]byte
+		if train, test, sum, err = r.rawSum(); err != nil {
+			return nil, nil, err
+		}
+		key = cacheKey(struct {
+			Features dataRef
+			Content  [32]byte
+		}{dataRef{Dataset: r.Dataset, Dir: r.Dir, Subset: r.Subset, FrontEnd: r.FrontEnd, Folder: r.Folder}, sum})
+	}
 	if l, ok := cacheGet(key); ok {
 		return l.train, l.val, nil
 	}
-	if train, test, err = r.raw(); err != nil {
-		return nil, nil, err
+	if train == nil {
+		if train, test, err = r.raw(); err != nil {
+			return nil, nil, err
+		}
 	}
 	a, err := model.NewArch(model.Spec{Name: "front end", Layers: []model.LayerSpec{model.Scatter(r.FrontEnd.J, r.FrontEnd.L), model.Flatten(), model.Linear(train.Classes)}},
 		train.C, train.H, train.W, train.Classes)
@@ -599,7 +650,7 @@ func doAuditTrials(ctx context.Context, b []byte) ([]byte, error) {
 	protocols.Unlock()
 	if p == nil {
 		if in.Data != nil {
-			src, err := Dataset(in.Data.Dataset, in.Data.Dir)
+			src, err := in.Data.source()
 			if err != nil {
 				return nil, fmt.Errorf("%v: %w", err, runner.ErrInvalidInput)
 			}
@@ -630,7 +681,10 @@ func auditTask(s AuditSpec) func([]int) (runner.Task, error) {
 	if g, ok := audit.Lookup(s.Protocol); ok && g.OnData(s.Data.Load != nil) {
 		// A game that trains on real data (the natural game, and any
 		// other given a dataset): the workers load the same data.
-		ref := s.Data.ref()
+		ref, err := s.Data.workerRef(s.Runner)
+		if err != nil {
+			return func([]int) (runner.Task, error) { return runner.Task{}, err }
+		}
 		in.Data = &ref
 		a := s.Data.Arch
 		in.Arch = &a

@@ -68,6 +68,7 @@ func (s TuneSpec) startPartitioned(ctx context.Context, p *tunePlan) (*partition
 	if s.Runner, err = s.openRunner(ctx); err != nil {
 		return nil, err
 	}
+	s = s.forWorkers() // jobs on workers check their copy of the data
 	resv, err := reserveFor(s.Runner, s.Budget, s.Seed != nil, s.Data.Name, "tune", s.Label, plan.Worst())
 	if err != nil {
 		return nil, err

@@ -40,6 +40,11 @@ type Source struct {
 	// split (a curator-side note).
 	folder      *FolderSettings
 	loadContext func(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error)
+	// read, for an image folder, is how a job's worker reads it (its
+	// settings resolved); check, when the jobs run on workers
+	// (forWorkers), keeps the keyed digest of what Load last read.
+	read  *folderRef
+	check *contentCheck
 	// Features says where the features of a network with a fixed front
 	// end (a scatter first layer, model.Arch.FrontEnd) are kept; the job
 	// trains and evaluates on them in place of the images.
@@ -183,10 +188,14 @@ func DatasetsWithoutDefaultDir() []string {
 }
 
 // WorkerDataDirs makes this process's jobs read every registered dataset
-// that has no default directory (DatasetsWithoutDefaultDir) from dir
-// instead of the directory the curator named (WorkerDataDir).
+// that has no default directory (DatasetsWithoutDefaultDir), and an image
+// folder, from dir instead of the directory the curator named
+// (WorkerDataDir): a worker whose copy of the data lives elsewhere. The
+// jobs of a curator whose tasks run on workers check the copy read there
+// against the curator's (a keyed digest of the content), and refuse one
+// that differs.
 func WorkerDataDirs(dir string) {
-	for _, name := range DatasetsWithoutDefaultDir() {
+	for _, name := range append(DatasetsWithoutDefaultDir(), FolderName) {
 		WorkerDataDir(name, dir)
 	}
 }
@@ -307,7 +316,7 @@ func (s Source) WithSubset(n int, key uint64) (Source, error) {
 		}
 		return train, test, nil
 	}
-	s.Subset, s.NominalN = &u, n
+	s.Subset, s.NominalN, s.check = &u, n, nil
 	return s, nil
 }
 
@@ -340,13 +349,15 @@ func (s Source) WithDevSplit(nDev int, key uint64) (Source, error) {
 		}
 		return u.cut(train)
 	}
-	s.Subset, s.NominalN = &u, n
+	s.Subset, s.NominalN, s.check = &u, n, nil
 	return s, nil
 }
 
-// ref is the part of a job's dataRef that names s.
+// ref is the part of a job's dataRef that names s: for an image folder
+// with how it is read, and, once s has read its data for jobs on workers
+// (forWorkers), the keyed digest of that data's content.
 func (s Source) ref() dataRef {
-	return dataRef{Dataset: s.Name, Dir: s.Dir, NominalN: s.NominalN, Subset: s.Subset}
+	return dataRef{Dataset: s.Name, Dir: s.Dir, NominalN: s.NominalN, Subset: s.Subset, Folder: s.read, Digest: s.check.digest()}
 }
 
 // WithModel returns s training the network spec on the same inputs, or an

@@ -90,6 +90,7 @@ func (s TuneSpec) start(ctx context.Context, p *tunePlan, tu tuning.Runner) (*ce
 	if t.s.Runner, err = s.openRunner(ctx); err != nil {
 		return nil, err
 	}
+	t.s = t.s.forWorkers() // jobs on workers check their copy of the data
 	trainer, spec := p.trainer, p.spec
 	if trainer.Norm != nil {
 		t.normLedger.Add(tuning.SharedDataNormLabel, trainer.Norm.Event())

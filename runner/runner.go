@@ -59,6 +59,19 @@ type Keyed interface {
 	Resumed() bool
 }
 
+// Remote is a Keyed runner whose tasks run in other processes: workers
+// that read the data a task names from their own copies
+// (runner/temporalrunner). A caller names that data by a digest of its
+// content keyed from Key (package job), carried inside the task's input,
+// and a worker whose copy differs refuses the task with ErrInvalidInput.
+// A runner in this process (Local, or a Keyed one that journals Local's
+// outputs) is not Remote: its tasks read the caller's own data.
+type Remote interface {
+	Keyed
+	// OnWorkers marks the runner as running its tasks on workers.
+	OnWorkers()
+}
+
 // Func runs one task of a kind: input in, output out. It reports progress
 // with Progress(ctx, …). Errors wrapping ErrInvalidInput are not retried.
 type Func func(ctx context.Context, input []byte) ([]byte, error)

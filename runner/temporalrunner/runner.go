@@ -135,6 +135,12 @@ func (r *Runner) Key() [32]byte { return r.key }
 // Resumed implements runner.Keyed.
 func (r *Runner) Resumed() bool { return r.resumed }
 
+var _ runner.Remote = (*Runner)(nil)
+
+// OnWorkers implements runner.Remote: the tasks run on `dptune worker`
+// processes, which read the data from their own copies.
+func (r *Runner) OnWorkers() {}
+
 // WorkflowID is the invocation's workflow ID.
 func (r *Runner) WorkflowID() string { return r.id }
 
