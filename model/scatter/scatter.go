@@ -40,9 +40,14 @@ type Scattering struct {
 	oh   int // output rows
 	ow   int // output columns
 
-	fb   filterBank
-	lp   []denseLowpass // per resolution r < J; nil: low-pass by FFT
-	pool sync.Pool      // *workspace
+	fb filterBank
+	lp []denseLowpass // per resolution r < J; nil: low-pass by FFT
+	// dft and lp32 (per resolution r < J, dft from r = 1 on) compute the
+	// second order in float32 (secondOrder32); nil: in float64 by FFT.
+	dft      []idft32
+	lp32     []lowpass32
+	psiNorm2 [][]float64 // Σψ̂² of each level of fb.psi
+	pool     sync.Pool   // *workspace
 }
 
 // workspace holds what one Transform call writes: FFT plans (gonum's plans
@@ -64,6 +69,13 @@ type workspace struct {
 	lp      []float64           // dense low-pass: G·U, oh×(np/2^r), and one output row
 	spec    []complex128        // FFT low-pass: spectrum of U2
 	s       []complex128        // FFT low-pass: spectrum of S, then S
+	// float32 second order (secondOrder32), for L signals at resolution 2:
+	zf  []float32 // wavelet products, rows [Re | Im]
+	yf  []float32 // their row DFTs
+	pq  []float32 // one column pass
+	u1f []float32 // the moduli U1
+	u2f []float32 // the moduli U2
+	tf  []float32 // U2·Hᵀ
 }
 
 // NumChannels returns 1 + J·L + L²·J(J−1)/2, the number of scattering
@@ -107,6 +119,20 @@ func New(h, w, J, L int) (*Scattering, error) {
 		s.lp = make([]denseLowpass, J)
 		for r := range s.lp {
 			s.lp[r] = newDenseLowpass(s.fb.phi[r], mp>>r, np>>r, 1<<(J-r), s.oh, s.ow)
+		}
+		s.dft, s.lp32 = make([]idft32, J), make([]lowpass32, J)
+		for r := range s.lp {
+			s.lp32[r] = newLowpass32(s.lp[r])
+			s.dft[r] = newIDFT32(mp>>r, np>>r)
+		}
+		for _, levels := range s.fb.psi {
+			n2 := make([]float64, len(levels))
+			for r, f := range levels {
+				for _, v := range f {
+					n2[r] += v * v
+				}
+			}
+			s.psiNorm2 = append(s.psiNorm2, n2)
 		}
 	}
 	s.pool.New = func() any { return s.newWorkspace() }
@@ -168,6 +194,11 @@ func (s *Scattering) newWorkspace() *workspace {
 		lp:      make([]float64, s.oh*s.np+s.ow),
 		spec:    make([]complex128, full/4),
 		s:       make([]complex128, out),
+	}
+	if s.dft != nil {
+		batch := s.l * s.mp * 2 * s.np
+		ws.zf, ws.yf, ws.pq = make([]float32, batch), make([]float32, batch), make([]float32, 4*full)
+		ws.u1f, ws.u2f, ws.tf = make([]float32, s.l*full), make([]float32, s.l*full/4), make([]float32, s.l*s.mp*s.ow)
 	}
 	for r := 0; r <= s.j; r++ {
 		ws.rowFFT[r] = fourier.NewCmplxFFT(s.np >> r)
@@ -250,6 +281,10 @@ func (s *Scattering) transform(ws *workspace, dst, img []float32) {
 	s.lowpass(ws, out(0), ws.x, ws.x0, 0)
 
 	s2 := 1 + J*L // channel of the next S2 coefficient
+	if s.dft != nil {
+		s.transform32(ws, dst)
+		return
+	}
 	for n1 := 0; n1 < J*L; n1++ {
 		j1 := n1 / L
 		m1, c1 := s.mp>>j1, s.np>>j1
