@@ -194,19 +194,26 @@ on another. Every payload and failure is sealed with the curator's key file
 workflow, run and role; a payload that is not sealed is refused.
 
 The worker reads the data itself: MNIST from the Go module cache (as the
-curator does), CIFAR-10 from --data-dir (default: the directory the curator
-named), and computes the features of a network with a scatter front end
-once per dataset into --feature-cache. Run it where the data is; stop it
-with Ctrl-C.`,
+curator does), CIFAR-10 or an image folder (--dataset folder) from
+--data-dir (default: the directory the curator named), with the curator's
+settings (an image folder's shape, resizing and --mean/--std travel in the
+task), and computes the features of a network with a scatter front end
+once per dataset into --feature-cache. Every task names its data by a
+digest of the curator's copy, keyed with the invocation's secret key and
+sealed with the task: a worker whose copy differs (another folder, a file
+changed since) fails the task at once with one line saying so, without
+saying how it differs, and a copy it had kept in memory is read again from
+its files first. Run it where the data is; stop it with Ctrl-C.`,
 		Example: `  dptune worker --temporal-address 127.0.0.1:7233 --task-queue dptune
-  dptune worker --task-queue dptune --data-dir /data/cifar-10-batches-bin`,
+  dptune worker --task-queue dptune --data-dir /data/cifar-10-batches-bin
+  dptune worker --task-queue dptune --data-dir /data/photos   # a copy of the curator's image folder`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runWorker(cmd, f) },
 	}
 	fl := cmd.Flags()
 	addTemporalFlags(fl, &f.runnerFlags)
 	fl.IntVar(&f.concurrency, "concurrency", min(64, runtime.GOMAXPROCS(0)), "tasks run at once, each with an equal share of the cores (each DP-SGD engine gets max(1, cores/concurrency) workers)")
-	fl.StringVar(&f.dataDir, "data-dir", "", "the directory on this machine of the datasets that have no default one ("+strings.Join(job.DatasetsWithoutDefaultDir(), ", ")+"), instead of the curator's")
+	fl.StringVar(&f.dataDir, "data-dir", "", "the directory on this machine of the datasets that have no default one ("+strings.Join(job.DatasetsWithoutDefaultDir(), ", ")+", or an image folder: --dataset "+job.FolderName+"), instead of the curator's; a copy that differs from the curator's is refused")
 	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "directory on this machine keeping the features of a network with a scatter front end, computed once per dataset (they are the private data, transformed: created 0700, files 0600); empty: compute them in memory once per worker process")
 	return cmd
 }

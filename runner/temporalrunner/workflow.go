@@ -1,6 +1,7 @@
 package temporalrunner
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -140,7 +141,13 @@ func Invocation(ctx workflow.Context, in Start) error {
 			var out []byte
 			err := workflow.ExecuteActivity(actx, ActivityName, t).Get(ctx, &out)
 			r := Result{ID: t.ID, Output: out}
-			if err != nil {
+			var refused *temporal.ApplicationError
+			switch {
+			case errors.As(err, &refused) && refused.Type() == errInvalidInput:
+				// The task's own one-line refusal, without the SDK's
+				// wrapping (its event IDs and the cause repeated).
+				r.Err = refused.Message()
+			case err != nil:
 				r.Err = err.Error()
 			}
 			results = append(results, r)

@@ -103,8 +103,8 @@ func TestInvocation(t *testing.T) {
 			t.Errorf("task %s: output %q (%v) error %q, want %s", id, out, err, r.Err, w)
 		}
 	}
-	if r := got["d"]; r.Err == "" {
-		t.Errorf("the invalid task succeeded: %+v", r)
+	if r := got["d"]; r.Err != "never works: invalid job input" {
+		t.Errorf("the invalid task's result: %+v, want its own error alone", r)
 	}
 	if n := invalidCalls.Load(); n != 1 {
 		t.Errorf("the invalid task ran %d times, want 1 (not retried)", n)
