@@ -4,22 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/job"
 )
 
+// accountFlags are account's flags: the question, and how to print it.
 type accountFlags struct {
-	noiseMultiplier, samplingRate, delta, epsilon float64
-	steps, epochs                                 int
-	accountant, adaptiveRatio                     string
-	baseEpsilon, gdpMu                            float64
-	repeat                                        repeatFlags
-	json                                          bool
+	job.AccountRequest
+	json bool
 }
 
 func newAccountCmd() *cobra.Command {
@@ -53,160 +47,24 @@ numbers or central-limit step), labelled as such, never a default:
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAccount(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 0, "noise multiplier σ (noise std / clipping norm)")
-	fl.Float64Var(&f.samplingRate, "sampling-rate", 0, "Poisson sampling rate q in (0, 1] (expected batch / dataset size)")
-	fl.IntVar(&f.steps, "steps", 0, "number of DP-SGD steps")
-	fl.IntVar(&f.epochs, "epochs", 0, "number of epochs: steps = epochs·⌈1/q⌉ (instead of --steps)")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "δ in (0, 1)")
-	fl.Float64Var(&f.epsilon, "epsilon", 0, "target ε in nats: calibrate σ (given steps) or the steps (given σ)")
-	fl.StringVar(&f.accountant, "accountant", "rdp", job.AccountantHelp(true)+", or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
-	f.repeat.add(fl)
-	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "xiang: calibrate σ so that one DP-SGD run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.gdpMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", job.MaxGaussianSelectMu))
-	fl.StringVar(&f.adaptiveRatio, "adaptive-ratio", "", "DP-HyPO density bounds C/c, e.g. 2/0.75")
+	fl.Float64Var(&f.NoiseMultiplier, "noise-multiplier", 0, "noise multiplier σ (noise std / clipping norm)")
+	fl.Float64Var(&f.SamplingRate, "sampling-rate", 0, "Poisson sampling rate q in (0, 1] (expected batch / dataset size)")
+	fl.IntVar(&f.Steps, "steps", 0, "number of DP-SGD steps")
+	fl.IntVar(&f.Epochs, "epochs", 0, "number of epochs: steps = epochs·⌈1/q⌉ (instead of --steps)")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "δ in (0, 1)")
+	fl.Float64Var(&f.Epsilon, "epsilon", 0, "target ε in nats: calibrate σ (given steps) or the steps (given σ)")
+	fl.StringVar(&f.Accountant, "accountant", "rdp", job.AccountantHelp(true)+", or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
+	addRepeatFlags(fl, &f.Repeat)
+	fl.Float64Var(&f.BaseEpsilon, "base-epsilon", 0, "xiang: calibrate σ so that one DP-SGD run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
+	fl.Float64Var(&f.GDPMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", job.MaxGaussianSelectMu))
+	fl.StringVar(&f.AdaptiveRatio, "adaptive-ratio", "", "DP-HyPO density bounds C/c, e.g. 2/0.75")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	return cmd
 }
 
-// validate checks the flags and turns them into the job's question.
-func (f *accountFlags) validate(cmd *cobra.Command) (job.AccountSpec, error) {
-	p := job.AccountSpec{NoiseMultiplier: f.noiseMultiplier, SamplingRate: f.samplingRate, Epsilon: f.epsilon, Delta: f.delta, Accountant: f.accountant}
-	ch := cmd.Flags().Changed
-	if strings.HasPrefix(f.accountant, "xiang") {
-		return f.validateXiang(cmd, p)
-	}
-	for _, n := range []string{"base-epsilon", "gdp-mu"} {
-		if ch(n) {
-			return p, usagef("--%s is a --accountant xiang-o|xiang-g option", n)
-		}
-	}
-	if _, err := job.Accountant(f.accountant, true); err != nil {
-		return p, err
-	}
-	if !(f.samplingRate > 0 && f.samplingRate <= 1) {
-		return p, usagef("--sampling-rate %v is outside (0, 1]", f.samplingRate)
-	}
-	if err := job.CheckDelta(f.delta); err != nil {
-		return p, usagef("--delta: %v", err)
-	}
-	if ch("noise-multiplier") && (!(f.noiseMultiplier > 0) || math.IsInf(f.noiseMultiplier, 1)) {
-		return p, usagef("--noise-multiplier %v must be positive and finite", f.noiseMultiplier)
-	}
-	if ch("steps") && ch("epochs") {
-		return p, usagef("give --steps or --epochs, not both")
-	}
-	if ch("steps") && (f.steps < 0 || f.steps > job.MaxSteps) {
-		return p, usagef("--steps %d is outside [0, %d]", f.steps, job.MaxSteps)
-	}
-	if ch("epochs") {
-		if err := job.CheckEpochs(f.epochs, f.samplingRate); err != nil {
-			return p, usagef("--epochs %d: %v", f.epochs, err)
-		}
-		f.steps = job.StepsForEpochs(f.epochs, f.samplingRate)
-	}
-	if ch("epsilon") {
-		if err := job.CheckEpsilon(f.epsilon); err != nil {
-			return p, usagef("--epsilon: %v", err)
-		}
-	}
-	given := 0
-	for _, g := range []bool{ch("noise-multiplier"), ch("steps") || ch("epochs"), ch("epsilon")} {
-		if g {
-			given++
-		}
-	}
-	if given != 2 {
-		return p, usagef("give exactly two of --noise-multiplier, --steps (or --epochs) and --epsilon; the third is computed")
-	}
-	p.Steps = f.steps
-	switch {
-	case !ch("epsilon"):
-		p.Solve = "epsilon"
-	case !ch("noise-multiplier"):
-		p.Solve = "noise_multiplier"
-	default:
-		p.Solve = "steps"
-	}
-	return p, f.validateTuning(cmd, &p)
-}
-
-func (f *accountFlags) validateTuning(cmd *cobra.Command, p *job.AccountSpec) error {
-	ch := cmd.Flags().Changed
-	rep, err := f.repeat.parse(cmd)
-	if err != nil || rep == nil {
-		if err == nil && ch("adaptive-ratio") {
-			return usagef("--adaptive-ratio needs --repeat tnb")
-		}
-		return err
-	}
-	if f.accountant != "rdp" {
-		return usagef("tuning (--repeat) is counted by the rdp accountant only (Papernot & Steinke 2022), not %s", f.accountant)
-	}
-	if rep.Distribution != job.RepeatTNB && rep.Distribution != job.RepeatPoisson {
-		return usagef("--repeat %s is counted only by --accountant xiang-o or xiang-g", rep.Distribution)
-	}
-	p.Repetitions = rep
-	if f.adaptiveRatio != "" {
-		if rep.Distribution != job.RepeatTNB {
-			return usagef("--adaptive-ratio (DP-HyPO) is proved for --repeat tnb only")
-		}
-		c1, c2, ok := strings.Cut(f.adaptiveRatio, "/")
-		hi, err1 := strconv.ParseFloat(c1, 64)
-		lo, err2 := strconv.ParseFloat(c2, 64)
-		if !ok || err1 != nil || err2 != nil || !(lo > 0) || !(hi >= lo) || math.IsInf(hi, 1) {
-			return usagef("--adaptive-ratio %q must be C/c with 0 < c ≤ C, e.g. 2/0.75", f.adaptiveRatio)
-		}
-		p.MaxRatio, p.MinRatio = hi, lo
-	}
-	return nil
-}
-
-// validateXiang checks the flags of a question for Xiang et al.'s bound:
-// ε only, of --repeat tuning, with μ given or from σ (or ε_B), τ and steps.
-func (f *accountFlags) validateXiang(cmd *cobra.Command, p job.AccountSpec) (job.AccountSpec, error) {
-	ch := cmd.Flags().Changed
-	p.Solve = "epsilon"
-	if ch("epsilon") || ch("adaptive-ratio") {
-		return p, usagef("--accountant %s computes ε of random-stop tuning: it takes no --epsilon or --adaptive-ratio", f.accountant)
-	}
-	rep, err := f.repeat.parse(cmd)
-	if err != nil {
-		return p, err
-	}
-	if rep == nil {
-		return p, usagef("--accountant %s needs --repeat tnb|poisson|binary|fixed", f.accountant)
-	}
-	p.Repetitions = rep
-	if err := job.CheckDelta(f.delta); err != nil {
-		return p, usagef("--delta: %v", err)
-	}
-	if ch("gdp-mu") {
-		for _, n := range []string{"noise-multiplier", "base-epsilon", "sampling-rate", "steps", "epochs"} {
-			if ch(n) {
-				return p, usagef("--gdp-mu replaces --%s", n)
-			}
-		}
-		p.GDPMu = f.gdpMu
-		return p, nil
-	}
-	if ch("noise-multiplier") == ch("base-epsilon") {
-		return p, usagef("give --noise-multiplier or --base-epsilon (or --gdp-mu)")
-	}
-	if ch("steps") && ch("epochs") {
-		return p, usagef("give --steps or --epochs, not both")
-	}
-	if ch("epochs") {
-		if err := job.CheckEpochs(f.epochs, f.samplingRate); err != nil {
-			return p, usagef("--epochs %d: %v", f.epochs, err)
-		}
-		f.steps = job.StepsForEpochs(f.epochs, f.samplingRate)
-	}
-	p.Steps, p.BaseEpsilon = f.steps, f.baseEpsilon
-	return p, nil
-}
-
 func runAccount(cmd *cobra.Command, f accountFlags) error {
-	spec, err := f.validate(cmd)
+	f.Given = given(cmd)
+	spec, err := f.Spec()
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,22 +18,10 @@ import (
 	"github.com/dptune/dptune/runner"
 )
 
+// auditFlags are audit's flags: the request and the runner.
 type auditFlags struct {
-	trials                                               int
-	seed                                                 uint64
-	out                                                  string
-	delta, confidence                                    float64
-	gdpMu                                                float64
-	repeat                                               repeatFlags
-	noiseMultiplier, baseEpsilon, samplingRate, clipNorm float64
-	steps, size                                          int
-	scoreNoise                                           float64
-	partitions, maxIterations                            int
-	epsilon0, granularity, u0                            float64
-	dataset, dataDir, model                              string
-	observe                                              string
-	run                                                  runnerFlags
-	lr                                                   float64
+	job.AuditRequest
+	run runnerFlags
 }
 
 func newAuditCmd() *cobra.Command {
@@ -85,163 +72,55 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	}
 	cmd.AddCommand(newAuditOneRunCmd())
 	fl := cmd.Flags()
-	fl.IntVar(&f.trials, "trials", 100000, fmt.Sprintf("games played, %d to %d (fixed when the audit starts: a resume plays the same count)", job.MinAuditTrials, job.MaxAuditTrials))
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the trials (an audit is reproducible)")
-	fl.StringVar(&f.out, "out", "out/audit", "directory for audit.json, audit.png and trials.csv")
+	fl.IntVar(&f.Trials, "trials", 100000, fmt.Sprintf("games played, %d to %d (fixed when the audit starts: a resume plays the same count)", job.MinAuditTrials, job.MaxAuditTrials))
+	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the trials (an audit is reproducible)")
+	fl.StringVar(&f.Out, "out", "out/audit", "directory for audit.json, audit.png and trials.csv")
 	addRunnerFlags(fl, &f.run)
-	fl.Float64Var(&f.delta, "delta", 1e-5, "δ of the bounds")
-	fl.Float64Var(&f.confidence, "confidence", 0.95, "Clopper–Pearson confidence (two-sided)")
-	fl.Float64Var(&f.gdpMu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", job.MaxGaussianSelectMu))
-	f.repeat.add(fl)
-	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner, gp, grid: σ")
-	fl.Float64Var(&f.baseEpsilon, "base-epsilon", 0, "dpsgd, tuner, gp, grid: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.samplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: Poisson sampling rate τ, in [%g, 1]", job.MinCanarySamplingRate))
-	fl.Float64Var(&f.clipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
-	fl.IntVar(&f.steps, "steps", 10, "dpsgd, tuner, gp, grid: DP-SGD steps T")
-	fl.StringVar(&f.observe, "observe", "all", "dpsgd: what the adversary sees, all (every iterate: the per-step likelihood ratio) or last (the last iterate: the summed update)")
-	fl.IntVar(&f.size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", job.MaxCanarySize))
-	fl.StringVar(&f.dataset, "dataset", "mnist", "natural, tuner (NTCV): "+job.DatasetHelp())
-	fl.StringVar(&f.dataDir, "data-dir", "", "natural, tuner: the dataset's directory (default "+job.DefaultDirHelp()+")")
-	fl.StringVar(&f.model, "model", "", "natural, tuner: the network, a built-in spec or a JSON spec file (default: the dataset's)")
-	fl.Float64Var(&f.lr, "lr", 0.5, "natural: learning rate")
-	fl.Float64Var(&f.scoreNoise, "score-noise", 20, fmt.Sprintf("score: the discrete Gaussian's σ on the count, in (0, %g]", float64(job.MaxScoreNoise)))
-	fl.IntVar(&f.partitions, "partitions", 10, "above-threshold: k")
-	fl.Float64Var(&f.epsilon0, "epsilon0", 1, "above-threshold: ϵ of one iteration, nats")
-	fl.Float64Var(&f.granularity, "granularity", 0.01, "above-threshold: g")
-	fl.Float64Var(&f.u0, "u0", 0, "above-threshold: u₀")
-	fl.IntVar(&f.maxIterations, "max-iterations", 0, "above-threshold: the cap T_max (default ⌈5·log₂((1−u₀)/g)⌉)")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "δ of the bounds")
+	fl.Float64Var(&f.Confidence, "confidence", 0.95, "Clopper–Pearson confidence (two-sided)")
+	fl.Float64Var(&f.Mu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", job.MaxGaussianSelectMu))
+	addRepeatFlags(fl, &f.Repeat)
+	fl.Float64Var(&f.NoiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner, gp, grid: σ")
+	fl.Float64Var(&f.BaseEpsilon, "base-epsilon", 0, "dpsgd, tuner, gp, grid: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
+	fl.Float64Var(&f.SamplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: Poisson sampling rate τ, in [%g, 1]", job.MinCanarySamplingRate))
+	fl.Float64Var(&f.ClipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
+	fl.IntVar(&f.Steps, "steps", 10, "dpsgd, tuner, gp, grid: DP-SGD steps T")
+	fl.StringVar(&f.Observe, "observe", "all", "dpsgd: what the adversary sees, all (every iterate: the per-step likelihood ratio) or last (the last iterate: the summed update)")
+	fl.IntVar(&f.Size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", job.MaxCanarySize))
+	fl.StringVar(&f.Dataset, "dataset", "mnist", "natural, tuner (NTCV): "+job.DatasetHelp())
+	fl.StringVar(&f.DataDir, "data-dir", "", "natural, tuner: the dataset's directory (default "+job.DefaultDirHelp()+")")
+	fl.StringVar(&f.Model, "model", "", "natural, tuner: the network, a built-in spec or a JSON spec file (default: the dataset's)")
+	fl.Float64Var(&f.LearningRate, "lr", 0.5, "natural: learning rate")
+	fl.Float64Var(&f.ScoreNoise, "score-noise", 20, fmt.Sprintf("score: the discrete Gaussian's σ on the count, in (0, %g]", float64(job.MaxScoreNoise)))
+	fl.IntVar(&f.Partitions, "partitions", 10, "above-threshold: k")
+	fl.Float64Var(&f.Epsilon0, "epsilon0", 1, "above-threshold: ϵ of one iteration, nats")
+	fl.Float64Var(&f.Granularity, "granularity", 0.01, "above-threshold: g")
+	fl.Float64Var(&f.U0, "u0", 0, "above-threshold: u₀")
+	fl.IntVar(&f.MaxIterations, "max-iterations", 0, "above-threshold: the cap T_max (default ⌈5·log₂((1−u₀)/g)⌉)")
 	return cmd
 }
 
-// checkAuditFlags refuses, before any work, flags that protocol cannot
-// play with (its registration: job.AuditProtocol), and returns whether it
-// trains on data and what its adversary observes.
-func checkAuditFlags(cmd *cobra.Command, protocol string, f auditFlags) (onData bool, observe string, err error) {
-	g, _ := job.AuditProtocol(protocol) // none for an unknown name, which job.Audit refuses
-	switch {
-	case f.trials < job.MinAuditTrials || f.trials > job.MaxAuditTrials:
-		return false, "", usagef("--trials %d is outside [%d, %d]", f.trials, job.MinAuditTrials, job.MaxAuditTrials)
-	case !(f.confidence > 0 && f.confidence < 1):
-		return false, "", usagef("--confidence %v is outside (0, 1)", f.confidence)
-	case f.size < 1:
-		return false, "", usagef("--size %d must be at least 1", f.size)
-	}
-	// Only some audits train a network on data: the others have none to
-	// choose (dpsgd and gp play a Dirac gradient canary on a fixed network,
-	// whatever --model would say).
-	onData = g.OnData(false)
-	for _, name := range []string{"model", "dataset", "data-dir", "lr"} {
-		switch {
-		case !cmd.Flags().Changed(name):
-		case name == "lr" && g.Uses("LearningRate"):
-		case name != "lr" && g.TakesData():
-			onData = true
-		default:
-			return false, "", usagef("--%s applies to audit %s only: the %s audit trains no network of yours on data", name, auditDataProtocols(), protocol)
-		}
-	}
-	switch {
-	case len(g.Views) > 0 && !slices.Contains(g.Views, f.observe):
-		return false, "", usagef("--observe %q is neither %s", f.observe, strings.Join(g.Views, " nor "))
-	case len(g.Views) > 0:
-		observe = f.observe
-	case cmd.Flags().Changed("observe"):
-		return false, "", usagef("--observe applies to audit %s only", auditViewProtocols())
-	}
-	// The protocol's own ranges (its registration's bounds), checked here
-	// so that the message names the flag; out of them a trial used to fail
-	// after the audit started.
-	for _, b := range g.Bounds {
-		v, err := cmd.Flags().GetFloat64(b.Flag)
-		if err != nil {
-			return false, "", err
-		}
-		if err := b.Check("--"+b.Flag, v); err != nil {
-			return false, "", usageError{err}
-		}
-	}
-	return onData, observe, nil
-}
-
-// auditSpec is the audit of protocol that f asks for, its flags checked.
-func auditSpec(cmd *cobra.Command, protocol string, f auditFlags) (job.AuditSpec, error) {
-	onData, observe, err := checkAuditFlags(cmd, protocol, f)
-	if err != nil {
-		return job.AuditSpec{}, err
-	}
-	g, _ := job.AuditProtocol(protocol)
-	spec := job.AuditSpec{Protocol: protocol, Trials: f.trials, Seed: f.seed, Delta: f.delta, Confidence: f.confidence,
-		Mu: f.gdpMu, NoiseMultiplier: f.noiseMultiplier, BaseEpsilon: f.baseEpsilon, SamplingRate: f.samplingRate,
-		ClipNorm: f.clipNorm, Steps: f.steps, Size: f.size, ScoreNoise: f.scoreNoise, Observe: observe,
-		CSV: filepath.Join(f.out, "trials.csv")}
-	if onData {
-		src, err := job.Dataset(f.dataset, f.dataDir)
-		if err == nil {
-			src, err = withModel(src, f.model)
-		}
-		if err != nil {
-			return job.AuditSpec{}, err
-		}
-		spec.Data = src
-		if g.Uses("LearningRate") {
-			spec.LearningRate = f.lr
-		}
-	}
-	for field, why := range g.Refuses {
-		if flag := auditFieldFlags[field]; flag != "" && cmd.Flags().Changed(flag) {
-			return job.AuditSpec{}, usagef("--%s does not apply to audit %s: %s", flag, protocol, why)
-		}
-	}
-	if g.Uses("GPOptions") {
-		spec.GPOptions = job.DefaultAuditGPOptions()
-	}
-	if g.Uses("Repetitions") {
-		rep, err := f.repeat.parse(cmd)
-		if err != nil {
-			return job.AuditSpec{}, err
-		}
-		if rep == nil {
-			return job.AuditSpec{}, usagef("audit %s needs --repeat tnb|poisson|binary|fixed", protocol)
-		}
-		if rep.L > job.MaxRuns {
-			flag := "--runs"
-			if rep.Distribution == job.RepeatBinary {
-				flag = "--binary-l"
-			}
-			return job.AuditSpec{}, usagef("%s %d is above %d, the most runs a tuning plays", flag, rep.L, job.MaxRuns)
-		}
-		spec.Repetitions = *rep
-	}
-	if g.Uses("AboveThreshold") {
-		if f.maxIterations == 0 {
-			f.maxIterations = job.DefaultAuditMaxIterations(f.u0, f.granularity)
-		}
-		d := &spec.AboveThreshold
-		d.Partitions, d.Epsilon0, d.Granularity, d.U0, d.MaxIterations = f.partitions, f.epsilon0, f.granularity, f.u0, f.maxIterations
-	}
-	return spec, nil
-}
-
 func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
-	spec, err := auditSpec(cmd, protocol, f)
+	f.Protocol, f.Given = protocol, given(cmd)
+	spec, err := f.Spec()
 	if err != nil {
 		return err
 	}
 	if err := f.run.check(cmd); err != nil {
 		return err
 	}
-	if err := job.CheckOut(f.out); err != nil {
+	if err := job.CheckOut(f.Out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	end := func(bool) error { return nil }
 	spec.OpenRunner = func(ctx context.Context) (runner.Runner, error) {
-		run, e, err := f.run.open(ctx, cmd, "audit "+protocol, f.out)
+		run, e, err := f.run.open(ctx, cmd, "audit "+protocol, f.Out)
 		end = e
 		return run, err
 	}
 	w := cmd.ErrOrStderr()
 	start := time.Now()
-	b := newPhaseBar(w, f.trials, "audit trials")
+	b := newPhaseBar(w, f.Trials, "audit trials")
 	spec.Progress = func(done, _ int) { b.Set(done) }
 	res, err := job.Audit(cmd.Context(), spec)
 	// The invocation is closed (or left to resume) before anything is
@@ -261,10 +140,10 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	// Both files go through a temporary file of a random name renamed into
 	// place: a symbolic link planted in --out is replaced, not written
 	// through.
-	if err := fsx.WriteFileAtomic(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
+	if err := fsx.WriteFileAtomic(filepath.Join(f.Out, "audit.json"), append(js, '\n'), 0o644); err != nil {
 		return errors.Join(err, closeErr)
 	}
-	if err := fsx.WritePathAtomic(filepath.Join(f.out, "audit.png"), 0o644, func(name string) error {
+	if err := fsx.WritePathAtomic(filepath.Join(f.Out, "audit.png"), 0o644, func(name string) error {
 		return bench.PlotAudit(res.Stats0, res.Stats1, res.Detail.Threshold, res.EpsilonLower, res.EpsilonUpper, name)
 	}); err != nil {
 		return errors.Join(err, closeErr)
@@ -285,13 +164,9 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 		fmt.Fprintf(out, "ε (GDP fit)  %.4f  an estimate, not a bound: μ-GDP with μ = %.4f fitted to the statistics (Nasr et al. 2023)\n",
 			*res.EpsilonGDPEstimate, *res.GDPMuEstimate)
 	}
-	fmt.Fprintf(w, "wall time      %.1f s; audit.json, audit.png and trials.csv in %s\n", time.Since(start).Seconds(), f.out)
+	fmt.Fprintf(w, "wall time      %.1f s; audit.json, audit.png and trials.csv in %s\n", time.Since(start).Seconds(), f.Out)
 	return closeErr
 }
-
-// auditFieldFlags are the flags that set the audit settings a protocol may
-// refuse (its registration's Refuses), by the setting's name.
-var auditFieldFlags = map[string]string{"Repetitions": "repeat"}
 
 // auditProtocolsHelp lists the registered audit protocols for audit's
 // --help: each name, its help beside it.
@@ -307,34 +182,4 @@ func auditProtocolsHelp() string {
 		}
 	}
 	return b.String()
-}
-
-// auditDataProtocols names the audit protocols that train on data of the
-// user's, for an error: "natural (and, but for --lr, tuner)".
-func auditDataProtocols() string {
-	var all, noLR []string
-	for _, g := range job.AuditProtocols() {
-		switch {
-		case g.TakesData() && g.Uses("LearningRate"):
-			all = append(all, g.Name)
-		case g.TakesData():
-			noLR = append(noLR, g.Name)
-		}
-	}
-	if len(noLR) == 0 {
-		return registry.Either(all)
-	}
-	return fmt.Sprintf("%s (and, but for --lr, %s)", registry.Either(all), registry.Either(noLR))
-}
-
-// auditViewProtocols names the audit protocols whose adversary's view can
-// be chosen (--observe).
-func auditViewProtocols() string {
-	var names []string
-	for _, g := range job.AuditProtocols() {
-		if len(g.Views) > 0 {
-			names = append(names, g.Name)
-		}
-	}
-	return registry.Either(names)
 }

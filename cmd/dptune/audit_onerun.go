@@ -75,7 +75,7 @@ func (o *oneRunFlags) check() error {
 	if o.canary != job.OneRunGradient && o.canary != job.OneRunInput {
 		return usagef("--canary %q is neither %s nor %s", o.canary, job.OneRunGradient, job.OneRunInput)
 	}
-	if o.train.nonPrivate {
+	if o.train.NonPrivate {
 		return usagef("--non-private: a one-run audit audits a private run")
 	}
 	for _, r := range o.guesses {

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,15 +10,10 @@ import (
 	"github.com/dptune/dptune/job"
 )
 
+// benchSeedsFlags are bench seeds' flags: the request and the data.
 type benchSeedsFlags struct {
-	data                           dataFlags
-	models                         []string
-	epsilon, delta                 float64
-	seeds                          int
-	out                            string
-	clipping                       string
-	autoClipGamma                  float64
-	defaultSettings, defaultSource string
+	bench.SeedsRequest
+	data dataFlags
 }
 
 func newBenchSeedsCmd() *cobra.Command {
@@ -52,82 +44,37 @@ JSON file's, that has none on the dataset.`,
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringSliceVar(&f.models, "models", nil, "built-in networks with published settings on the dataset (required)")
-	fl.Float64Var(&f.epsilon, "epsilon", 3, "ε in nats of each run")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "δ of each run")
-	fl.IntVar(&f.seeds, "seeds", 3, "runs per network (seeds 1, 2, …)")
-	fl.StringVar(&f.clipping, "clipping", "flat", "per-example clipping of every run: flat (to the network's published clipping norm C) or automatic (g/(‖g‖ + γ), no clipping norm, the published η at C taken as η·C; Bu et al. 2023, AUTO-S)")
-	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
-	fl.StringVar(&f.defaultSettings, "default-settings", "", "the settings of every --models network in place of its published ones, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (for a network without published settings on the dataset)")
-	fl.StringVar(&f.defaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
-	fl.StringVar(&f.out, "out", "out/bench-seeds", "directory for seeds.json, seeds.md and the cache")
+	fl.StringSliceVar(&f.Models, "models", nil, "built-in networks with published settings on the dataset (required)")
+	fl.Float64Var(&f.Epsilon, "epsilon", 3, "ε in nats of each run")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "δ of each run")
+	fl.IntVar(&f.Seeds, "seeds", 3, "runs per network (seeds 1, 2, …)")
+	fl.StringVar(&f.Clipping.Rule, "clipping", "flat", "per-example clipping of every run: flat (to the network's published clipping norm C) or automatic (g/(‖g‖ + γ), no clipping norm, the published η at C taken as η·C; Bu et al. 2023, AUTO-S)")
+	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.StringVar(&f.DefaultSettings, "default-settings", "", "the settings of every --models network in place of its published ones, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (for a network without published settings on the dataset)")
+	fl.StringVar(&f.DefaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
+	fl.StringVar(&f.Out, "out", "out/bench-seeds", "directory for seeds.json, seeds.md and the cache")
 	return cmd
 }
 
 func runBenchSeeds(cmd *cobra.Command, f benchSeedsFlags) error {
-	switch {
-	case len(f.models) == 0:
-		return usagef("--models names no network")
-	case f.seeds < 1 || f.seeds > 1000:
-		return usagef("--seeds %d is outside [1, 1000]", f.seeds)
-	case cmd.Flags().Changed("model"):
-		return usagef("give the networks with --models")
-	case cmd.Flags().Changed("budget"):
-		return usagef("--budget: a benchmark is not a release; it charges no budget file")
-	}
-	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, false); err != nil {
-		return err
-	}
-	clipping, _, gamma := clippingOf(f.clipping, 0, f.autoClipGamma)
-	if err := job.CheckEpsilon(f.epsilon); err != nil {
-		return usagef("--epsilon: %v", err)
-	}
-	if err := job.CheckDelta(f.delta); err != nil {
-		return usagef("--delta: %v", err)
-	}
-	def, err := job.ParseTrainDefaults(f.defaultSettings, f.defaultSource)
+	f.Given = given(cmd)
+	cfg, err := f.Config(func() (job.Source, error) { return f.data.source(cmd) })
 	if err != nil {
 		return err
-	}
-	base, err := f.data.source(cmd)
-	if err != nil {
-		return err
-	}
-	var sources []job.Source
-	for _, m := range f.models {
-		src, err := withModel(base, m)
-		if err != nil {
-			return err
-		}
-		if _, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name); !ok && def == nil {
-			return usagef("--models: %s has no published settings on %s (give them with --default-settings and --default-source)", m, src.Name)
-		}
-		sources = append(sources, src)
-	}
-	if err := job.CheckOut(f.out); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	seeds := make([]uint64, f.seeds)
-	for i := range seeds {
-		seeds[i] = uint64(i + 1)
 	}
 	w := cmd.ErrOrStderr()
 	start := time.Now()
-	rep, err := bench.Seeds(cmd.Context(), bench.SeedsConfig{Sources: sources, Epsilon: f.epsilon, Delta: f.delta, Seeds: seeds, Dir: f.out,
-		Clipping: clipping, AutoClipGamma: gamma, Default: def, Progress: func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }})
+	cfg.Progress = func(s string) { fmt.Fprintf(w, "[%s] %s\n", time.Since(start).Round(time.Second), s) }
+	rep, err := bench.Seeds(cmd.Context(), cfg)
 	if err != nil {
 		return err
 	}
 	rep.Command = commandLine()
-	if err := rep.Save(f.out); err != nil {
+	md, err := rep.WriteAll(f.Out)
+	if err != nil {
 		return err
 	}
-	var md strings.Builder
-	bench.WriteSeedsMarkdown(&md, rep)
-	if err := os.WriteFile(filepath.Join(f.out, "seeds.md"), []byte(md.String()), 0o644); err != nil {
-		return err
-	}
-	fmt.Fprint(cmd.OutOrStdout(), md.String())
-	fmt.Fprintf(w, "wall time %.0f s (%d runs from the cache); seeds.json and seeds.md in %s\n", rep.Wall, rep.Cached, f.out)
+	fmt.Fprint(cmd.OutOrStdout(), md)
+	fmt.Fprintf(w, "wall time %.0f s (%d runs from the cache); seeds.json and seeds.md in %s\n", rep.Wall, rep.Cached, f.Out)
 	return nil
 }

@@ -11,17 +11,12 @@ import (
 	"github.com/spf13/pflag"
 )
 
+// trainFlags are train's flags (and audit one-run's): the request, the
+// data and the release directory.
 type trainFlags struct {
-	data                            dataFlags
-	out, accountant, schedule       string
-	clipping                        string
-	autoClipGamma                   float64
-	resume                          string
-	epsilon, delta, noiseMultiplier float64
-	clipNorm, lr, momentum, ema     float64
-	batchSize, epochs               int
-	seed                            uint64
-	nonPrivate                      bool
+	job.TrainRequest
+	data dataFlags
+	out  string
 }
 
 func newTrainCmd() *cobra.Command {
@@ -81,104 +76,28 @@ refused before any work; the checkpoint is removed when the run finishes.`,
 	}
 	f.add(cmd.Flags())
 	cmd.Flags().StringVar(&f.out, "out", "out/train", "directory for the model and report.json")
-	cmd.Flags().StringVar(&f.resume, "resume", "", "continue the unfinished run whose --out was DIR from its checkpoint (DIR-curator/checkpoint, written after every epoch), with the settings it kept; takes no other flag")
+	cmd.Flags().StringVar(&f.Resume, "resume", "", "continue the unfinished run whose --out was DIR from its checkpoint (DIR-curator/checkpoint, written after every epoch), with the settings it kept; takes no other flag")
 	return cmd
 }
 
 // add registers train's flags on fl.
 func (f *trainFlags) add(fl *pflag.FlagSet) {
 	addDataFlags(fl, &f.data)
-	fl.Float64Var(&f.epsilon, "epsilon", 3, "target ε in nats of the whole run; the noise multiplier is calibrated to meet it")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "target δ")
-	fl.Float64Var(&f.noiseMultiplier, "noise-multiplier", 0, "noise multiplier σ, instead of calibrating it from --epsilon")
-	fl.Float64Var(&f.clipNorm, "clip-norm", 1, "per-example clipping norm C (flat clipping)")
-	fl.StringVar(&f.clipping, "clipping", "flat", "per-example clipping: flat (to --clip-norm) or automatic (g/(‖g‖ + γ): sensitivity 1, no clipping norm; Bu et al. 2023, AUTO-S)")
-	fl.Float64Var(&f.autoClipGamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
-	fl.IntVar(&f.batchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / nominal N)")
-	fl.IntVar(&f.epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
-	fl.Float64Var(&f.lr, "lr", job.DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", job.DefaultNonPrivateLearningRate))
-	fl.Float64Var(&f.momentum, "momentum", job.DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", job.DefaultNonPrivateMomentum))
-	fl.StringVar(&f.schedule, "lr-schedule", "constant", "learning-rate schedule: constant, or cosine (η decays to 0 along half a cosine over the run)")
-	fl.Float64Var(&f.ema, "ema-decay", 0, "if positive (e.g. 0.999), the released model is the exponential moving average of the iterates with this decay (post-processing: no privacy cost)")
-	fl.Uint64Var(&f.seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
-	fl.BoolVar(&f.nonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
-	fl.StringVar(&f.accountant, "accountant", "rdp", "privacy accountant: "+job.AccountantHelp(false))
-}
-
-// validate checks the flags' combinations; the job checks their values.
-func (f *trainFlags) validate(cmd *cobra.Command) error {
-	if err := checkClippingFlags(cmd, f.clipping, f.autoClipGamma, true); err != nil {
-		return err
-	}
-	if f.nonPrivate {
-		for _, name := range []string{"epsilon", "noise-multiplier", "clip-norm", "clipping", "auto-clip-gamma"} {
-			if cmd.Flags().Changed(name) {
-				return usagef("--non-private takes no --%s", name)
-			}
-		}
-		return nil
-	}
-	if cmd.Flags().Changed("noise-multiplier") && cmd.Flags().Changed("epsilon") {
-		return usagef("give --epsilon or --noise-multiplier, not both")
-	}
-	if cmd.Flags().Changed("noise-multiplier") && !(f.noiseMultiplier > 0) {
-		return usagef("--noise-multiplier %v must be positive and finite", f.noiseMultiplier)
-	}
-	return nil
-}
-
-// useDefaults takes the network's own settings for every flag not given.
-// Under automatic clipping the network's clipping norm C is not used, and
-// its learning rate η becomes η·C (Bu et al.'s equivalence, see the help).
-func (f *trainFlags) useDefaults(cmd *cobra.Command, d job.TrainDefaults) {
-	set := func(name string, apply func()) {
-		if !cmd.Flags().Changed(name) {
-			apply()
-		}
-	}
-	set("batch-size", func() { f.batchSize = d.BatchSize })
-	set("epochs", func() { f.epochs = d.Epochs })
-	set("momentum", func() { f.momentum = d.Momentum })
-	if f.clipping == "automatic" {
-		set("lr", func() {
-			f.lr = d.LearningRate * d.ClipNorm
-			fmt.Fprintf(cmd.ErrOrStderr(), "automatic clipping: learning rate %g, the network's η = %g at C = %g times C\n", f.lr, d.LearningRate, d.ClipNorm)
-		})
-		return
-	}
-	set("lr", func() { f.lr = d.LearningRate })
-	set("clip-norm", func() { f.clipNorm = d.ClipNorm })
-}
-
-// checkClippingFlags refuses, before any work, a --clipping other than
-// flat or automatic, --clipping automatic with an explicit --clip-norm
-// (when the command has one: hasClipNorm), and a --auto-clip-gamma that
-// is not finite and at least job.MinAutoClipGamma (the check TrainSpec,
-// TuneSpec and the audit make) or given without --clipping automatic.
-func checkClippingFlags(cmd *cobra.Command, clipping string, gamma float64, hasClipNorm bool) error {
-	ch := cmd.Flags().Changed
-	c, err := job.ParseClipping(clipping)
-	switch {
-	case err != nil:
-		return usagef("--clipping %q: want flat or automatic", clipping)
-	case c != job.AutomaticClipping && ch("auto-clip-gamma"):
-		return usagef("--auto-clip-gamma is the stability constant of --clipping automatic")
-	case c == job.AutomaticClipping && hasClipNorm && ch("clip-norm"):
-		return usagef("--clipping automatic takes no --clip-norm: every clipped gradient has norm below 1, its sensitivity")
-	case c == job.AutomaticClipping && job.CheckAutoClipGamma(gamma) != nil:
-		return usagef("--auto-clip-gamma %v must be finite and at least %g", gamma, job.MinAutoClipGamma)
-	}
-	return nil
-}
-
-// clippingOf is the job's clipping rule, clipping norm and stability
-// constant for flags that passed checkClippingFlags: automatic clipping
-// takes no clipping norm, flat clipping no stability constant.
-func clippingOf(clipping string, clipNorm, gamma float64) (job.Clipping, float64, float64) {
-	if c, _ := job.ParseClipping(clipping); c == job.AutomaticClipping {
-		return c, 0, gamma
-	}
-	return job.FlatClipping, clipNorm, 0
+	fl.Float64Var(&f.Epsilon, "epsilon", 3, "target ε in nats of the whole run; the noise multiplier is calibrated to meet it")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "target δ")
+	fl.Float64Var(&f.NoiseMultiplier, "noise-multiplier", 0, "noise multiplier σ, instead of calibrating it from --epsilon")
+	fl.Float64Var(&f.ClipNorm, "clip-norm", 1, "per-example clipping norm C (flat clipping)")
+	fl.StringVar(&f.Clipping.Rule, "clipping", "flat", "per-example clipping: flat (to --clip-norm) or automatic (g/(‖g‖ + γ): sensitivity 1, no clipping norm; Bu et al. 2023, AUTO-S)")
+	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.IntVar(&f.BatchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / nominal N)")
+	fl.IntVar(&f.Epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
+	fl.Float64Var(&f.LearningRate, "lr", job.DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", job.DefaultNonPrivateLearningRate))
+	fl.Float64Var(&f.Momentum, "momentum", job.DefaultMomentum, fmt.Sprintf("SGD momentum μ (with --non-private the default is %g)", job.DefaultNonPrivateMomentum))
+	fl.StringVar(&f.Schedule, "lr-schedule", "constant", "learning-rate schedule: constant, or cosine (η decays to 0 along half a cosine over the run)")
+	fl.Float64Var(&f.EMADecay, "ema-decay", 0, "if positive (e.g. 0.999), the released model is the exponential moving average of the iterates with this decay (post-processing: no privacy cost)")
+	fl.Uint64Var(&f.Seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
+	fl.BoolVar(&f.NonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
+	fl.StringVar(&f.Accountant, "accountant", "rdp", "privacy accountant: "+job.AccountantHelp(false))
 }
 
 // describeClipping says how a run clips, for people: "C = 0.1", or
@@ -191,46 +110,22 @@ func describeClipping(clipping string, clipNorm, gamma float64) string {
 }
 
 // spec is the TrainSpec the flags ask for, labelled label in the budget
-// file, with progress and warnings going to cmd's stderr.
+// file, with notes, progress and warnings going to cmd's stderr.
 func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, error) {
-	if f.nonPrivate && !cmd.Flags().Changed("lr") {
-		f.lr = job.DefaultNonPrivateLearningRate
-	}
-	if f.nonPrivate && !cmd.Flags().Changed("momentum") {
-		f.momentum = job.DefaultNonPrivateMomentum
-	}
-	if err := f.validate(cmd); err != nil {
-		return job.TrainSpec{}, err
-	}
-	schedule, err := job.ParseSchedule(f.schedule)
-	if err != nil {
-		return job.TrainSpec{}, usagef("--lr-schedule: %v", err)
-	}
-	src, err := f.data.source(cmd)
-	if err != nil {
-		return job.TrainSpec{}, err
-	}
-	if d, ok := job.NetworkDefaultsOn(src.Arch.Spec, src.Name); ok && !f.nonPrivate {
-		f.useDefaults(cmd, d)
-		fmt.Fprintf(cmd.ErrOrStderr(), "settings of %s on %s: %s\n", src.Arch.Spec.Name, src.Name, d.Source)
-	}
-	clipping, clipNorm, gamma := clippingOf(f.clipping, f.clipNorm, f.autoClipGamma)
-	spec := job.TrainSpec{Data: src, Epsilon: f.epsilon, Delta: f.delta, ClipNorm: clipNorm, Clipping: clipping, AutoClipGamma: gamma, BatchSize: f.batchSize,
-		Epochs: f.epochs, LearningRate: f.lr, Momentum: f.momentum, Schedule: schedule, EMADecay: f.ema, NonPrivate: f.nonPrivate, Accountant: f.accountant,
-		Budget: f.data.budget, Label: label, Seed: seedFlag(cmd, f.seed), Warn: warner(cmd.ErrOrStderr())}
-	if !f.nonPrivate {
-		spec.NoiseMultiplier = f.noiseMultiplier
-	} else {
-		spec.ClipNorm = 0
-	}
 	w := cmd.ErrOrStderr()
-	spec.Progress = epochProgress(w, f.nonPrivate)
+	f.Given, f.Budget, f.Label = given(cmd), f.data.budget, label
+	spec, err := f.Spec(func() (job.Source, error) { return f.data.source(cmd) }, func(note string) { fmt.Fprintln(w, note) })
+	if err != nil {
+		return spec, err
+	}
+	spec.Warn = warner(w)
+	spec.Progress = epochProgress(w, f.NonPrivate)
 	spec.Started = func(c job.TrainConfig) {
-		if f.nonPrivate {
-			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.epochs, f.batchSize, f.lr)
+		if f.NonPrivate {
+			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.Epochs, f.BatchSize, f.LearningRate)
 		} else {
 			fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, %s, q = %.6g, %d steps (%d epochs), lr %g\n",
-				f.data.dataset, c.NoiseMultiplier, describeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps, f.epochs, f.lr)
+				f.data.dataset, c.NoiseMultiplier, describeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps, f.Epochs, f.LearningRate)
 		}
 		if c.Seed != nil {
 			warnSeeded(w)
@@ -244,23 +139,12 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 	var diag *job.NotPrivateDiagnostics
 	var err error
 	w := cmd.ErrOrStderr()
-	if f.resume != "" {
-		var other string
-		cmd.Flags().Visit(func(fl *pflag.Flag) {
-			if fl.Name != "resume" && other == "" {
-				other = fl.Name
-			}
-		})
-		if other != "" {
-			return usagef("--resume takes no other flag: the run continues with the settings it kept (drop --%s)", other)
+	if f.Resume != "" {
+		f.Given = given(cmd)
+		if err := f.CheckResume(); err != nil {
+			return err
 		}
-		if !job.CheckpointOf(f.resume) {
-			return usagef("%s has no unfinished run to resume (no checkpoint in %s)", f.resume, job.CheckpointPath(f.resume))
-		}
-		f.out = f.resume
-		if err := job.CheckOut(f.out); err != nil {
-			return fmt.Errorf("--resume: %w", err)
-		}
+		f.out = f.Resume
 		fmt.Fprintf(w, "resuming the run in %s from its last checkpoint\n", f.out)
 		rel, diag, err = job.ResumeTrain(ctx, f.out, job.TrainHooks{Progress: epochProgress(w, false), Warn: warner(w), Started: func(c job.TrainConfig) {
 			fmt.Fprintf(w, "σ = %.4f, %s, q = %.6g, %d steps\n", c.NoiseMultiplier, describeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps)
@@ -270,7 +154,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		if serr != nil {
 			return serr
 		}
-		if err := checkOutRoom(f.out, spec.Data); err != nil {
+		if err := job.CheckOutRoom(f.out, spec.Data); err != nil {
 			return err
 		}
 		spec.Checkpoint = job.CheckpointPath(f.out)
@@ -299,22 +183,6 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		return fmt.Errorf("%w; the model so far and its report are in %s", err, f.out)
 	}
 	return err
-}
-
-// checkOutRoom checks, before any work, that dir is a writable directory
-// with room for a release of src's network.
-func checkOutRoom(dir string, src job.Source) error {
-	if err := job.CheckOut(dir); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	need, err := job.ReleaseBytes(src.Arch)
-	if err == nil {
-		err = job.CheckRoom(dir, need)
-	}
-	if err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	return nil
 }
 
 // printCharge says, after a release could not be saved, that its privacy
