@@ -215,13 +215,14 @@ func (c *contentCheck) digest() *keyedDigest {
 	return &keyedDigest{Key: c.key, MAC: macOf(c.key, *c.sum)}
 }
 
-// forWorkers returns s for jobs of run: when run's jobs run on workers
-// (runner.Remote), every read of s (Load, and an image folder's reading
-// with a context) also computes the content sum of what it read, so that
-// ref names the data by its keyed digest (keyedDigest) and a worker checks
-// its copy; for any other runner, s itself. Apply it after WithSubset and
-// WithDevSplit, before the data is read.
-func (s Source) forWorkers(run runner.Runner) Source {
+// ForRunner returns s for the jobs of run: when they run on workers
+// (runner.Remote), each read of s (Load, LoadInputs) also computes a sum
+// of what it read, and the jobs made from s after it name the data by its
+// keyed digest, which each worker checks its own copy against (refusing,
+// in one line, a copy that differs); for any other runner, s itself. Tune
+// and Audit apply it themselves; a caller of LandscapeJobs applies it
+// before LoadInputs. Apply it after WithSubset and WithDevSplit.
+func (s Source) ForRunner(run runner.Runner) Source {
 	r, ok := run.(runner.Remote)
 	if !ok {
 		return s
@@ -258,11 +259,11 @@ func (s Source) forWorkers(run runner.Runner) Source {
 }
 
 // forWorkers returns s with its training data and public validation set
-// read for jobs of its runner (Source.forWorkers).
+// read for jobs of its runner (Source.ForRunner).
 func (s TuneSpec) forWorkers() TuneSpec {
-	s.Data = s.Data.forWorkers(s.Runner)
+	s.Data = s.Data.ForRunner(s.Runner)
 	if s.PublicVal != nil {
-		p := s.PublicVal.forWorkers(s.Runner)
+		p := s.PublicVal.ForRunner(s.Runner)
 		s.PublicVal = &p
 	}
 	return s
@@ -272,7 +273,7 @@ func (s TuneSpec) forWorkers() TuneSpec {
 // when run's jobs run on workers, reading s's data to compute it (an
 // audit's curator reads only a part of it before its jobs are made).
 func (s Source) workerRef(run runner.Runner) (dataRef, error) {
-	w := s.forWorkers(run)
+	w := s.ForRunner(run)
 	if w.check == nil || w.Load == nil {
 		return s.ref(), nil
 	}

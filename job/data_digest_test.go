@@ -182,7 +182,7 @@ func workerDir(t *testing.T, dir string) {
 }
 
 // workers is runner.Remote in this process: each job runs as on a fresh
-// worker (an empty data cache) that reads image folders from dir.
+// worker (empty data and audit caches) that reads image folders from dir.
 type workers struct {
 	key  [32]byte
 	dir  string
@@ -198,6 +198,9 @@ func (w workers) Run(ctx context.Context, ts []runner.Task, done func(int, []byt
 		dataCache.Lock()
 		dataCache.keys, dataCache.m = nil, map[string]loaded{}
 		dataCache.Unlock()
+		protocols.Lock()
+		protocols.key, protocols.p = "", nil
+		protocols.Unlock()
 		WorkerDataDir(FolderName, w.dir)
 		out, err := runner.Do(ctx, task.Kind, task.Input)
 		workerDirs.Delete(FolderName)
@@ -226,12 +229,12 @@ func TestWorkerChecksItsCopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if local := src.forWorkers(runner.Local{}); local.check != nil || local.ref().Digest != nil {
+	if local := src.ForRunner(runner.Local{}); local.check != nil || local.ref().Digest != nil {
 		t.Fatal("jobs in this process carry a digest")
 	}
 	remote := workers{key: [32]byte{5}}
 	curator := func() (dataRef, *data.Dataset, *data.Dataset) {
-		s := src.forWorkers(remote)
+		s := src.ForRunner(remote)
 		train, test, err := s.Load()
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +402,7 @@ func TestWorkerReadsChangedFilesAgain(t *testing.T) {
 	}
 	remote := workers{key: [32]byte{7}}
 	curator := func() (dataRef, *data.Dataset) {
-		s := src.forWorkers(remote)
+		s := src.ForRunner(remote)
 		train, _, err := s.Load()
 		if err != nil {
 			t.Fatal(err)
@@ -426,4 +429,77 @@ func TestWorkerReadsChangedFilesAgain(t *testing.T) {
 	if !reflect.DeepEqual(got.X, newTrain.X) {
 		t.Error("the worker trains on the files as they were before the curator changed them")
 	}
+}
+
+// The doubling tuner's part runs and an audit's blocks of trials on
+// workers: their jobs carry the folder's settings and the keyed digest, a
+// worker with the curator's images gives the release (or the audit) this
+// process's runner gives, and a worker whose copy differs by one training
+// image fails them with the refusal.
+func TestPartRunsAndTrialsOnWorkersCheckData(t *testing.T) {
+	dir := noiseFolder(t, "digits", 40, 3)
+	src, _, err := folderDataset(dir, &linearSpec, 400, FolderSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same, changed := copyFolder(t, dir), copyFolder(t, dir)
+	touchPixel(t, filepath.Join(changed, "train", "2", "011.png"))
+	checkJobs := func(what string, jobs []runner.Task) {
+		t.Helper()
+		if len(jobs) == 0 {
+			t.Fatalf("%s: no jobs ran on the workers", what)
+		}
+		for _, j := range jobs {
+			var in struct {
+				Data *dataRef `json:"data"`
+			}
+			if err := json.Unmarshal(j.Input, &in); err != nil || in.Data == nil || in.Data.Digest == nil || in.Data.Folder == nil {
+				t.Fatalf("%s: job %s: %v, data %+v", what, j.ID, err, in.Data)
+			}
+		}
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, runner.ErrInvalidInput) || !strings.Contains(err.Error(), dataDiffers(src.Name).Error()) {
+			t.Errorf("%s with a changed copy: %v", what, err)
+		}
+	}
+
+	space := tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{0.1, 0.5}}, {Name: tuning.ClipNorm, Values: []float64{1}}}}
+	doubling := func(r runner.Runner) (*Release, error) {
+		seed := uint64(4)
+		rel, _, err := Tune(context.Background(), TuneSpec{Data: src, Tuner: "doubling", Space: space, Epsilon: 8, Delta: 1e-5, Epochs: 1,
+			BatchSize: 30, ValSize: 100, Seed: &seed, Runner: r,
+			Options: tuning.DoublingOptions{Partitions: 2, Epsilon0: 0.2, Granularity: 0.2, MaxIterations: 4, PartEpochs: 1}.Values()})
+		return rel, err
+	}
+	local, err := doubling(runner.Local{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []runner.Task
+	there, err := doubling(workers{key: [32]byte{3}, dir: same, jobs: &jobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkJobs("doubling", jobs)
+	a, _ := json.Marshal(local.Report)
+	b, _ := json.Marshal(there.Report)
+	if string(a) != string(b) || !reflect.DeepEqual(local.Model.Params, there.Model.Params) {
+		t.Errorf("the doubling tuner's release on workers differs from this process's:\n%s\n%s", a, b)
+	}
+	_, err = doubling(workers{key: [32]byte{3}, dir: changed, jobs: new([]runner.Task)})
+	refused("doubling", err)
+
+	audit := func(r runner.Runner) (*AuditResult, error) {
+		return Audit(context.Background(), AuditSpec{Protocol: AuditNatural, Trials: 4, Seed: 1, Delta: 1e-5, Confidence: 0.95, Data: src, Size: 20,
+			NoiseMultiplier: 1, SamplingRate: 0.5, ClipNorm: 1, Steps: 3, LearningRate: 0.5, Runner: r})
+	}
+	jobs = nil
+	if _, err := audit(workers{key: [32]byte{4}, dir: same, jobs: &jobs}); err != nil {
+		t.Fatal(err)
+	}
+	checkJobs("audit", jobs)
+	_, err = audit(workers{key: [32]byte{4}, dir: changed, jobs: new([]runner.Task)})
+	refused("audit", err)
 }

@@ -42,7 +42,7 @@ type Source struct {
 	loadContext func(ctx context.Context, warn func(string)) (train, test *data.Dataset, err error)
 	// read, for an image folder, is how a job's worker reads it (its
 	// settings resolved); check, when the jobs run on workers
-	// (forWorkers), keeps the keyed digest of what Load last read.
+	// (ForRunner), keeps the keyed digest of what Load last read.
 	read  *folderRef
 	check *contentCheck
 	// Features says where the features of a network with a fixed front
@@ -355,7 +355,7 @@ func (s Source) WithDevSplit(nDev int, key uint64) (Source, error) {
 
 // ref is the part of a job's dataRef that names s: for an image folder
 // with how it is read, and, once s has read its data for jobs on workers
-// (forWorkers), the keyed digest of that data's content.
+// (ForRunner), the keyed digest of that data's content.
 func (s Source) ref() dataRef {
 	return dataRef{Dataset: s.Name, Dir: s.Dir, NominalN: s.NominalN, Subset: s.Subset, Folder: s.read, Digest: s.check.digest()}
 }
