@@ -39,12 +39,16 @@ func TrainingFLOPs(layers []model.Layer) float64 {
 }
 
 // PeakGFLOPs is the float32 FMA peak of the cores this process runs on, in
-// GFLOP/s: GOMAXPROCS × the clock ("cpu MHz" of /proc/cpuinfo) × 32 flops
-// per cycle — two 8-wide FMA units, each a multiply and an add, as on the
-// AVX2/FMA machines here (AMD Zen, Intel since Haswell). It is 0 when the
-// clock cannot be read or the GEMM kernel is not AVX2/FMA.
+// GFLOP/s: GOMAXPROCS × the clock ("cpu MHz" of /proc/cpuinfo) × the flops
+// per cycle of two FMA units as wide as the GEMM kernel's vectors, each a
+// multiply and an add: 32 on "avx2-fma" (two 8-wide units, AMD Zen and
+// Intel since Haswell), 64 on "avx512" (two 16-wide units, AMD Zen 5 and
+// Xeons with two 512-bit FMA units; where 512-bit FMAs run as two halves,
+// Zen 4, or on one unit the peak is half that and fractions of it read
+// low). It is 0 when the clock cannot be read or the kernel is neither.
 func PeakGFLOPs() float64 {
-	if gemm.Kernel() != "avx2-fma" {
+	perCycle := map[string]float64{"avx2-fma": 32, "avx512": 64}[gemm.Kernel()]
+	if perCycle == 0 {
 		return 0
 	}
 	f, err := os.Open("/proc/cpuinfo")
@@ -60,7 +64,7 @@ func PeakGFLOPs() float64 {
 			if err != nil {
 				return 0
 			}
-			return float64(runtime.GOMAXPROCS(0)) * mhz * 1e-3 * 32
+			return float64(runtime.GOMAXPROCS(0)) * mhz * 1e-3 * perCycle
 		}
 	}
 	return 0
