@@ -46,8 +46,9 @@ import (
 //     job's input, which the runner seals (temporalrunner's codec, role
 //     "job input"). It is the same for every job of one invocation and of
 //     its resumes (so a resumed curator submits the same jobs), and
-//     different across invocations; it appears in no workflow ID, task ID
-//     or log line.
+//     different across invocations. It appears in no workflow ID or log
+//     line; the task ID's SHA-256 of the whole input (temporalrunner) is
+//     of an input that holds the secret key, so it tells no more.
 //
 // A worker whose copy's digest differs refuses the job with one line
 // naming the dataset (dataDiffers, wrapping runner.ErrInvalidInput, so the
@@ -270,8 +271,8 @@ func (s TuneSpec) forWorkers() TuneSpec {
 }
 
 // workerRef is s.ref() for jobs of run, with the keyed digest of s's data
-// when run's jobs run on workers, reading s's data to compute it (an
-// audit's curator reads only a part of it before its jobs are made).
+// when run's jobs run on workers, reading s's data again to compute it
+// (an audit opens its runner after it has read the data).
 func (s Source) workerRef(run runner.Runner) (dataRef, error) {
 	w := s.ForRunner(run)
 	if w.check == nil || w.Load == nil {
