@@ -88,6 +88,7 @@ func runBenchTuners(cmd *cobra.Command, f benchTunersFlags) error {
 	if run == nil {
 		run = runner.Local{} // one run per core, each engine on its share
 	}
+	p.Data = p.Data.ForRunner(run) // workers check their copy of the data
 	w := cmd.ErrOrStderr()
 	start, load := time.Now(), bench.LoadAvg()
 	p.Data.Features = job.FeatureCache{Dir: f.featureCache, Progress: featureProgress(w)}
