@@ -9,9 +9,8 @@ import (
 // idft32 is the unnormalised inverse 2-D DFT of m×n spectra, written as
 // two real matrix products in float32 (package gemm) so that a batch of
 // spectra — the L second-order wavelet products of one |U1| at one scale —
-// is inverted by one large product and L small ones instead of (m + n)·L
-// FFTs. A spectrum z is stored as m rows of 2n values, [Re z[k, ·] | Im
-// z[k, ·]]. With C[k, t] = cos(2πkt/n) and S[k, t] = sin(2πkt/n):
+// is inverted by two large products and L small ones instead of
+// (m + n)·L FFTs. With C[k, t] = cos(2πkt/n) and S[k, t] = sin(2πkt/n):
 //
 //	rows: Y = [Zr | Zi]·[[C, S], [−S, C]]      (the DFT along each row)
 //	cols: P = Cm·Y, Q = Sm·Y                   (along each column)
@@ -54,33 +53,42 @@ func twiddle(p, n int) (float32, float32) {
 	return float32(s), float32(c)
 }
 
-// rows writes to y the DFT along the rows of the cnt spectra in z (each
-// m×2n as above, one after another): y = z·[[C, S], [−S, C]].
-func (d *idft32) rows(y, z []float32, cnt int) {
-	n2 := 2 * d.n
+// rows writes to y the DFT along the rows of the cnt spectra whose real
+// and imaginary parts are zr and zi (each cnt·m×n, one spectrum after
+// another): y = zr·[C, S] + zi·[−S, C], cnt·m rows [Re | Im] of 2n.
+func (d *idft32) rows(y, zr, zi []float32, cnt int) {
+	n, n2 := d.n, 2*d.n
 	y = y[:cnt*d.m*n2]
 	clear(y)
-	gemm.Mul(cnt*d.m, n2, n2, z, n2, 1, d.row, n2, y, n2)
+	gemm.Mul(cnt*d.m, n2, n, zr, n, 1, d.row[:n*n2], n2, y, n2)
+	gemm.Mul(cnt*d.m, n2, n, zi, n, 1, d.row[n*n2:], n2, y, n2)
 }
 
 // colsAbs finishes the transform of one spectrum whose row DFTs are y
-// (m×2n): it writes |z'|·scale to u (m×n), using pq (2m×2n) as scratch.
-func (d *idft32) colsAbs(u, y, pq []float32, scale float32) {
+// (m×2n): it writes |z'|·scale to u (m×n), using pq (2m×2n) as scratch,
+// and returns Σ|z'|².
+func (d *idft32) colsAbs(u, y, pq []float32, scale float32) float64 {
 	m, n, n2 := d.m, d.n, 2*d.n
 	pq = pq[:2*m*n2]
 	clear(pq)
 	gemm.Mul(2*m, n2, m, d.col, m, 1, y, n2, pq, n2)
+	var sum float64
 	for r := 0; r < m; r++ {
 		p := pq[r*n2 : (r+1)*n2]
 		q := pq[(m+r)*n2 : (m+r+1)*n2]
 		o := u[r*n : (r+1)*n]
 		pr, pi := p[:n], p[n:n2]
 		qr, qi := q[:n], q[n:n2]
+		var rs float32
 		for c := range o {
 			re, im := pr[c]-qi[c], qr[c]+pi[c]
-			o[c] = float32(math.Sqrt(float64(re*re+im*im))) * scale
+			a := re*re + im*im
+			rs += a
+			o[c] = float32(math.Sqrt(float64(a))) * scale
 		}
+		sum += float64(rs)
 	}
+	return sum
 }
 
 // lowpass32 is denseLowpass in float32 for a batch of real signals:

@@ -13,47 +13,81 @@ func (s *Scattering) transform32(ws *workspace, dst []float32) {
 // firstOrder32 writes S1 for the L wavelets of scale j1 to channels
 // 1 + j1·L … and, for j1 < J − 1, the S2 of each (secondOrder32) from
 // channel ch on, returning the next S2 channel. The L products of the
-// image's spectrum with the wavelets are formed and periodised in float64,
+// image's spectrum with the wavelets, periodised to 2^j1 (fold32), are
 // inverted together in float32 (idft32), and the moduli U1 low-passed
-// together (lowpass32); each U1 that feeds the second order is
-// transformed back by a float64 FFT, or computed again in float64 if its
-// float32 rounding would be amplified too much there.
+// together (lowpass32); the U1 that feed the second order are
+// transformed together (spectra32), and one whose float32 rounding the
+// second order would amplify too much is computed again in float64.
 func (s *Scattering) firstOrder32(ws *workspace, dst []float32, j1, ch int) int {
 	L, plane := s.l, s.oh*s.ow
 	m1, c1 := s.mp>>j1, s.np>>j1
-	k1 := 1 << j1
-	size := m1 * 2 * c1
-	z, zf := ws.z1[:m1*c1], ws.zf[:L*size]
+	k1, bs := 1<<j1, m1*c1
+	blockify(ws.ar, ws.ai, ws.x0, s.mp, s.np, k1)
 	for t := 0; t < L; t++ {
-		foldMul(z, ws.x0, s.fb.psi[j1*L+t][0], s.mp, s.np, k1)
-		split(zf[t*size:(t+1)*size], z, c1)
+		fold32(ws.zr[t*bs:], ws.zi[t*bs:], ws.ar, ws.ai, s.psi32[j1*L+t][0], bs, k1*k1)
 	}
 	d := &s.dft[j1]
-	d.rows(ws.yf, zf, L)
-	scale := float32(1 / float64(m1*c1*k1*k1))
-	u1f := ws.u1f[:L*m1*c1]
+	d.rows(ws.yf, ws.zr, ws.zi, L)
+	scale := float32(1 / float64(bs*k1*k1))
+	u1f := ws.u1f[:L*bs]
 	for t := 0; t < L; t++ {
-		d.colsAbs(u1f[t*m1*c1:(t+1)*m1*c1], ws.yf[t*size:(t+1)*size], ws.pq, scale)
+		d.colsAbs(u1f[t*bs:(t+1)*bs], ws.yf[2*t*bs:2*(t+1)*bs], ws.pq, scale)
 	}
 	s.lp32[j1].apply(dst[(1+j1*L)*plane:], u1f, ws.tf, L, m1, c1, s.oh, s.ow)
 	if j1+1 >= s.j {
 		return ch
 	}
-	u1, spec := ws.u1[:m1*c1], ws.u1c[:m1*c1]
+	s.spectra32(ws, j1)
+	hs := m1 * (c1/2 + 1)
 	for t := 0; t < L; t++ {
-		for i, v := range u1f[t*m1*c1 : (t+1)*m1*c1] {
-			u1[i] = float64(v)
-		}
-		s.rfft2(ws, spec, u1, j1)
-		next, ok := s.secondOrder32(ws, dst, spec, j1, ch, true)
+		sr, si := ws.hr[t*hs:(t+1)*hs], ws.hi[t*hs:(t+1)*hs]
+		next, ok := s.secondOrder32(ws, dst, sr, si, j1, ch, true)
 		if !ok {
-			// U1 = |x ⋆ ψ_{j1,θ1}| in float64, as the float64 path has it.
-			foldMul(z, ws.x0, s.fb.psi[j1*L+t][0], s.mp, s.np, k1)
-			s.ifft2Abs(ws, u1, z, j1, 1/float64(m1*c1*k1*k1))
-			s.rfft2(ws, spec, u1, j1)
-			next, _ = s.secondOrder32(ws, dst, spec, j1, ch, false)
+			s.exactU1(ws, sr, si, j1, t)
+			next, _ = s.secondOrder32(ws, dst, sr, si, j1, ch, false)
 		}
 		ch = next
 	}
 	return ch
+}
+
+// spectra32 writes to ws.hr, ws.hi the half spectra of the L moduli U1 of
+// scale j1 in ws.u1f (rdft32). Each U1's mean is taken out before the
+// float32 transform and put back into the zero frequency, so that the
+// rounding is relative to U1's variations, not to its (large, positive)
+// mean; u1f is left without it.
+func (s *Scattering) spectra32(ws *workspace, j1 int) {
+	m1, c1 := s.mp>>j1, s.np>>j1
+	bs, hs := m1*c1, m1*(c1/2+1)
+	mean := ws.mean[:s.l]
+	for t := range mean {
+		u := ws.u1f[t*bs : (t+1)*bs]
+		var sum float64
+		for _, v := range u {
+			sum += float64(v)
+		}
+		mu := float32(sum / float64(bs))
+		for i := range u {
+			u[i] -= mu
+		}
+		mean[t] = mu
+	}
+	d := &s.rdft[j1]
+	d.rows(ws.yf, ws.u1f, s.l)
+	for t, mu := range mean {
+		d.cols(ws.hr[t*hs:(t+1)*hs], ws.hi[t*hs:(t+1)*hs], ws.yf[2*t*hs:2*(t+1)*hs], ws.pq)
+		ws.hr[t*hs] += float32(float64(mu) * float64(bs))
+	}
+}
+
+// exactU1 computes U1 = |x ⋆ ψ_{j1,θ1}| (θ1 = t) in float64, as the
+// float64 path does, and writes its half spectrum to sr, si.
+func (s *Scattering) exactU1(ws *workspace, sr, si []float32, j1, t int) {
+	m1, c1 := s.mp>>j1, s.np>>j1
+	k1, bs := 1<<j1, m1*c1
+	z, u1, spec := ws.z1[:bs], ws.u1[:bs], ws.u1c[:bs]
+	foldMul(z, ws.x0, s.fb.psi[j1*s.l+t][0], s.mp, s.np, k1)
+	s.ifft2Abs(ws, u1, z, j1, 1/float64(bs*k1*k1))
+	s.rfft2(ws, spec, u1, j1)
+	toHalf(sr, si, spec, m1, c1)
 }

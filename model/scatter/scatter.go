@@ -45,9 +45,11 @@ type Scattering struct {
 	// dft and lp32 (per resolution r < J, dft from r = 1 on) compute the
 	// second order in float32 (secondOrder32); nil: in float64 by FFT.
 	dft      []idft32
+	rdft     []rdft32
 	lp32     []lowpass32
-	psiNorm2 [][]float64 // Σψ̂² of each level of fb.psi
-	pool     sync.Pool   // *workspace
+	psi32    [][][]float32 // fb.psi in float32, each level in block layout for its fold
+	psiNorm2 [][]float64   // Σψ̂² of each level of fb.psi
+	pool     sync.Pool     // *workspace
 }
 
 // workspace holds what one Transform call writes: FFT plans (gonum's plans
@@ -69,13 +71,16 @@ type workspace struct {
 	lp      []float64           // dense low-pass: G·U, oh×(np/2^r), and one output row
 	spec    []complex128        // FFT low-pass: spectrum of U2
 	s       []complex128        // FFT low-pass: spectrum of S, then S
-	// float32 second order (secondOrder32), for L signals at resolution 2:
-	zf  []float32 // wavelet products, rows [Re | Im]
-	yf  []float32 // their row DFTs
-	pq  []float32 // one column pass
-	u1f []float32 // the moduli U1
-	u2f []float32 // the moduli U2
-	tf  []float32 // U2·Hᵀ
+	// float32 stage (transform32), for L signals at the finest resolution:
+	ar, ai []float32 // a spectrum in block layout (blockify)
+	zr, zi []float32 // L periodised wavelet products
+	yf     []float32 // their row DFTs, rows [Re | Im]
+	pq     []float32 // one column pass
+	u1f    []float32 // the L moduli U1 of one scale
+	u2f    []float32 // the L moduli U2 of one scale
+	tf     []float32 // U·Hᵀ for the low-pass
+	hr, hi []float32 // the half spectra of the L moduli U1 of one scale
+	mean   []float32 // their means
 }
 
 // NumChannels returns 1 + J·L + L²·J(J−1)/2, the number of scattering
@@ -120,19 +125,22 @@ func New(h, w, J, L int) (*Scattering, error) {
 		for r := range s.lp {
 			s.lp[r] = newDenseLowpass(s.fb.phi[r], mp>>r, np>>r, 1<<(J-r), s.oh, s.ow)
 		}
-		s.dft, s.lp32 = make([]idft32, J), make([]lowpass32, J)
+		s.dft, s.rdft, s.lp32 = make([]idft32, J), make([]rdft32, J), make([]lowpass32, J)
 		for r := range s.lp {
 			s.lp32[r] = newLowpass32(s.lp[r])
 			s.dft[r] = newIDFT32(mp>>r, np>>r)
+			s.rdft[r] = newRDFT32(mp>>r, np>>r)
 		}
-		for _, levels := range s.fb.psi {
-			n2 := make([]float64, len(levels))
+		for n, levels := range s.fb.psi {
+			n2, b := make([]float64, len(levels)), make([][]float32, len(levels))
 			for r, f := range levels {
 				for _, v := range f {
 					n2[r] += v * v
 				}
+				// Level r of a wavelet of scale j is folded by 2^(j−r).
+				b[r] = blockReal(f, mp>>r, np>>r, 1<<(n/L-r))
 			}
-			s.psiNorm2 = append(s.psiNorm2, n2)
+			s.psiNorm2, s.psi32 = append(s.psiNorm2, n2), append(s.psi32, b)
 		}
 	}
 	s.pool.New = func() any { return s.newWorkspace() }
@@ -196,9 +204,12 @@ func (s *Scattering) newWorkspace() *workspace {
 		s:       make([]complex128, out),
 	}
 	if s.dft != nil {
-		batch := s.l * s.mp * 2 * s.np
-		ws.zf, ws.yf, ws.pq = make([]float32, batch), make([]float32, batch), make([]float32, 4*full)
-		ws.u1f, ws.u2f, ws.tf = make([]float32, s.l*full), make([]float32, s.l*full/4), make([]float32, s.l*s.mp*s.ow)
+		batch := s.l * full
+		ws.ar, ws.ai, ws.pq = make([]float32, full), make([]float32, full), make([]float32, 4*full)
+		ws.zr, ws.zi, ws.yf = make([]float32, batch), make([]float32, batch), make([]float32, 2*batch)
+		ws.u1f, ws.u2f, ws.tf = make([]float32, batch), make([]float32, batch/4), make([]float32, s.l*s.mp*s.ow)
+		half := s.l * s.mp * (s.np/2 + 1)
+		ws.hr, ws.hi, ws.mean = make([]float32, half), make([]float32, half), make([]float32, s.l)
 	}
 	for r := 0; r <= s.j; r++ {
 		ws.rowFFT[r] = fourier.NewCmplxFFT(s.np >> r)
