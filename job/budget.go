@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"slices"
+	"strings"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/privacy/budget"
 	"github.com/dptune/dptune/runner"
@@ -200,3 +203,65 @@ func InitBudget(path string, epsilon, delta float64, dataset string) error {
 
 // LoadBudget reads the budget file at path (budget.Load).
 func LoadBudget(path string) (*Budget, error) { return budget.Load(path) }
+
+// BudgetRequest is a new budget file as a person asks for it (the flags of
+// dptune budget init, whose names Given and the errors speak): the cap
+// Epsilon at Delta for the dataset called Dataset (a registered one, or
+// "folder:NAME" for an image folder), NominalSize, when given, the public
+// size N of its training set (required for an image folder).
+type BudgetRequest struct {
+	Epsilon, Delta float64
+	Dataset        string
+	NominalSize    int
+	// Given are the settings given explicitly, by flag name.
+	Given Given
+}
+
+// Init checks r and creates the budget file at path (budget.Init). It
+// refuses, before anything is written, with an error wrapping ErrInvalid
+// that names the flag at fault: a cap or dataset not given (a budget has no
+// default), ε or δ out of range, an unknown dataset, an image folder's
+// without a nominal size, a nominal size below 1, δ ≥ 1/N (which allows
+// releasing one example outright), and a file that exists.
+func (r BudgetRequest) Init(path string) error {
+	for _, name := range []string{"epsilon", "delta", "dataset"} {
+		if !r.Given[name] {
+			return invalidf("budget init needs --%s (a budget has no default cap)", name)
+		}
+	}
+	if err := accounting.CheckEpsilon(r.Epsilon); err != nil {
+		return invalidf("--epsilon: %v", err)
+	}
+	if err := accounting.CheckDelta(r.Delta); err != nil {
+		return invalidf("--delta: %v", err)
+	}
+	n, _ := NominalSize(r.Dataset)
+	switch names := data.Names(); {
+	case IsFolderDatasetName(r.Dataset):
+		if err := CheckFolderDatasetName(r.Dataset); err != nil {
+			return err
+		}
+		if !r.Given["nominal-size"] {
+			return invalidf("budget init --dataset %s needs --nominal-size: the public number of training images, as its runs declare it", r.Dataset)
+		}
+	case !slices.Contains(names, r.Dataset):
+		return invalidf("unknown dataset %q (want one of %s or folder:NAME)", r.Dataset, strings.Join(names, ", "))
+	}
+	size := "the published size"
+	if r.Given["nominal-size"] {
+		if r.NominalSize < 1 {
+			return invalidf("--nominal-size %d: a size is at least 1", r.NominalSize)
+		}
+		n, size = r.NominalSize, "the nominal size"
+	}
+	if !(r.Delta < 1/float64(n)) {
+		return invalidf("--delta %g must be below 1/N = %.3g, N = %d %s of %s (a δ of 1/N allows releasing one example outright)", r.Delta, 1/float64(n), n, size, r.Dataset)
+	}
+	if err := budget.Init(path, r.Epsilon, r.Delta, r.Dataset); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return invalid(err)
+		}
+		return err
+	}
+	return nil
+}

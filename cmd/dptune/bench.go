@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,12 +24,12 @@ func newBenchCmd() *cobra.Command {
 	return cmd
 }
 
+// benchPerSampleFlags are bench persample's flags: the request, its data
+// and network.
 type benchPerSampleFlags struct {
-	dataset, dataDir, jsonOut, plotOut, model string
-	featureCache                              string
-	batchSizes                                []int
-	steps, warmup                             int
-	seed                                      uint64
+	bench.PerSampleRequest
+	dataset, dataDir, model, featureCache string
+	seed                                  uint64
 }
 
 func newBenchPerSampleCmd() *cobra.Command {
@@ -55,11 +52,11 @@ into --feature-cache (as train does), not in each step.`,
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default "+job.DefaultDirHelp()+")")
 	addModelFlag(fl, &f.model)
 	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "curator directory keeping the features of a network with a scatter front end, computed once per dataset (they are the private data, transformed: created 0700, files 0600); empty: compute them on every run")
-	fl.IntSliceVar(&f.batchSizes, "batch-size", []int{256}, "expected batch sizes, e.g. 64,128,256,512")
-	fl.IntVar(&f.steps, "steps", 50, "measured steps per batch size and mode")
-	fl.IntVar(&f.warmup, "warmup", 5, "unmeasured steps before them")
-	fl.StringVar(&f.jsonOut, "json", "", "also write the figures to this JSON file")
-	fl.StringVar(&f.plotOut, "plot", "", "also draw them to this PNG file")
+	fl.IntSliceVar(&f.BatchSizes, "batch-size", []int{256}, "expected batch sizes, e.g. 64,128,256,512")
+	fl.IntVar(&f.Steps, "steps", 50, "measured steps per batch size and mode")
+	fl.IntVar(&f.Warmup, "warmup", 5, "unmeasured steps before them")
+	fl.StringVar(&f.JSON, "json", "", "also write the figures to this JSON file")
+	fl.StringVar(&f.Plot, "plot", "", "also draw them to this PNG file")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the initialisation, sampling and noise")
 	return cmd
 }
@@ -72,28 +69,8 @@ func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case f.steps < 1:
-		return usagef("--steps %d must be at least 1", f.steps)
-	case f.warmup < 0:
-		return usagef("--warmup %d is negative", f.warmup)
-	case len(f.batchSizes) == 0:
-		return usagef("--batch-size needs at least one size")
-	case f.plotOut != "" && !strings.HasSuffix(strings.ToLower(f.plotOut), ".png"):
-		return usagef("--plot %q must name a .png file", f.plotOut)
-	}
-	for _, b := range f.batchSizes {
-		if b < 1 || b > src.NominalN {
-			return usagef("--batch-size %d is outside [1, %d]", b, src.NominalN)
-		}
-	}
-	for _, o := range []struct{ flag, path string }{{"json", f.jsonOut}, {"plot", f.plotOut}} {
-		if o.path == "" {
-			continue
-		}
-		if err := job.CheckFile(o.path); err != nil {
-			return fmt.Errorf("--%s: %w", o.flag, err)
-		}
+	if err := f.Check(src.NominalN); err != nil {
+		return err
 	}
 	w := cmd.ErrOrStderr()
 	src.Features = job.FeatureCache{Dir: f.featureCache, Progress: featureProgress(w)}
@@ -102,26 +79,15 @@ func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 		return err
 	}
 	rep, err := bench.PerSample(cmd.Context(), bench.PerSampleConfig{
-		Train: train, Arch: src.Arch, BatchSizes: f.batchSizes, Steps: f.steps, Warmup: f.warmup, Seed: f.seed,
+		Train: train, Arch: src.Arch, BatchSizes: f.BatchSizes, Steps: f.Steps, Warmup: f.Warmup, Seed: f.seed,
 		Progress: func(b int, mode string) {
-			fmt.Fprintf(w, "batch %d, %s: %d + %d steps\n", b, mode, f.warmup, f.steps)
+			fmt.Fprintf(w, "batch %d, %s: %d + %d steps\n", b, mode, f.Warmup, f.Steps)
 		},
 	})
 	if len(rep.Results) > 0 {
 		printPerSample(cmd.OutOrStdout(), rep)
-		if f.jsonOut != "" {
-			b, jerr := json.MarshalIndent(rep, "", "  ")
-			if jerr == nil {
-				jerr = os.WriteFile(f.jsonOut, append(b, '\n'), 0o644)
-			}
-			if jerr != nil {
-				return jerr
-			}
-		}
-		if f.plotOut != "" {
-			if perr := bench.PlotPerSample(rep, f.plotOut); perr != nil {
-				return perr
-			}
+		if werr := f.Write(rep); werr != nil {
+			return werr
 		}
 	}
 	return err
@@ -182,22 +148,8 @@ func newBenchAuditCmd() *cobra.Command {
 		Short: "Xiang et al.'s Figure 6 and Table 3, the tight DP-SGD audit, every tuner's audit and a one-run audit of make run, at 2-core scale",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case c.Trials < job.MinAuditTrials || c.Trials > job.MaxAuditTrials:
-				return usagef("--trials %d is outside [%d, %d]", c.Trials, job.MinAuditTrials, job.MaxAuditTrials)
-			case c.DPSGDTrials < job.MinAuditTrials || c.DPSGDTrials > job.MaxAuditTrials:
-				return usagef("--dpsgd-trials %d is outside [%d, %d]", c.DPSGDTrials, job.MinAuditTrials, job.MaxAuditTrials)
-			case c.DPSGDSteps < 1 || c.DPSGDSteps > job.MaxSteps:
-				return usagef("--dpsgd-steps %d is outside [1, %d]", c.DPSGDSteps, job.MaxSteps)
-			}
-			if err := c.Check(cmd.Context()); err != nil {
-				if errors.Is(err, context.Canceled) {
-					return err
-				}
-				return usagef("--base-epsilons: %v", err)
-			}
-			if err := job.CheckOut(c.Out); err != nil {
-				return fmt.Errorf("--out: %w", err)
+			if err := c.CheckRequest(cmd.Context()); err != nil {
+				return err
 			}
 			if oneRun {
 				src, err := job.Dataset("mnist", "")

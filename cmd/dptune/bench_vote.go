@@ -11,18 +11,10 @@ import (
 	"github.com/dptune/dptune/job"
 )
 
+// benchVoteFlags are bench vote's flags: the request and its data.
 type benchVoteFlags struct {
-	data                              dataFlags
-	out, space                        string
-	simOnly                           bool
-	simReps, reps, subset             int
-	alphaN                            []int
-	votes, localEpochs, batch, rounds int
-	clients                           []int
-	alphas, epsilons, dpsgdEps        []float64
-	noDPSGD                           bool
-	delta, clip                       float64
-	seed                              uint64
+	bench.VoteRequest
+	data dataFlags
 }
 
 func newBenchVoteCmd() *cobra.Command {
@@ -51,103 +43,44 @@ first --alpha-clients n at the total example-level ε of --dpsgd-epsilons
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.out, "out", "out/bench-vote", "directory for figures (PNG), vote.json, CSV and the cache")
-	fl.StringVar(&f.space, "space", "", "candidate grid: a .json file (default: mnist-vote)")
-	fl.BoolVar(&f.simOnly, "sim-only", false, "only the simulation (Figure 2)")
-	fl.IntVar(&f.simReps, "sim-reps", 1000, fmt.Sprintf("repetitions per simulation point, 1 to %d", bench.MaxVoteReps))
-	fl.IntVar(&f.reps, "reps", 1000, fmt.Sprintf("votes per real-data point, 1 to %d", bench.MaxVoteReps))
-	fl.IntVar(&f.subset, "subset", 12000, "training examples used (a fixed public subset; 0: all)")
-	fl.IntSliceVar(&f.clients, "clients", []int{5, 10, 20}, "n of the IID settings")
-	fl.Float64SliceVar(&f.alphas, "alphas", []float64{0.1, 0.5, 1}, "Dirichlet α of the non-IID settings")
-	fl.IntSliceVar(&f.alphaN, "alpha-clients", []int{10}, "n of the non-IID settings (each with every α); the first is the dp-sgd figure's")
-	fl.Float64SliceVar(&f.epsilons, "epsilons", []float64{0.5, 1, 2, 5}, "the vote's client-level ε")
-	fl.Float64SliceVar(&f.dpsgdEps, "dpsgd-epsilons", []float64{2, 4, 8}, "total example-level ε of the dp-sgd figure")
-	fl.BoolVar(&f.noDPSGD, "no-dpsgd", false, "skip the dp-sgd figure")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "δ")
-	fl.IntVar(&f.votes, "votes-per-client", 5, "ℓ (the paper's choice: 5)")
-	fl.IntVar(&f.localEpochs, "local-epochs", 1, "epochs of each client's local training of each candidate")
-	fl.IntVar(&f.batch, "batch-size", 64, "batch size of local and federated training")
-	fl.IntVar(&f.rounds, "fedavg-rounds", 3, "FedAvg rounds, one local epoch each")
-	fl.Float64Var(&f.clip, "clip-norm", 1, "clipping norm of the dp-sgd final training")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the subset, splits, training and votes")
+	fl.StringVar(&f.Out, "out", "out/bench-vote", "directory for figures (PNG), vote.json, CSV and the cache")
+	fl.StringVar(&f.Space, "space", "", "candidate grid: a .json file (default: mnist-vote)")
+	fl.BoolVar(&f.SimOnly, "sim-only", false, "only the simulation (Figure 2)")
+	fl.IntVar(&f.SimReps, "sim-reps", 1000, fmt.Sprintf("repetitions per simulation point, 1 to %d", bench.MaxVoteReps))
+	fl.IntVar(&f.Reps, "reps", 1000, fmt.Sprintf("votes per real-data point, 1 to %d", bench.MaxVoteReps))
+	fl.IntVar(&f.Subset, "subset", 12000, "training examples used (a fixed public subset; 0: all)")
+	fl.IntSliceVar(&f.Clients, "clients", []int{5, 10, 20}, "n of the IID settings")
+	fl.Float64SliceVar(&f.Alphas, "alphas", []float64{0.1, 0.5, 1}, "Dirichlet α of the non-IID settings")
+	fl.IntSliceVar(&f.AlphaClients, "alpha-clients", []int{10}, "n of the non-IID settings (each with every α); the first is the dp-sgd figure's")
+	fl.Float64SliceVar(&f.Epsilons, "epsilons", []float64{0.5, 1, 2, 5}, "the vote's client-level ε")
+	fl.Float64SliceVar(&f.DPSGDEpsilons, "dpsgd-epsilons", []float64{2, 4, 8}, "total example-level ε of the dp-sgd figure")
+	fl.BoolVar(&f.NoDPSGD, "no-dpsgd", false, "skip the dp-sgd figure")
+	fl.Float64Var(&f.Delta, "delta", 1e-5, "δ")
+	fl.IntVar(&f.VotesPerClient, "votes-per-client", 5, "ℓ (the paper's choice: 5)")
+	fl.IntVar(&f.LocalEpochs, "local-epochs", 1, "epochs of each client's local training of each candidate")
+	fl.IntVar(&f.BatchSize, "batch-size", 64, "batch size of local and federated training")
+	fl.IntVar(&f.Rounds, "fedavg-rounds", 3, "FedAvg rounds, one local epoch each")
+	fl.Float64Var(&f.ClipNorm, "clip-norm", 1, "clipping norm of the dp-sgd final training")
+	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the subset, splits, training and votes")
 	return cmd
 }
 
 func runBenchVote(cmd *cobra.Command, f benchVoteFlags) error {
-	switch {
-	case bench.CheckVoteReps("--sim-reps", f.simReps) != nil:
-		return usagef("--sim-reps %d is outside [1, %d]", f.simReps, bench.MaxVoteReps)
-	case bench.CheckVoteReps("--reps", f.reps) != nil:
-		return usagef("--reps %d is outside [1, %d]", f.reps, bench.MaxVoteReps)
-	case f.subset < 0:
-		return usagef("--subset %d is negative", f.subset)
-	case len(f.epsilons) == 0:
-		return usagef("--epsilons needs at least one ε")
-	case f.votes < 1 || f.localEpochs < 1 || f.batch < 1 || f.rounds < 1 || !(f.clip > 0):
-		return usagef("--votes-per-client, --local-epochs, --batch-size, --fedavg-rounds and --clip-norm must be positive")
-	case len(f.alphaN) == 0:
-		return usagef("--alpha-clients needs at least one n")
+	sim, real, err := f.Plan(func() (job.Source, error) { return f.data.source(cmd) })
+	if err != nil {
+		return err
 	}
-	for _, n := range f.clients {
-		if n < 2 || n > 255 {
-			return usagef("--clients %d: need 2 … 255", n)
-		}
-	}
-	for _, n := range f.alphaN {
-		if n < 2 || n > 255 {
-			return usagef("--alpha-clients %d: need 2 … 255", n)
-		}
-	}
-	for _, a := range f.alphas {
-		if !(a > 0) || a > 1e6 {
-			return usagef("--alphas %v: need 0 < α ≤ 1e6", a)
-		}
-	}
-	if f.noDPSGD {
-		f.dpsgdEps = nil
-	}
-	for _, e := range append(append([]float64{}, f.epsilons...), f.dpsgdEps...) {
-		if err := job.CheckEpsilon(e); err != nil {
-			return usagef("ε = %v: %v", e, err)
-		}
-	}
-	if err := job.CheckDelta(f.delta); err != nil {
-		return usagef("--delta: %v", err)
-	}
-	sim := bench.DefaultVoteSim
-	sim.Reps, sim.Delta, sim.Seed = f.simReps, f.delta, f.seed
-	var real *bench.VoteRealConfig
 	w := cmd.ErrOrStderr()
-	if !f.simOnly {
-		src, err := f.data.source(cmd)
-		if err != nil {
-			return err
-		}
-		space, err := job.LoadVoteSpace(f.space)
-		if err != nil {
-			return usageError{err}
-		}
-		if err := job.CheckVoteSpace(space); err != nil {
-			return usageError{err}
-		}
-		if f.votes > space.Size() {
-			return usagef("--votes-per-client %d exceeds the %d candidates", f.votes, space.Size())
-		}
-		real = &bench.VoteRealConfig{Source: src, Space: space, Subset: f.subset, IIDClients: f.clients, Alphas: f.alphas, AlphaClients: f.alphaN[0], DirichletClients: f.alphaN,
-			Epsilons: f.epsilons, Delta: f.delta, VotesPerClient: f.votes, LocalEpochs: f.localEpochs, BatchSize: f.batch,
-			Rounds: f.rounds, ClipNorm: f.clip, DPSGDEpsilons: f.dpsgdEps, Reps: f.reps, Seed: f.seed, CacheDir: f.out,
-			Progress: stagedProgressTo(w)}
-	}
-	if err := job.CheckOut(f.out); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	if real != nil {
+		real.Progress = stagedProgressTo(w)
 	}
 	fmt.Fprintf(w, "simulation: Figure 2, %d repetitions per point\n", sim.Reps)
-	rep, err := bench.Vote(cmd.Context(), f.out, sim, real)
+	rep, err := bench.Vote(cmd.Context(), f.Out, sim, real)
 	if err != nil {
 		return err
 	}
 	printVoteReport(cmd.OutOrStdout(), rep)
-	fmt.Fprintf(w, "wall time %.0f s; figures and vote.json in %s\n", rep.Seconds, f.out)
+	fmt.Fprintf(w, "wall time %.0f s; figures and vote.json in %s\n", rep.Seconds, f.Out)
 	return nil
 }
 

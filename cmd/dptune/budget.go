@@ -1,14 +1,11 @@
 package main
 
 import (
-	"slices"
 	"strings"
 
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"text/tabwriter"
 	"time"
 
@@ -55,14 +52,8 @@ func oneFile(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-type budgetInitFlags struct {
-	epsilon, delta float64
-	dataset        string
-	nominalSize    int
-}
-
 func newBudgetInitCmd() *cobra.Command {
-	var f budgetInitFlags
+	var f job.BudgetRequest
 	cmd := &cobra.Command{
 		Use:   "init FILE --epsilon E --delta D --dataset NAME",
 		Short: "Create a budget file with cap (ε, δ) for one dataset (never overwrites)",
@@ -70,53 +61,16 @@ func newBudgetInitCmd() *cobra.Command {
 		RunE:  func(cmd *cobra.Command, args []string) error { return runBudgetInit(cmd, args[0], f) },
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&f.epsilon, "epsilon", 0, "the cap ε in nats: every run on the dataset together stays within it")
-	fl.Float64Var(&f.delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size ("+job.NominalSizeHelp()+")")
-	fl.StringVar(&f.dataset, "dataset", "", "the dataset the budget is for: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder:NAME (an image folder whose data directory is called NAME, as its runs' reports name it)")
-	fl.IntVar(&f.nominalSize, "nominal-size", 0, "public size N of the training set, for the check δ < 1/N: required for folder:NAME; for a built-in dataset, the size of the copy in --data-dir if not its published one")
+	fl.Float64Var(&f.Epsilon, "epsilon", 0, "the cap ε in nats: every run on the dataset together stays within it")
+	fl.Float64Var(&f.Delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size ("+job.NominalSizeHelp()+")")
+	fl.StringVar(&f.Dataset, "dataset", "", "the dataset the budget is for: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder:NAME (an image folder whose data directory is called NAME, as its runs' reports name it)")
+	fl.IntVar(&f.NominalSize, "nominal-size", 0, "public size N of the training set, for the check δ < 1/N: required for folder:NAME; for a built-in dataset, the size of the copy in --data-dir if not its published one")
 	return cmd
 }
 
-func runBudgetInit(cmd *cobra.Command, path string, f budgetInitFlags) error {
-	ch := cmd.Flags().Changed
-	for _, name := range []string{"epsilon", "delta", "dataset"} {
-		if !ch(name) {
-			return usagef("budget init needs --%s (a budget has no default cap)", name)
-		}
-	}
-	if err := job.CheckEpsilon(f.epsilon); err != nil {
-		return usagef("--epsilon: %v", err)
-	}
-	if err := job.CheckDelta(f.delta); err != nil {
-		return usagef("--delta: %v", err)
-	}
-	n, _ := job.NominalSize(f.dataset)
-	switch names := job.DatasetNames(); {
-	case job.IsFolderDatasetName(f.dataset):
-		if err := job.CheckFolderDatasetName(f.dataset); err != nil {
-			return err
-		}
-		if !ch("nominal-size") {
-			return usagef("budget init --dataset %s needs --nominal-size: the public number of training images, as its runs declare it", f.dataset)
-		}
-	case !slices.Contains(names, f.dataset):
-		return usagef("unknown dataset %q (want one of %s or folder:NAME)", f.dataset, strings.Join(names, ", "))
-	}
-	size := "the published size"
-	if ch("nominal-size") {
-		if f.nominalSize < 1 {
-			return usagef("--nominal-size %d: a size is at least 1", f.nominalSize)
-		}
-		n, size = f.nominalSize, "the nominal size"
-	}
-	// δ ≥ 1/N allows releasing a random example of the N outright.
-	if !(f.delta < 1/float64(n)) {
-		return usagef("--delta %g must be below 1/N = %.3g, N = %d %s of %s (a δ of 1/N allows releasing one example outright)", f.delta, 1/float64(n), n, size, f.dataset)
-	}
-	if err := job.InitBudget(path, f.epsilon, f.delta, f.dataset); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return usageError{err}
-		}
+func runBudgetInit(cmd *cobra.Command, path string, f job.BudgetRequest) error {
+	f.Given = given(cmd)
+	if err := f.Init(path); err != nil {
 		return err
 	}
 	b, err := job.LoadBudget(path)
