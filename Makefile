@@ -150,12 +150,14 @@ compare-misset-mnist: build
 	./$(BIN) bench compare --dataset mnist --model examples/scatter-gn-linear-mnist.json \
 		--space examples/spaces/compare-scatter-mnist-published.json $(MISSET_FLAGS) --out docs/report/data/compare-misset-mnist \
 		--default-settings batch_size=4096,epochs=40,learning_rate=1,momentum=0.9,clip_norm=0.1 \
-		--default-source "Tramèr & Boneh's MNIST ScatterNet + linear settings with the learning rate 8× too small (η = 1 for 8), a mis-set default"
+		--default-source "Tramèr & Boneh's MNIST ScatterNet + linear settings with the learning rate 8× too small (η = 1 for 8), a mis-set default" \
+		--default-label "mis-set: η 8× too small"
 compare-misset-cifar10: build
 	./$(BIN) bench compare --dataset cifar10 --data-dir $(CIFAR_DIR) --model examples/scatter-gn-linear-cifar10.json \
 		--space examples/spaces/compare-scatter-cifar10.json $(MISSET_FLAGS) --out docs/report/data/compare-misset-cifar10 \
 		--default-settings batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 \
-		--default-source "Tramèr & Boneh's MNIST ScatterNet + linear settings used on CIFAR-10, a mis-set default"
+		--default-source "Tramèr & Boneh's MNIST ScatterNet + linear settings used on CIFAR-10, a mis-set default" \
+		--default-label "mis-set: MNIST's published settings"
 
 # Fashion-MNIST's networks at Tramèr & Boneh's published settings, three
 # seeds each at ε = 3 (their Table 1's budget), resumable from the cache

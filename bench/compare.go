@@ -137,6 +137,9 @@ type CompareConfig struct {
 	// Default are the default row's settings, with their source; nil: the
 	// network's published settings on the dataset (job.NetworkDefaultsOn).
 	Default *job.TrainDefaults
+	// DefaultLabel, if not "", names the default row in the report
+	// (CompareSettings.DefaultLabel); it changes no run.
+	DefaultLabel string
 	// Clipping, IncludeDefault (with DefaultWeight) and SelectionShare are
 	// comparison-wide options, given to every tuner entry's job.TuneSpec
 	// (compare_wide.go): every run's clipping rule (job.AutomaticClipping
@@ -280,6 +283,10 @@ type CompareSettings struct {
 	// Default are the default baseline's settings and their source; nil
 	// without baselines.
 	Default *job.TrainDefaults `json:"default_settings,omitempty"`
+	// DefaultLabel names a default that is not the network's published
+	// settings (e.g. "mis-set: η 8× too small") wherever the report names
+	// the comparison (Options); it is in no fingerprint.
+	DefaultLabel string `json:"default_label,omitempty"`
 	// The comparison-wide options (CompareConfig), each absent when off,
 	// so that a comparison without them fingerprints as before them:
 	// Clipping "automatic" with AutoClipGamma, IncludeDefault with the
@@ -339,7 +346,7 @@ func (cfg CompareConfig) settings() CompareSettings {
 // fingerprint identifies the settings one tuning depends on.
 func (s CompareSettings) fingerprint(e CompareEntry) string {
 	k := s
-	k.Entries, k.Budgets, k.Seeds, k.Default = []CompareEntry{e}, nil, nil, nil // DefaultCandidate stays: with the default among the candidates, a tuning depends on it
+	k.Entries, k.Budgets, k.Seeds, k.Default, k.DefaultLabel = []CompareEntry{e}, nil, nil, nil, "" // DefaultCandidate stays: with the default among the candidates, a tuning depends on it
 	b, _ := json.Marshal(k)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])

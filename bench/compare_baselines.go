@@ -123,7 +123,7 @@ func (cfg CompareConfig) defaultSettings() (job.TrainDefaults, error) {
 // so a flat default fingerprints as before the rule).
 func (s CompareSettings) baselineFingerprints(d job.TrainDefaults) (def, candidates string) {
 	k := s
-	k.Entries, k.Budgets, k.Seeds, k.Default = nil, nil, nil, nil
+	k.Entries, k.Budgets, k.Seeds, k.Default, k.DefaultLabel = nil, nil, nil, nil, ""
 	k.IncludeDefault, k.DefaultCandidate, k.DefaultWeight, k.SelectionShare, k.Subsample = false, nil, 0, 0, 0
 	b, _ := json.Marshal(k)
 	h := sha256.Sum256(b)

@@ -50,6 +50,10 @@ type CompareRequest struct {
 	// DefaultSettings and DefaultSource are the default row's settings
 	// (job.ParseTrainDefaults); "": the network's published ones.
 	DefaultSettings, DefaultSource string
+	// DefaultLabel, if not "", names the default row in the report (e.g.
+	// "mis-set: η 8× too small"), for a default that is not the network's
+	// published settings; it changes no run.
+	DefaultLabel string
 	// Clipping, IncludeDefault, DefaultWeight (with IncludeDefault),
 	// SelectionShare and Subsample (with SelectionShare) are the
 	// comparison-wide options.
@@ -117,10 +121,13 @@ func (s CompareRequest) Config(ctx context.Context, src job.Source) (cfg Compare
 	if err != nil {
 		return cfg, whole, err
 	}
+	if s.DefaultLabel != "" && s.DefaultSettings == "" {
+		return cfg, whole, job.Invalidf("--default-label names a default given by --default-settings: the network's published settings need no label")
+	}
 	cfg = CompareConfig{Data: src, Space: space, Entries: entries, Budgets: s.Budgets, Delta: s.Delta, Seeds: CompareSeeds(s.Seeds),
 		Epochs: s.Epochs, BatchSize: s.BatchSize, Momentum: s.Momentum, MeanRuns: s.MeanRuns, ValSize: s.ValSize, ScoreNoise: s.ScoreNoise,
 		GridScoreNoise: s.GridScoreNoise, Options: options, Dir: s.Out, Baselines: s.Baselines, Default: def, ReferenceSeeds: s.ReferenceSeeds,
-		NoReferences: !s.References, CostSitting: s.CostSitting}
+		NoReferences: !s.References, CostSitting: s.CostSitting, DefaultLabel: s.DefaultLabel}
 	cfg.Clipping, cfg.AutoClipGamma, _ = s.Clipping.Resolve(nil, false) // checked by sources
 	cfg.IncludeDefault, cfg.SelectionShare, cfg.Subsample = s.IncludeDefault, s.SelectionShare, s.Subsample
 	if s.IncludeDefault {

@@ -32,6 +32,7 @@ func TestCompareRequestRefused(t *testing.T) {
 		{func(r *CompareRequest) { r.Given = job.Given{"subsample": true}; r.Subsample = 0.5 }, "--subsample needs --selection-share"},
 		{func(r *CompareRequest) { r.ReferenceSeeds = 4 }, "--reference-seeds 4 is outside [0, --seeds 3]"},
 		{func(r *CompareRequest) { r.DefaultSettings = "epochs=1" }, "--default-settings needs --default-source"},
+		{func(r *CompareRequest) { r.DefaultLabel = "mis-set" }, "--default-label names a default given by --default-settings"},
 	} {
 		r := ok
 		c.edit(&r)

@@ -84,6 +84,7 @@ func (cfg CompareConfig) wideSettings(s *CompareSettings) {
 		}
 	}
 	s.SelectionShare, s.Subsample = cfg.SelectionShare, cfg.Subsample
+	s.DefaultLabel = cfg.DefaultLabel
 }
 
 // applyWide gives spec, a tuning by a tuner that uses uses, cfg's
@@ -174,6 +175,9 @@ func rowOptions(report any, row *CompareRow) {
 // weight where random-stop is among the entries).
 func (s CompareSettings) Options() string {
 	var parts []string
+	if s.DefaultLabel != "" {
+		parts = append(parts, "the default "+s.DefaultLabel)
+	}
 	if s.Clipping != "" {
 		parts = append(parts, fmt.Sprintf("%s clipping (γ = %g)", s.Clipping, s.AutoClipGamma))
 	}

@@ -136,3 +136,24 @@ func TestCompareWideFingerprints(t *testing.T) {
 		}
 	}
 }
+
+// A default's label names the comparison in the report but changes no
+// run: the tunings' and the baselines' fingerprints are those without it.
+func TestDefaultLabelNamesButFingerprintsNothing(t *testing.T) {
+	s := CompareSettings{Dataset: "d", Model: "m", Budgets: []float64{1}, Delta: 1e-5}
+	labelled := s
+	labelled.DefaultLabel = "mis-set: η 8× too small"
+	if got, want := labelled.Options(), "the default mis-set: η 8× too small"; got != want {
+		t.Errorf("Options() = %q, want %q", got, want)
+	}
+	e := CompareEntry{Tuner: "t"}
+	if labelled.fingerprint(e) != s.fingerprint(e) {
+		t.Error("the label changes a tuning's fingerprint")
+	}
+	var d job.TrainDefaults
+	ld, lc := labelled.baselineFingerprints(d)
+	sd, sc := s.baselineFingerprints(d)
+	if ld != sd || lc != sc {
+		t.Error("the label changes a baseline's fingerprint")
+	}
+}
