@@ -4,47 +4,36 @@ import (
 	"math"
 
 	"github.com/dptune/dptune/internal/gemm"
+	"github.com/dptune/dptune/internal/vec"
 )
 
-// idft32 is the unnormalised inverse 2-D DFT of m×n spectra, written as
-// two real matrix products in float32 (package gemm) so that a batch of
-// spectra — the L second-order wavelet products of one |U1| at one scale —
-// is inverted by two large products and L small ones instead of
-// (m + n)·L FFTs. With C[k, t] = cos(2πkt/n) and S[k, t] = sin(2πkt/n):
+// The float32 stage computes its 2-D DFTs as real matrix products
+// (package gemm) on batches of cnt signals at once, laid out so that each
+// large product is as wide as the whole batch rather than one signal (the
+// micro-kernels then run on full blocks): a batch of m×n arrays A_i is
+// stored "wide", as rows each holding row r of every A_i side by side, and
+// a DFT along the columns of all of them is one product with the DFT
+// matrix. Between the two directions the batch is transposed by
+// whole-matrix transposes (vec.Transpose).
 //
-//	rows: Y = [Zr | Zi]·[[C, S], [−S, C]]      (the DFT along each row)
-//	cols: P = Cm·Y, Q = Sm·Y                   (along each column)
-//	      Re z' = P_r − Q_i,  Im z' = Q_r + P_i
-//
-// where P_r, P_i are the left and right halves of P. The outputs are the
-// DFTs' values up to float32 rounding: each is a sum of m or n products,
-// so the error relative to the spectrum's norm is a few units of float32
-// rounding (TestFloat32Stage).
-type idft32 struct {
-	m, n int
-	row  []float32 // 2n×2n, [[C, S], [−S, C]] for length n
-	col  []float32 // 2m×m, [Cm; Sm] for length m
-}
+// With C[k, t] = cos(2πkt/n) and S[k, t] = sin(2πkt/n) the inverse DFT
+// along the columns of a complex Z is (C + iS)·Z = (C·Zr − S·Zi) +
+// i(S·Zr + C·Zi), and the forward one (C − iS)·Z. The values are the DFTs'
+// up to float32 rounding: each is a sum of m, n or 2m products, so the
+// error relative to the input's norm is a few units of float32 rounding
+// (TestFloat32Stage).
 
-func newIDFT32(m, n int) idft32 {
-	d := idft32{m: m, n: n, row: make([]float32, 4*n*n), col: make([]float32, 2*m*m)}
+// dftMat returns [C; S], 2n×n, row-major, rounded to float32.
+func dftMat(n int) []float32 {
+	cs := make([]float32, 2*n*n)
 	for k := 0; k < n; k++ {
 		for t := 0; t < n; t++ {
 			s, c := twiddle(k*t, n)
-			d.row[k*2*n+t] = c
-			d.row[k*2*n+n+t] = s
-			d.row[(n+k)*2*n+t] = -s
-			d.row[(n+k)*2*n+n+t] = c
+			cs[k*n+t] = c
+			cs[(n+k)*n+t] = s
 		}
 	}
-	for t := 0; t < m; t++ {
-		for k := 0; k < m; k++ {
-			s, c := twiddle(k*t, m)
-			d.col[t*m+k] = c
-			d.col[(m+t)*m+k] = s
-		}
-	}
-	return d
+	return cs
 }
 
 // twiddle returns sin and cos of 2π·(p mod n)/n, rounded to float32.
@@ -53,48 +42,74 @@ func twiddle(p, n int) (float32, float32) {
 	return float32(s), float32(c)
 }
 
-// rows writes to y the DFT along the rows of the cnt spectra whose real
-// and imaginary parts are zr and zi (each cnt·m×n, one spectrum after
-// another): y = zr·[C, S] + zi·[−S, C], cnt·m rows [Re | Im] of 2n.
-func (d *idft32) rows(y, zr, zi []float32, cnt int) {
-	n, n2 := d.n, 2*d.n
-	y = y[:cnt*d.m*n2]
-	clear(y)
-	gemm.Mul(cnt*d.m, n2, n, zr, n, 1, d.row[:n*n2], n2, y, n2)
-	gemm.Mul(cnt*d.m, n2, n, zi, n, 1, d.row[n*n2:], n2, y, n2)
+// idft32 is the unnormalised inverse 2-D DFT of m×n spectra followed by
+// the modulus, for batches of cnt spectra.
+type idft32 struct {
+	m, n int
+	colM []float32 // 2m×2m: [[C, −S], [S, C]] for length m
+	colN []float32 // dftMat(n)
 }
 
-// colsAbs finishes the transform of one spectrum whose row DFTs are y
-// (m×2n): it writes |z'|·scale to u (m×n), using pq (2m×2n) as scratch,
-// and returns Σ|z'|².
-func (d *idft32) colsAbs(u, y, pq []float32, scale float32) float64 {
-	m, n, n2 := d.m, d.n, 2*d.n
-	pq = pq[:2*m*n2]
-	clear(pq)
-	gemm.Mul(2*m, n2, m, d.col, m, 1, y, n2, pq, n2)
-	var sum float64
-	for r := 0; r < m; r++ {
-		p := pq[r*n2 : (r+1)*n2]
-		q := pq[(m+r)*n2 : (m+r+1)*n2]
-		o := u[r*n : (r+1)*n]
-		pr, pi := p[:n], p[n:n2]
-		qr, qi := q[:n], q[n:n2]
-		var rs float32
-		for c := range o {
-			re, im := pr[c]-qi[c], qr[c]+pi[c]
-			a := re*re + im*im
-			rs += a
-			o[c] = float32(math.Sqrt(float64(a))) * scale
+func newIDFT32(m, n int) idft32 {
+	d := idft32{m: m, n: n, colM: make([]float32, 4*m*m), colN: dftMat(n)}
+	for k := 0; k < m; k++ {
+		for t := 0; t < m; t++ {
+			s, c := twiddle(k*t, m)
+			d.colM[k*2*m+t], d.colM[k*2*m+m+t] = c, -s
+			d.colM[(m+k)*2*m+t], d.colM[(m+k)*2*m+m+t] = s, c
 		}
-		sum += float64(rs)
 	}
-	return sum
+	return d
 }
 
-// lowpass32 is denseLowpass in float32 for a batch of real signals:
-// G·U·Hᵀ for each of cnt m×n signals stored one after another. Its terms
-// are products of non-negative moduli with the low-pass filter's weights,
-// so float32 sums lose nothing to cancellation.
+// absBatch writes |z'_i|·scale, where z'_i is the unnormalised inverse DFT
+// of the i-th of cnt m×n spectra with real parts zr and imaginary parts
+// zi (m·n values each, one after another), to ut as the wide layout of
+// their transposes (n × cnt·m: ut[c, i·m + r] = |z'_i[r, c]|·scale), and
+// Σ|z'_i|² to energy[i]. w (2·m·n·cnt values) and pq (4·m·n·cnt) are
+// scratch.
+//
+// The transposes are whole-matrix ones (vec.Transpose): zr as cnt × m·n
+// becomes m rows of (column, spectrum) pairs, the DFT along the columns is
+// one product [[C, −S], [S, C]]·[Zr; Zi], and the transpose of its
+// 2m × n·cnt result is the wide layout, row c holding [Re | Im] of column
+// c of every Y_i, for the DFT along the rows, [C; S]·w, whose
+// combination (C + iS) is taken with the modulus.
+func (d *idft32) absBatch(ut []float32, energy []float64, zr, zi, w, pq []float32, cnt int, scale float32) {
+	m, n := d.m, d.n
+	bs, wa, wb := m*n, cnt*n, cnt*2*m
+	vec.Transpose(cnt, bs, zr, w[:cnt*bs])
+	vec.Transpose(cnt, bs, zi, w[cnt*bs:2*cnt*bs])
+	pq = pq[:2*m*wa]
+	clear(pq)
+	gemm.Mul(2*m, wa, 2*m, d.colM, 2*m, 1, w, wa, pq, wa)
+	vec.Transpose(2*m, wa, pq, w)
+	pq = pq[:2*n*wb]
+	clear(pq)
+	gemm.Mul(2*n, wb, n, d.colN, n, 1, w, wb, pq, wb)
+	p, q := pq[:n*wb], pq[n*wb:]
+	clear(energy[:cnt])
+	for c := 0; c < n; c++ {
+		for i := 0; i < cnt; i++ {
+			o := c*wb + i*2*m
+			pr, pi, qr, qi := p[o:o+m], p[o+m:o+2*m], q[o:o+m], q[o+m:o+2*m]
+			u := ut[c*cnt*m+i*m : c*cnt*m+(i+1)*m]
+			var e float32
+			for r := range u {
+				re, im := pr[r]-qi[r], qr[r]+pi[r]
+				a := re*re + im*im
+				e += a
+				u[r] = float32(math.Sqrt(float64(a))) * scale
+			}
+			energy[i] += float64(e)
+		}
+	}
+}
+
+// lowpass32 is denseLowpass in float32, for a batch of real signals in
+// the transposed wide layout absBatch writes. Its terms are products of
+// non-negative moduli with the low-pass filter's weights, so float32 sums
+// lose nothing to cancellation.
 type lowpass32 struct {
 	gt []float32 // Gᵀ: m×oh
 	ht []float32 // Hᵀ: n×ow
@@ -113,15 +128,24 @@ func toFloat32(x []float64) []float32 {
 }
 
 // apply writes G·U_i·Hᵀ (oh×ow) to dst[i·oh·ow:] for the cnt m×n signals
-// U_i in u, using t (cnt·m·ow values) as scratch for U·Hᵀ.
-func (lp *lowpass32) apply(dst, u, t []float32, cnt, m, n, oh, ow int) {
-	t = t[:cnt*m*ow]
+// U_i given as ut, the wide layout of their transposes (n × cnt·m), using
+// t (ow·cnt·m values) and st (ow·oh) as scratch: T = H·ut holds the
+// (U_i·Hᵀ)ᵀ side by side, and each T_i·Gᵀ is S_iᵀ.
+func (lp *lowpass32) apply(dst, ut, t, st []float32, cnt, m, n, oh, ow int) {
+	wt := cnt * m
+	t = t[:ow*wt]
 	clear(t)
-	gemm.Mul(cnt*m, ow, n, u, n, 1, lp.ht, ow, t, ow)
+	gemm.Mul(ow, wt, n, lp.ht, 1, ow, ut, wt, t, wt)
 	plane := oh * ow
-	d := dst[:cnt*plane]
-	clear(d)
+	st = st[:plane]
 	for i := 0; i < cnt; i++ {
-		gemm.Mul(oh, ow, m, lp.gt, 1, oh, t[i*m*ow:], ow, d[i*plane:], ow)
+		clear(st)
+		gemm.Mul(ow, oh, m, t[i*m:], wt, 1, lp.gt, oh, st, oh)
+		d := dst[i*plane : (i+1)*plane]
+		for o := 0; o < oh; o++ {
+			for p := 0; p < ow; p++ {
+				d[o*ow+p] = st[p*oh+o]
+			}
+		}
 	}
 }

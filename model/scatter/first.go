@@ -26,14 +26,8 @@ func (s *Scattering) firstOrder32(ws *workspace, dst []float32, j1, ch int) int 
 	for t := 0; t < L; t++ {
 		fold32(ws.zr[t*bs:], ws.zi[t*bs:], ws.ar, ws.ai, s.psi32[j1*L+t][0], bs, k1*k1)
 	}
-	d := &s.dft[j1]
-	d.rows(ws.yf, ws.zr, ws.zi, L)
-	scale := float32(1 / float64(bs*k1*k1))
-	u1f := ws.u1f[:L*bs]
-	for t := 0; t < L; t++ {
-		d.colsAbs(u1f[t*bs:(t+1)*bs], ws.yf[2*t*bs:2*(t+1)*bs], ws.pq, scale)
-	}
-	s.lp32[j1].apply(dst[(1+j1*L)*plane:], u1f, ws.tf, L, m1, c1, s.oh, s.ow)
+	s.dft[j1].absBatch(ws.mod1, ws.energy, ws.zr, ws.zi, ws.w, ws.pq, L, float32(1/float64(bs*k1*k1)))
+	s.lp32[j1].apply(dst[(1+j1*L)*plane:], ws.mod1, ws.tf, ws.st, L, m1, c1, s.oh, s.ow)
 	if j1+1 >= s.j {
 		return ch
 	}
@@ -52,31 +46,34 @@ func (s *Scattering) firstOrder32(ws *workspace, dst []float32, j1, ch int) int 
 }
 
 // spectra32 writes to ws.hr, ws.hi the half spectra of the L moduli U1 of
-// scale j1 in ws.u1f (rdft32). Each U1's mean is taken out before the
+// scale j1 in ws.mod1 (rdft32). Each U1's mean is taken out before the
 // float32 transform and put back into the zero frequency, so that the
 // rounding is relative to U1's variations, not to its (large, positive)
-// mean; u1f is left without it.
+// mean; mod1 is left without it.
 func (s *Scattering) spectra32(ws *workspace, j1 int) {
+	L := s.l
 	m1, c1 := s.mp>>j1, s.np>>j1
 	bs, hs := m1*c1, m1*(c1/2+1)
-	mean := ws.mean[:s.l]
-	for t := range mean {
-		u := ws.u1f[t*bs : (t+1)*bs]
+	u := ws.mod1[:L*bs] // c1 rows of L·m1: row c holds column c of each U1
+	for t := 0; t < L; t++ {
 		var sum float64
-		for _, v := range u {
-			sum += float64(v)
+		for c := 0; c < c1; c++ {
+			for _, v := range u[c*L*m1+t*m1 : c*L*m1+(t+1)*m1] {
+				sum += float64(v)
+			}
 		}
 		mu := float32(sum / float64(bs))
-		for i := range u {
-			u[i] -= mu
+		for c := 0; c < c1; c++ {
+			seg := u[c*L*m1+t*m1 : c*L*m1+(t+1)*m1]
+			for i := range seg {
+				seg[i] -= mu
+			}
 		}
-		mean[t] = mu
+		ws.mean[t] = mu
 	}
-	d := &s.rdft[j1]
-	d.rows(ws.yf, ws.u1f, s.l)
-	for t, mu := range mean {
-		d.cols(ws.hr[t*hs:(t+1)*hs], ws.hi[t*hs:(t+1)*hs], ws.yf[2*t*hs:2*(t+1)*hs], ws.pq)
-		ws.hr[t*hs] += float32(float64(mu) * float64(bs))
+	s.rdft[j1].spectra(ws.hr, ws.hi, u, ws.w, ws.pq, L)
+	for t := 0; t < L; t++ {
+		ws.hr[t*hs] += float32(float64(ws.mean[t]) * float64(bs))
 	}
 }
 

@@ -74,11 +74,12 @@ type workspace struct {
 	// float32 stage (transform32), for L signals at the finest resolution:
 	ar, ai []float32 // a spectrum in block layout (blockify)
 	zr, zi []float32 // L periodised wavelet products
-	yf     []float32 // their row DFTs, rows [Re | Im]
-	pq     []float32 // one column pass
-	u1f    []float32 // the L moduli U1 of one scale
-	u2f    []float32 // the L moduli U2 of one scale
-	tf     []float32 // U·Hᵀ for the low-pass
+	w      []float32 // the same in wide layout, then transposed DFTs (idft32)
+	pq     []float32 // products with the DFT matrices
+	mod1   []float32 // the L moduli U1 of one scale (wide, transposed)
+	mod2   []float32 // the L moduli U2 of one scale
+	energy []float64 // Σ|z'|² of each of them
+	tf, st []float32 // the low-pass's scratch
 	hr, hi []float32 // the half spectra of the L moduli U1 of one scale
 	mean   []float32 // their means
 }
@@ -204,11 +205,12 @@ func (s *Scattering) newWorkspace() *workspace {
 		s:       make([]complex128, out),
 	}
 	if s.dft != nil {
-		batch := s.l * full
-		ws.ar, ws.ai, ws.pq = make([]float32, full), make([]float32, full), make([]float32, 4*full)
-		ws.zr, ws.zi, ws.yf = make([]float32, batch), make([]float32, batch), make([]float32, 2*batch)
-		ws.u1f, ws.u2f, ws.tf = make([]float32, batch), make([]float32, batch/4), make([]float32, s.l*s.mp*s.ow)
-		half := s.l * s.mp * (s.np/2 + 1)
+		batch, half := s.l*full, s.l*s.mp*(s.np/2+1)
+		ws.ar, ws.ai = make([]float32, full), make([]float32, full)
+		ws.zr, ws.zi = make([]float32, batch), make([]float32, batch)
+		ws.w, ws.pq = make([]float32, 2*(batch+s.l*s.mp)), make([]float32, 4*(batch+s.l*s.mp))
+		ws.mod1, ws.mod2, ws.energy = make([]float32, batch), make([]float32, batch/4), make([]float64, s.l)
+		ws.tf, ws.st = make([]float32, s.l*s.mp*s.ow), make([]float32, s.oh*s.ow)
 		ws.hr, ws.hi, ws.mean = make([]float32, half), make([]float32, half), make([]float32, s.l)
 	}
 	for r := 0; r <= s.j; r++ {

@@ -12,9 +12,8 @@ const maxAmplification = 4
 // given its half spectrum sr, si at resolution 2^j1 (rdft32), to the
 // channels from ch on (all j2 > j1, θ2 fastest), and returns the next
 // channel. For each j2 the L wavelet products are formed and periodised
-// in float32 (fold32), inverted together by idft32 (one matrix product
-// for the rows of all L, one per column pass), and their moduli
-// low-passed together by lowpass32.
+// in float32 (fold32), inverted together by idft32 (two matrix products
+// for all L), and their moduli low-passed together by lowpass32.
 //
 // When U1 itself carries float32 rounding (check), its relative error ε
 // becomes ε·R in a product z = fold(Û1·ψ̂), R = ‖Û1‖·‖ψ̂‖ / (√(m1·n1)·‖z‖)
@@ -36,17 +35,16 @@ func (s *Scattering) secondOrder32(ws *workspace, dst, sr, si []float32, j1, ch 
 		for t := 0; t < L; t++ {
 			fold32(ws.zr[t*bs:], ws.zi[t*bs:], ws.ar, ws.ai, s.psi32[j2*L+t][j1], bs, k2*k2)
 		}
-		d := &s.dft[j2]
-		d.rows(ws.yf, ws.zr, ws.zi, L)
-		scale := float32(1 / float64(bs*k2*k2))
-		for t := 0; t < L; t++ {
-			// Σ|z'|² = bs·Σ|z|² for the unnormalised inverse DFT z'.
-			e := d.colsAbs(ws.u2f[t*bs:(t+1)*bs], ws.yf[2*t*bs:2*(t+1)*bs], ws.pq, scale)
-			if check && sn*s.psiNorm2[j2*L+t][j1]*float64(bs) > maxAmplification*maxAmplification*e {
-				return ch, false
+		s.dft[j2].absBatch(ws.mod2, ws.energy, ws.zr, ws.zi, ws.w, ws.pq, L, float32(1/float64(bs*k2*k2)))
+		if check {
+			for t, e := range ws.energy[:L] {
+				// Σ|z'|² = bs·Σ|z|² for the unnormalised inverse DFT z'.
+				if sn*s.psiNorm2[j2*L+t][j1]*float64(bs) > maxAmplification*maxAmplification*e {
+					return ch, false
+				}
 			}
 		}
-		s.lp32[j2].apply(dst[ch*plane:], ws.u2f, ws.tf, L, m2, c2, s.oh, s.ow)
+		s.lp32[j2].apply(dst[ch*plane:], ws.mod2, ws.tf, ws.st, L, m2, c2, s.oh, s.ow)
 		ch += L
 	}
 	return ch, true
