@@ -1,12 +1,14 @@
 package job
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/dptune/dptune/audit"
+	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/tuning"
@@ -200,4 +202,52 @@ func auditDataProtocols() string {
 		return registry.Either(all)
 	}
 	return fmt.Sprintf("%s (and, but for --lr, %s)", registry.Either(all), registry.Either(noLR))
+}
+
+// Save writes r as dir/audit.json, through a temporary file of a random
+// name renamed into place (a symbolic link planted in dir is replaced, not
+// written through).
+func (r *AuditResult) Save(dir string) error { return saveAuditJSON(dir, r) }
+
+// Save writes r as dir/audit.json, as AuditResult.Save does.
+func (r *OneRunResult) Save(dir string) error { return saveAuditJSON(dir, r) }
+
+// saveAuditJSON writes v, indented, as dir/audit.json atomically.
+func saveAuditJSON(dir string, v any) error {
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return fsx.WriteFileAtomic(filepath.Join(dir, "audit.json"), append(js, '\n'), 0o644)
+}
+
+// CheckRequest refuses, before the audited run's settings are read, canary
+// settings that cannot make a one-run audit, with errors wrapping
+// ErrInvalid that name the flags of dptune audit one-run: a confidence
+// outside (0, 1), fewer than 2 canaries, an unknown canary kind, a
+// non-private run (nonPrivate), a guess count outside [1, Canaries], more
+// canaries than the test set of the dataset called dataset holds (the
+// canaries are drawn from it).
+func (s OneRunSpec) CheckRequest(dataset string, nonPrivate bool) error {
+	if !(s.Confidence > 0 && s.Confidence < 1) {
+		return invalidf("--confidence %v is outside (0, 1)", s.Confidence)
+	}
+	if s.Canaries < 2 {
+		return invalidf("--canaries %d: a one-run audit needs at least 2", s.Canaries)
+	}
+	if s.Canary != OneRunGradient && s.Canary != OneRunInput {
+		return invalidf("--canary %q is neither %s nor %s", s.Canary, OneRunGradient, OneRunInput)
+	}
+	if nonPrivate {
+		return invalidf("--non-private: a one-run audit audits a private run")
+	}
+	for _, r := range s.Guesses {
+		if r < 1 || r > s.Canaries {
+			return invalidf("--guesses %d is outside [1, %d] (the canaries)", r, s.Canaries)
+		}
+	}
+	if n, ok := TestSize(dataset); ok && s.Canaries > n {
+		return invalidf("--canaries %d is above %d, the size of %s's test set the canaries are drawn from", s.Canaries, n, dataset)
+	}
+	return nil
 }

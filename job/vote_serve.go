@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/dptune/dptune/federated"
 )
@@ -274,4 +275,99 @@ func VoteClientArgs(v VoteSpec, server string, i, n int, certs string) []string 
 		args = append(args, "--feature-cache", v.Data.Features.Dir)
 	}
 	return args
+}
+
+// VoteClientRequest is a vote client as a person asks for it (the flags
+// of dptune vote client, whose names the errors speak): the server's
+// address, its share Part "i/n" ("": the one its certificate binds, or
+// over an insecure transport the next free one), its transport and limits.
+type VoteClientRequest struct {
+	Server, Part string
+	Transport    VoteTransport
+	Limits       VoteLimits
+}
+
+// Join checks r, reads the client's data with data, and takes part in the
+// vote at Server until its end (VoteClient). A request that cannot join
+// is refused before the client connects, with an error wrapping
+// ErrInvalid that names the flag at fault: no server, a malformed share, a
+// transport that cannot reach the server (VoteTransport.CheckClient),
+// invalid limits.
+func (r VoteClientRequest) Join(ctx context.Context, data func() (Source, error), progress func(stage string, done, total int)) (federated.ClientReport, error) {
+	if r.Server == "" {
+		return federated.ClientReport{}, invalidf("--server is required")
+	}
+	i, n, err := parsePart(r.Part)
+	if err != nil {
+		return federated.ClientReport{}, err
+	}
+	if err := r.Transport.CheckClient(r.Server, i); err != nil {
+		return federated.ClientReport{}, err
+	}
+	src, err := data()
+	if err != nil {
+		return federated.ClientReport{}, err
+	}
+	lim := r.Limits
+	if err := lim.Valid(); err != nil {
+		return federated.ClientReport{}, invalidf("--max-epsilon %v, --max-delta %v, --colluding %d: %v", lim.MaxEpsilon, lim.MaxDelta, lim.Colluding, err)
+	}
+	return VoteClient(ctx, r.Server, r.Transport, src, i, n, lim, progress)
+}
+
+// parsePart parses a share "i/n"; "" is 0/0 (any share).
+func parsePart(s string) (i, n int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 2 || n > 255 || i < 1 || i > n {
+		return 0, 0, invalidf("--part %q: want i/n with 1 ≤ i ≤ n and 2 ≤ n ≤ 255", s)
+	}
+	return i, n, nil
+}
+
+// VoteCertsRequest is a vote's certificates as a person asks for them (the
+// flags of dptune vote certs): a CA, the server's certificate (for
+// localhost and Hosts) and Clients clients', written into Out.
+type VoteCertsRequest struct {
+	Out     string
+	Clients int
+	Hosts   []string
+	// Force replaces the certificates and keys already in Out; without
+	// it, Out holding any of them is refused.
+	Force bool
+}
+
+// Write checks r and writes the CA (its key kept), the server's and each
+// client's certificate and key into Out (federated.GenerateCerts). It
+// refuses, before anything is written, with an error wrapping ErrInvalid
+// that names the flag at fault: a client count outside 2 … 255, no Out, an
+// empty host name, an Out holding a certificate or key without Force, an
+// unwritable Out.
+func (r VoteCertsRequest) Write() error {
+	if r.Clients < 2 || r.Clients > 255 {
+		return invalidf("--clients %d: need 2 … 255", r.Clients)
+	}
+	if r.Out == "" {
+		return invalidf("--out is required")
+	}
+	for _, h := range r.Hosts {
+		if h == "" {
+			return invalidf("--host: empty name")
+		}
+	}
+	if !r.Force {
+		for _, name := range federated.CertFiles(r.Clients, true) {
+			if _, err := os.Lstat(filepath.Join(r.Out, name)); err == nil {
+				return invalidf("%s already holds %s: choose another --out, or --force to replace every certificate and key", r.Out, name)
+			}
+		}
+	}
+	if err := CheckOut(r.Out); err != nil {
+		return err
+	}
+	return federated.GenerateCerts(r.Out, r.Clients, r.Hosts, true)
 }

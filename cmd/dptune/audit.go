@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/runner"
@@ -133,19 +130,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 	if err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return errors.Join(err, closeErr)
-	}
-	// Both files go through a temporary file of a random name renamed into
-	// place: a symbolic link planted in --out is replaced, not written
-	// through.
-	if err := fsx.WriteFileAtomic(filepath.Join(f.Out, "audit.json"), append(js, '\n'), 0o644); err != nil {
-		return errors.Join(err, closeErr)
-	}
-	if err := fsx.WritePathAtomic(filepath.Join(f.Out, "audit.png"), 0o644, func(name string) error {
-		return bench.PlotAudit(res.Stats0, res.Stats1, res.Detail.Threshold, res.EpsilonLower, res.EpsilonUpper, name)
-	}); err != nil {
+	if err := bench.WriteAudit(f.Out, res); err != nil {
 		return errors.Join(err, closeErr)
 	}
 	out := cmd.OutOrStdout()

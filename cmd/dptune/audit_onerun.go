@@ -1,25 +1,20 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 )
 
-// oneRunFlags are audit one-run's flags: train's, and the canaries'.
+// oneRunFlags are audit one-run's flags: train's, and the canaries' (the
+// spec's Canaries, Guesses, Confidence and Canary).
 type oneRunFlags struct {
-	train      trainFlags
-	canaries   int
-	guesses    []int
-	confidence float64
-	canary     string
+	train trainFlags
+	job.OneRunSpec
 }
 
 func newAuditOneRunCmd() *cobra.Command {
@@ -56,44 +51,18 @@ Writes DIR/audit.json.`,
 	f.add(cmd.Flags())
 	fl := cmd.Flags()
 	fl.StringVar(&f.out, "out", "out/audit-one-run", "directory for audit.json")
-	fl.IntVar(&o.canaries, "canaries", 1000, "canaries m (at most the test set's size, and for gradient canaries the network's parameter count)")
-	fl.StringVar(&o.canary, "canary", job.OneRunGradient, "canary kind: gradient (white-box) or input (black-box)")
-	fl.IntSliceVar(&o.guesses, "guesses", nil, "guess counts r to try, each in [1, m] (default: 2%, 5%, 10%, 20%, 50% and 100% of m)")
-	fl.Float64Var(&o.confidence, "confidence", 0.95, "confidence of ε_L, in (0, 1), split over the guess counts")
+	fl.IntVar(&o.Canaries, "canaries", 1000, "canaries m (at most the test set's size, and for gradient canaries the network's parameter count)")
+	fl.StringVar(&o.Canary, "canary", job.OneRunGradient, "canary kind: gradient (white-box) or input (black-box)")
+	fl.IntSliceVar(&o.Guesses, "guesses", nil, "guess counts r to try, each in [1, m] (default: 2%, 5%, 10%, 20%, 50% and 100% of m)")
+	fl.Float64Var(&o.Confidence, "confidence", 0.95, "confidence of ε_L, in (0, 1), split over the guess counts")
 	return cmd
-}
-
-// check refuses canary flags that cannot make a one-run audit, before the
-// training flags are read.
-func (o *oneRunFlags) check() error {
-	if !(o.confidence > 0 && o.confidence < 1) {
-		return usagef("--confidence %v is outside (0, 1)", o.confidence)
-	}
-	if o.canaries < 2 {
-		return usagef("--canaries %d: a one-run audit needs at least 2", o.canaries)
-	}
-	if o.canary != job.OneRunGradient && o.canary != job.OneRunInput {
-		return usagef("--canary %q is neither %s nor %s", o.canary, job.OneRunGradient, job.OneRunInput)
-	}
-	if o.train.NonPrivate {
-		return usagef("--non-private: a one-run audit audits a private run")
-	}
-	for _, r := range o.guesses {
-		if r < 1 || r > o.canaries {
-			return usagef("--guesses %d is outside [1, %d] (the canaries)", r, o.canaries)
-		}
-	}
-	if n, ok := job.TestSize(o.train.data.dataset); ok && o.canaries > n {
-		return usagef("--canaries %d is above %d, the size of %s's test set the canaries are drawn from", o.canaries, n, o.train.data.dataset)
-	}
-	return nil
 }
 
 // run audits the run of the flags in one run, writes audit.json in --out
 // and prints the bounds.
 func (o *oneRunFlags) run(cmd *cobra.Command) error {
 	f := &o.train
-	if err := o.check(); err != nil {
+	if err := o.CheckRequest(f.data.dataset, f.NonPrivate); err != nil {
 		return err
 	}
 	spec, err := f.spec(cmd, "dptune audit one-run → "+f.out)
@@ -104,15 +73,12 @@ func (o *oneRunFlags) run(cmd *cobra.Command) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	start := time.Now()
-	res, err := job.AuditOneRun(cmd.Context(), job.OneRunSpec{Train: spec, Canaries: o.canaries, Guesses: o.guesses, Confidence: o.confidence, Canary: o.canary})
+	o.Train = spec
+	res, err := job.AuditOneRun(cmd.Context(), o.OneRunSpec)
 	if err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := fsx.WriteFileAtomic(filepath.Join(f.out, "audit.json"), append(js, '\n'), 0o644); err != nil {
+	if err := res.Save(f.out); err != nil {
 		return err
 	}
 	printOneRun(cmd.OutOrStdout(), res)

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/job"
 )
 
 // newBenchDoublingCmd is `dptune bench doubling`: the doubling tuner's
@@ -19,11 +18,8 @@ func newBenchDoublingCmd() *cobra.Command {
 		Short: "Ding et al.'s doubling-tuner simulations: Figures 1, 3 and 4 as PNG and CSV",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if seeds < 1 || reps < 1 {
-				return usagef("--seeds and --reps must be at least 1")
-			}
-			if err := job.CheckOut(out); err != nil {
-				return fmt.Errorf("--out: %w", err)
+			if err := bench.CheckDoublingRequest(out, seeds, reps); err != nil {
+				return err
 			}
 			sum, err := bench.DoublingFigures(cmd.Context(), out, seeds, reps)
 			if err != nil {

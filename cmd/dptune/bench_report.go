@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/job"
 )
 
 func newBenchReportCmd() *cobra.Command {
@@ -27,18 +25,11 @@ func newBenchReportCmd() *cobra.Command {
 		Example: `  dptune bench report --from out/bench-compare,out/bench-tuners,out/torch --out out/report`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(from) == 0 {
-				return usagef("--from needs at least one directory")
+			c := bench.ReportConfig{Inputs: from, Out: out}
+			if err := c.CheckRequest(); err != nil {
+				return err
 			}
-			for _, d := range from {
-				if st, err := os.Stat(d); err != nil || !st.IsDir() {
-					return usagef("--from %s is not a directory", d)
-				}
-			}
-			if err := job.CheckOut(out); err != nil {
-				return fmt.Errorf("--out: %w", err)
-			}
-			sum, err := bench.WriteReport(bench.ReportConfig{Inputs: from, Out: out})
+			sum, err := bench.WriteReport(c)
 			if err != nil {
 				return err
 			}

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,20 +11,8 @@ import (
 	"github.com/dptune/dptune/job"
 )
 
-// maxScatterSeconds bounds --seconds (one row's measuring time).
-const maxScatterSeconds = 600
-
-type benchScatterFlags struct {
-	seconds      float64
-	models       bool
-	dataDirs     map[string]string
-	featureCache string
-	out          string
-	seed         uint64
-}
-
 func newBenchScatterCmd() *cobra.Command {
-	var f benchScatterFlags
+	var f bench.ScatterRequest
 	cmd := &cobra.Command{
 		Use:   "scatter",
 		Short: "The scattering transform's throughput, and with --models one DP-SGD epoch of each ScatterNet network",
@@ -42,36 +28,25 @@ func newBenchScatterCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchScatter(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.Float64Var(&f.seconds, "seconds", 3, "measuring time of each throughput row")
-	fl.BoolVar(&f.models, "models", false, "also time one DP-SGD epoch of each built-in scatter network on its cached features")
-	fl.StringToStringVar(&f.dataDirs, "data-dirs", nil, "with --models: dataset=directory of a dataset's files ("+job.DatasetHelp()+"; default "+job.DefaultDirHelp()+")")
-	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "with --models: the feature cache directory read (never written)")
-	fl.StringVar(&f.out, "out", "out/bench-scatter", "directory for scatter.json and the CSVs")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the random pixels, the initialisation and the sampling")
+	fl.Float64Var(&f.Seconds, "seconds", 3, "measuring time of each throughput row")
+	fl.BoolVar(&f.Models, "models", false, "also time one DP-SGD epoch of each built-in scatter network on its cached features")
+	fl.StringToStringVar(&f.DataDirs, "data-dirs", nil, "with --models: dataset=directory of a dataset's files ("+job.DatasetHelp()+"; default "+job.DefaultDirHelp()+")")
+	fl.StringVar(&f.FeatureCache, "feature-cache", job.DefaultFeatureCache(), "with --models: the feature cache directory read (never written)")
+	fl.StringVar(&f.Out, "out", "out/bench-scatter", "directory for scatter.json and the CSVs")
+	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the random pixels, the initialisation and the sampling")
 	return cmd
 }
 
-func runBenchScatter(cmd *cobra.Command, f benchScatterFlags) error {
-	if !(f.seconds > 0 && f.seconds <= maxScatterSeconds) {
-		return usagef("--seconds %v is outside (0, %d]", f.seconds, maxScatterSeconds)
+func runBenchScatter(cmd *cobra.Command, f bench.ScatterRequest) error {
+	cfg, err := f.Config()
+	if err != nil {
+		return err
 	}
-	for name := range f.dataDirs {
-		if !slices.Contains(job.DatasetNames(), name) {
-			return usagef("--data-dirs: unknown dataset %q (want %s)", name, job.DatasetHelp())
-		}
-	}
-	if err := job.CheckOut(f.out); err != nil {
-		return fmt.Errorf("--out: %w", err)
-	}
-	cfg := bench.ScatterConfig{Duration: time.Duration(f.seconds * float64(time.Second)), Seed: f.seed, FeatureDir: f.featureCache,
-		Progress: func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }}
-	if f.models {
-		cfg.Networks = bench.ScatterNetworks(f.dataDirs)
-	}
+	cfg.Progress = func(s string) { fmt.Fprintln(cmd.ErrOrStderr(), s) }
 	rep, err := bench.Scatter(cmd.Context(), cfg)
 	if len(rep.Rows) > 0 {
 		printScatter(cmd.OutOrStdout(), rep)
-		paths, werr := bench.WriteScatter(rep, f.out)
+		paths, werr := bench.WriteScatter(rep, f.Out)
 		if werr != nil {
 			return werr
 		}

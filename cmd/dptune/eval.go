@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/job"
-	"github.com/dptune/dptune/model"
 )
 
 func newEvalCmd() *cobra.Command {
@@ -25,25 +24,7 @@ not all finite is refused (exit 1).`,
 			if err != nil {
 				return err
 			}
-			if modelDir == "" {
-				return usagef("--model DIR is required")
-			}
-			net, _, err := model.Load(modelDir)
-			if err != nil {
-				return err
-			}
-			if !net.Arch.SameInput(src.Arch) {
-				return usagef("the model in %s reads %d×%d×%d inputs of %d classes; %s has %d×%d×%d inputs of %d", modelDir,
-					net.Arch.C, net.Arch.H, net.Arch.W, net.Arch.Classes, dataset, src.Arch.C, src.Arch.H, src.Arch.W, src.Arch.Classes)
-			}
-			if err := net.CheckFinite(); err != nil {
-				return fmt.Errorf("the model in %s: %w", modelDir, err)
-			}
-			_, test, err := src.Load()
-			if err != nil {
-				return err
-			}
-			m, err := job.Evaluate(cmd.Context(), net, test.X, test.Y)
+			m, err := job.EvaluateSaved(cmd.Context(), modelDir, src)
 			if err != nil {
 				return err
 			}

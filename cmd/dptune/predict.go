@@ -2,12 +2,9 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"iter"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -18,8 +15,8 @@ import (
 )
 
 func newPredictCmd() *cobra.Command {
-	var modelDir, filesFrom string
-	var asJSON, null bool
+	var r job.PredictRequest
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "predict --model DIR [--json] (PATH… | --files-from LIST)",
 		Short: "Label image files or directories with a saved model",
@@ -62,36 +59,18 @@ that very file; other readers should use "path_bytes" when it is present.`,
   find photos -name '*.jpg' -print0 | dptune predict --model out/photos --files-from - --null`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, paths []string) error {
-			c := job.PredictConfig{Model: modelDir}
-			switch {
-			case modelDir == "":
-				return usagef("--model DIR is required")
-			case filesFrom != "" && len(paths) > 0:
-				return usagef("give PATHs or --files-from, not both")
-			case null && filesFrom == "":
-				return usagef("--null describes --files-from's list: give --files-from")
-			case filesFrom != "":
-				c.Paths = listedPaths(filesFrom, cmd.InOrStdin(), null)
-				if filesFrom != "-" {
-					st, err := os.Stat(filesFrom)
-					if err != nil {
-						return usagef("--files-from: %v", err)
-					}
-					c.Count = st.Mode().IsRegular() // read twice: counted first
-				}
-			case len(paths) == 0:
-				return usagef("give one or more image files or directories")
-			default:
-				c.Paths = argPaths(paths)
-				c.Count = true
+			r.Paths, r.Stdin = paths, cmd.InOrStdin()
+			c, err := r.Config()
+			if err != nil {
+				return err
 			}
 			return predict(cmd, c, asJSON)
 		},
 	}
-	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train or tune")
+	cmd.Flags().StringVar(&r.Model, "model", "", "directory written by dptune train or tune")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array of {path, label, index, probabilities} (and path_bytes for a file name that is not UTF-8)")
-	cmd.Flags().StringVar(&filesFrom, "files-from", "", `read the paths from this file, one a line ("-": standard input)`)
-	cmd.Flags().BoolVar(&null, "null", false, "the --files-from list's paths each end with a NUL byte, not a newline (find -print0)")
+	cmd.Flags().StringVar(&r.FilesFrom, "files-from", "", `read the paths from this file, one a line ("-": standard input)`)
+	cmd.Flags().BoolVar(&r.Null, "null", false, "the --files-from list's paths each end with a NUL byte, not a newline (find -print0)")
 	return cmd
 }
 
@@ -145,64 +124,6 @@ func predict(cmd *cobra.Command, c job.PredictConfig, asJSON bool) error {
 		_, err = io.WriteString(cmd.OutOrStdout(), end)
 	}
 	return err
-}
-
-// argPaths yields the command line's paths.
-func argPaths(paths []string) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		for _, p := range paths {
-			if !yield(p, nil) {
-				return
-			}
-		}
-	}
-}
-
-// maxListEntry bounds one entry of a --files-from list (Linux's PATH_MAX
-// is 4096 bytes).
-const maxListEntry = 1 << 16
-
-// listedPaths yields the paths listed in the file name ("-": in), each
-// ended by a newline or with null a NUL byte (the last may lack it),
-// skipping empty ones; each range reads the list anew, an entry at a time.
-// It ends with an error for a list that cannot be read or an entry longer
-// than maxListEntry.
-func listedPaths(name string, in io.Reader, null bool) iter.Seq2[string, error] {
-	sep := byte('\n')
-	if null {
-		sep = 0
-	}
-	return func(yield func(string, error) bool) {
-		r := in
-		if name != "-" {
-			f, err := os.Open(name)
-			if err != nil {
-				yield("", fmt.Errorf("--files-from: %w", err))
-				return
-			}
-			defer f.Close()
-			r = f
-		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 4096), maxListEntry)
-		sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
-			if i := bytes.IndexByte(data, sep); i >= 0 {
-				return i + 1, data[:i], nil
-			}
-			if atEOF && len(data) > 0 {
-				return len(data), data, nil
-			}
-			return 0, nil, nil
-		})
-		for sc.Scan() {
-			if len(sc.Bytes()) > 0 && !yield(sc.Text(), nil) {
-				return
-			}
-		}
-		if err := sc.Err(); err != nil {
-			yield("", fmt.Errorf("--files-from %s: %w", textsafe.Quoted(name), err))
-		}
-	}
 }
 
 // predictBar shows predict's progress on w: on a terminal, a live bar of

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -186,9 +184,8 @@ address only; the secure sum then withstands a semi-honest server only.`,
 // newVoteClientCmd is one DP-Hype client process.
 func newVoteClientCmd() *cobra.Command {
 	var d dataFlags
-	var server, part string
-	var tr job.VoteTransport
-	lim := job.VoteLimits{MaxEpsilon: job.DefaultMaxEpsilon, MaxDelta: job.DefaultMaxDelta}
+	r := job.VoteClientRequest{Limits: job.VoteLimits{MaxEpsilon: job.DefaultMaxEpsilon, MaxDelta: job.DefaultMaxDelta}}
+	lim, tr := &r.Limits, &r.Transport
 	cmd := &cobra.Command{
 		Use:   "client",
 		Short: "Run one DP-Hype client (dptune tune --tuner vote starts them on this machine)",
@@ -211,25 +208,8 @@ what they need), and a non-private final training unless
 status 2, before it sends anything derived from its data.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if server == "" {
-				return usagef("--server is required")
-			}
-			i, n, err := parsePart(part)
-			if err != nil {
-				return err
-			}
-			if err := tr.CheckClient(server, i); err != nil {
-				return err
-			}
-			src, err := d.source(cmd)
-			if err != nil {
-				return err
-			}
 			w := cmd.ErrOrStderr()
-			if err := lim.Valid(); err != nil {
-				return usagef("--max-epsilon %v, --max-delta %v, --colluding %d: %v", lim.MaxEpsilon, lim.MaxDelta, lim.Colluding, err)
-			}
-			rep, err := job.VoteClient(cmd.Context(), server, tr, src, i, n, lim, func(stage string, done, total int) {
+			rep, err := r.Join(cmd.Context(), func() (job.Source, error) { return d.source(cmd) }, func(stage string, done, total int) {
 				fmt.Fprintf(w, "%s %d/%d\n", stage, done, total)
 			})
 			if err != nil {
@@ -240,29 +220,15 @@ status 2, before it sends anything derived from its data.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&server, "server", "", "address of the DP-Hype server (HOST:PORT)")
+	fl.StringVar(&r.Server, "server", "", "address of the DP-Hype server (HOST:PORT)")
 	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: mnist or cifar10")
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
 	fl.StringVar(&d.featureCache, "feature-cache", job.DefaultFeatureCache(), "directory keeping the features of a job's network with a scatter front end, computed once per dataset (they are this client's private data, transformed: created 0700, files 0600); empty: compute them on every run")
-	fl.StringVar(&part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: its certificate's, or with --insecure the next free share)")
+	fl.StringVar(&r.Part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: its certificate's, or with --insecure the next free share)")
 	fl.Float64Var(&lim.MaxEpsilon, "max-epsilon", job.DefaultMaxEpsilon, "the largest total ε (vote + final training, at --max-delta, recomputed by this client) of a job this client takes part in")
 	fl.Float64Var(&lim.MaxDelta, "max-delta", job.DefaultMaxDelta, "the δ at which this client computes the job's ε")
 	fl.IntVar(&lim.Colluding, "colluding", 0, "c, the clients this client assumes may collude with the server: a job assuming fewer, or with a threshold t < max(⌊(n+c)/2⌋+1, 2), is refused")
 	fl.BoolVar(&lim.AllowNonPrivate, "allow-non-private", false, "take part in a job whose final training is non-private (the model is NOT private; the vote alone must meet --max-epsilon)")
-	addTransportFlags(fl, &tr, "client")
+	addTransportFlags(fl, tr, "client")
 	return cmd
-}
-
-// parsePart parses --part i/n; "" is 0/0 (any share).
-func parsePart(s string) (i, n int, err error) {
-	if s == "" {
-		return 0, 0, nil
-	}
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 2 || n > 255 || i < 1 || i > n {
-		return 0, 0, usagef("--part %q: want i/n with 1 ≤ i ≤ n and 2 ≤ n ≤ 255", s)
-	}
-	return i, n, nil
 }

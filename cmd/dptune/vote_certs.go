@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -13,10 +11,7 @@ import (
 // newVoteCertsCmd is dptune vote certs: a CA and certificates for a vote
 // across machines.
 func newVoteCertsCmd() *cobra.Command {
-	var out string
-	var clients int
-	var hosts []string
-	var force bool
+	var r job.VoteCertsRequest
 	cmd := &cobra.Command{
 		Use:   "certs",
 		Short: "Write a self-signed CA and the server's and each client's certificate and key for dptune vote serve/client",
@@ -34,38 +29,17 @@ never readable by others; a symbolic link in their place is refused).`,
 		Example: `  dptune vote certs --out certs --clients 5 --host vote.example.org`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if clients < 2 || clients > 255 {
-				return usagef("--clients %d: need 2 … 255", clients)
-			}
-			if out == "" {
-				return usagef("--out is required")
-			}
-			for _, h := range hosts {
-				if h == "" {
-					return usagef("--host: empty name")
-				}
-			}
-			if !force {
-				for _, name := range job.VoteCertFiles(clients, true) {
-					if _, err := os.Lstat(filepath.Join(out, name)); err == nil {
-						return usagef("%s already holds %s: choose another --out, or --force to replace every certificate and key", out, name)
-					}
-				}
-			}
-			if err := job.CheckOut(out); err != nil {
+			if err := r.Write(); err != nil {
 				return err
 			}
-			if err := job.GenerateVoteCerts(out, clients, hosts, true); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote ca.pem, ca.key, server.pem, server.key and client-1 … client-%d (.pem, .key) to %s\n", clients, out)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote ca.pem, ca.key, server.pem, server.key and client-1 … client-%d (.pem, .key) to %s\n", r.Clients, r.Out)
 			return nil
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&out, "out", "", "directory to write the certificates and keys into")
-	fl.IntVar(&clients, "clients", 10, "number of client certificates (2 … 255)")
-	fl.BoolVar(&force, "force", false, "replace the certificates and keys already in --out")
-	fl.StringSliceVar(&hosts, "host", nil, "extra DNS name or IP address the server's certificate is valid for (repeatable)")
+	fl.StringVar(&r.Out, "out", "", "directory to write the certificates and keys into")
+	fl.IntVar(&r.Clients, "clients", 10, "number of client certificates (2 … 255)")
+	fl.BoolVar(&r.Force, "force", false, "replace the certificates and keys already in --out")
+	fl.StringSliceVar(&r.Hosts, "host", nil, "extra DNS name or IP address the server's certificate is valid for (repeatable)")
 	return cmd
 }
