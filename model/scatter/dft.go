@@ -23,19 +23,6 @@ import (
 // error relative to the input's norm is a few units of float32 rounding
 // (TestFloat32Stage).
 
-// dftMat returns [C; S], 2n×n, row-major, rounded to float32.
-func dftMat(n int) []float32 {
-	cs := make([]float32, 2*n*n)
-	for k := 0; k < n; k++ {
-		for t := 0; t < n; t++ {
-			s, c := twiddle(k*t, n)
-			cs[k*n+t] = c
-			cs[(n+k)*n+t] = s
-		}
-	}
-	return cs
-}
-
 // twiddle returns sin and cos of 2π·(p mod n)/n, rounded to float32.
 func twiddle(p, n int) (float32, float32) {
 	s, c := math.Sincos(2 * math.Pi * float64(p%n) / float64(n))
@@ -45,64 +32,83 @@ func twiddle(p, n int) (float32, float32) {
 // idft32 is the unnormalised inverse 2-D DFT of m×n spectra followed by
 // the modulus, for batches of cnt spectra.
 type idft32 struct {
-	m, n int
-	colM []float32 // 2m×2m: [[C, −S], [S, C]] for length m
-	colN []float32 // dftMat(n)
+	m, n   int
+	sm, sn symDFT
 }
 
 func newIDFT32(m, n int) idft32 {
-	d := idft32{m: m, n: n, colM: make([]float32, 4*m*m), colN: dftMat(n)}
-	for k := 0; k < m; k++ {
-		for t := 0; t < m; t++ {
-			s, c := twiddle(k*t, m)
-			d.colM[k*2*m+t], d.colM[k*2*m+m+t] = c, -s
-			d.colM[(m+k)*2*m+t], d.colM[(m+k)*2*m+m+t] = s, c
-		}
-	}
-	return d
+	return idft32{m: m, n: n, sm: newSymDFT(m), sn: newSymDFT(n)}
 }
 
 // absBatch writes |z'_i|·scale, where z'_i is the unnormalised inverse DFT
 // of the i-th of cnt m×n spectra with real parts zr and imaginary parts
 // zi (m·n values each, one after another), to ut as the wide layout of
 // their transposes (n × cnt·m: ut[c, i·m + r] = |z'_i[r, c]|·scale), and
-// Σ|z'_i|² to energy[i]. w (2·m·n·cnt values) and pq (4·m·n·cnt) are
-// scratch.
+// Σ|z'_i|² to energy[i]. y and w (2·m·n·cnt values each), sa and sb
+// (2·cnt·(m·n + m + n) each) are scratch.
 //
-// The transposes are whole-matrix ones (vec.Transpose): zr as cnt × m·n
-// becomes m rows of (column, spectrum) pairs, the DFT along the columns is
-// one product [[C, −S], [S, C]]·[Zr; Zi], and the transpose of its
-// 2m × n·cnt result is the wide layout, row c holding [Re | Im] of column
-// c of every Y_i, for the DFT along the rows, [C; S]·w, whose
-// combination (C + iS) is taken with the modulus.
-func (d *idft32) absBatch(ut []float32, energy []float64, zr, zi, w, pq []float32, cnt int, scale float32) {
+// zr and zi, as cnt × m·n matrices, are transposed into m rows of
+// (column, spectrum) pairs; the DFT along the columns, Y = (C + iS)·Z, is
+// two symmetric products for each part (symDFT); the transpose of
+// [Re Y; Im Y] (2m × n·cnt) is the wide layout, row c holding [Re | Im] of
+// column c of every Y_i, for the DFT along the rows, whose combination
+// (C + iS) is taken with the modulus.
+func (d *idft32) absBatch(ut []float32, energy []float64, zr, zi, y, w, sa, sb []float32, cnt int, scale float32) {
 	m, n := d.m, d.n
 	bs, wa, wb := m*n, cnt*n, cnt*2*m
-	vec.Transpose(cnt, bs, zr, w[:cnt*bs])
-	vec.Transpose(cnt, bs, zi, w[cnt*bs:2*cnt*bs])
-	pq = pq[:2*m*wa]
-	clear(pq)
-	gemm.Mul(2*m, wa, 2*m, d.colM, 2*m, 1, w, wa, pq, wa)
-	vec.Transpose(2*m, wa, pq, w)
-	pq = pq[:2*n*wb]
-	clear(pq)
-	gemm.Mul(2*n, wb, n, d.colN, n, 1, w, wb, pq, wb)
-	p, q := pq[:n*wb], pq[n*wb:]
+	xr, xi := w[:m*wa], w[m*wa:2*m*wa]
+	vec.Transpose(cnt, bs, zr, xr)
+	vec.Transpose(cnt, bs, zi, xi)
+	h, g := d.sm.h, d.sm.g
+	er, or := sb[:h*wa], sb[h*wa:(h+g)*wa]
+	ei, oi := sb[(h+g)*wa:(2*h+g)*wa], sb[(2*h+g)*wa:2*(h+g)*wa]
+	d.sm.products(er, or, xr, sa, wa)
+	d.sm.products(ei, oi, xi, sa, wa)
+	for k := 0; k < m; k++ {
+		yr, yi := y[k*wa:(k+1)*wa], y[(m+k)*wa:(m+k+1)*wa]
+		copy(yr, d.sm.cRow(er, k, wa))
+		copy(yi, d.sm.cRow(ei, k, wa))
+		if sr, sg := d.sm.sRow(or, k, wa); sr != nil {
+			si, _ := d.sm.sRow(oi, k, wa)
+			vec.Axpy(yr, -sg, si)
+			vec.Axpy(yi, sg, sr)
+		}
+	}
+	vec.Transpose(2*m, wa, y, w)
+	p, q := sb[:d.sn.h*wb], sb[d.sn.h*wb:(d.sn.h+d.sn.g)*wb]
+	d.sn.products(p, q, w, sa, wb)
 	clear(energy[:cnt])
-	for c := 0; c < n; c++ {
-		for i := 0; i < cnt; i++ {
-			o := c*wb + i*2*m
-			pr, pi, qr, qi := p[o:o+m], p[o+m:o+2*m], q[o:o+m], q[o+m:o+2*m]
-			u := ut[c*cnt*m+i*m : c*cnt*m+(i+1)*m]
-			var e float32
-			for r := range u {
-				re, im := pr[r]-qi[r], qr[r]+pi[r]
+	for u := 0; u < n; u++ {
+		qu, sg := d.sn.sRow(q, u, wb)
+		modulusRow(ut[u*cnt*m:(u+1)*cnt*m], energy, d.sn.cRow(p, u, wb), qu, sg, cnt, m, scale)
+	}
+}
+
+// modulusRow writes one row of absBatch's output: for each spectrum i,
+// z' = (P + iQ)·… with P = p and Q = sg·q (q nil: zero) as rows
+// [Re | Im] of m, Re z' = P_r − Q_i and Im z' = Q_r + P_i; u[i·m + r] =
+// |z'|·scale, and energy[i] += Σ|z'|².
+func modulusRow(u []float32, energy []float64, p, q []float32, sg float32, cnt, m int, scale float32) {
+	for i := 0; i < cnt; i++ {
+		pr, pi := p[2*i*m:(2*i+1)*m], p[(2*i+1)*m:(2*i+2)*m]
+		o := u[i*m : (i+1)*m]
+		var e float32
+		if q == nil {
+			for r := range o {
+				a := pr[r]*pr[r] + pi[r]*pi[r]
+				e += a
+				o[r] = float32(math.Sqrt(float64(a))) * scale
+			}
+		} else {
+			qr, qi := q[2*i*m:(2*i+1)*m], q[(2*i+1)*m:(2*i+2)*m]
+			for r := range o {
+				re, im := pr[r]-sg*qi[r], sg*qr[r]+pi[r]
 				a := re*re + im*im
 				e += a
-				u[r] = float32(math.Sqrt(float64(a))) * scale
+				o[r] = float32(math.Sqrt(float64(a))) * scale
 			}
-			energy[i] += float64(e)
 		}
+		energy[i] += float64(e)
 	}
 }
 

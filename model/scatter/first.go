@@ -26,7 +26,7 @@ func (s *Scattering) firstOrder32(ws *workspace, dst []float32, j1, ch int) int 
 	for t := 0; t < L; t++ {
 		fold32(ws.zr[t*bs:], ws.zi[t*bs:], ws.ar, ws.ai, s.psi32[j1*L+t][0], bs, k1*k1)
 	}
-	s.dft[j1].absBatch(ws.mod1, ws.energy, ws.zr, ws.zi, ws.w, ws.pq, L, float32(1/float64(bs*k1*k1)))
+	s.dft[j1].absBatch(ws.mod1, ws.energy, ws.zr, ws.zi, ws.y, ws.w, ws.sa, ws.sb, L, float32(1/float64(bs*k1*k1)))
 	s.lp32[j1].apply(dst[(1+j1*L)*plane:], ws.mod1, ws.tf, ws.st, L, m1, c1, s.oh, s.ow)
 	if j1+1 >= s.j {
 		return ch
@@ -71,7 +71,7 @@ func (s *Scattering) spectra32(ws *workspace, j1 int) {
 		}
 		ws.mean[t] = mu
 	}
-	s.rdft[j1].spectra(ws.hr, ws.hi, u, ws.w, ws.pq, L)
+	s.rdft[j1].spectra(ws.hr, ws.hi, u, ws.w, ws.sa, ws.sb, L)
 	for t := 0; t < L; t++ {
 		ws.hr[t*hs] += float32(float64(ws.mean[t]) * float64(bs))
 	}

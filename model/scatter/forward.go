@@ -1,7 +1,5 @@
 package scatter
 
-import "github.com/dptune/dptune/internal/gemm"
-
 // rdft32 is the unnormalised forward 2-D DFT (numpy's fft2) of real m×n
 // signals in float32 by matrix products, as idft32 is the inverse: the
 // half spectrum X[k1, k2], k2 < h = n/2 + 1 (the rest follows from
@@ -9,58 +7,57 @@ import "github.com/dptune/dptune/internal/gemm"
 // layout absBatch writes.
 type rdft32 struct {
 	m, n, h int
-	rowN    []float32 // 2h×n: [C_h; −S_h] for length n
-	colM    []float32 // dftMat(m)
+	sm, sn  symDFT
 }
 
 func newRDFT32(m, n int) rdft32 {
-	h := n/2 + 1
-	d := rdft32{m: m, n: n, h: h, rowN: make([]float32, 2*h*n), colM: dftMat(m)}
-	for k := 0; k < h; k++ {
-		for t := 0; t < n; t++ {
-			s, c := twiddle(k*t, n)
-			d.rowN[k*n+t] = c
-			d.rowN[(h+k)*n+t] = -s
-		}
-	}
-	return d
+	return rdft32{m: m, n: n, h: n/2 + 1, sm: newSymDFT(m), sn: newSymDFT(n)}
 }
 
 // spectra writes the half spectra of the cnt real m×n signals U_i, given
 // as ut (n × cnt·m, ut[c, i·m + r] = U_i[r, c]), to hr and hi (m×h each,
-// one after another). The DFT along the rows is [C_h; −S_h]·ut, giving
-// V_i = (U_i·F̄_n)ᵀ side by side; w (m × cnt·2h) receives the V_iᵀ in
-// wide layout, and the DFT along the columns (C − iS)·V_iᵀ is one more
-// product. pq is scratch of 4·m·h·cnt values.
-func (d *rdft32) spectra(hr, hi, ut, w, pq []float32, cnt int) {
-	m, n, h := d.m, d.n, d.h
+// one after another). The DFT along the rows, V = (C − iS)·ut for
+// k ≤ n/2, gives the (U_i·F̄_n)ᵀ side by side; w (m × cnt·2h) receives
+// their transposes in wide layout, and the DFT along the columns
+// (C − iS)·V_iᵀ is one more pair of products. sa and sb are scratch as
+// for idft32.absBatch.
+func (d *rdft32) spectra(hr, hi, ut, w, sa, sb []float32, cnt int) {
+	m, h := d.m, d.h
 	wu, wv := cnt*m, cnt*2*h
-	pq = pq[:2*h*wu]
-	clear(pq)
-	gemm.Mul(2*h, wu, n, d.rowN, n, 1, ut, wu, pq, wu)
-	p, q := pq[:h*wu], pq[h*wu:]
+	e, o := sb[:h*wu], sb[h*wu:(h+d.sn.g)*wu]
+	d.sn.products(e, o, ut, sa, wu)
 	for k := 0; k < h; k++ {
+		vr := e[k*wu : (k+1)*wu]
+		vi, sg := d.sn.sRow(o, k, wu)
 		for i := 0; i < cnt; i++ {
-			vr, vi := p[k*wu+i*m:k*wu+(i+1)*m], q[k*wu+i*m:k*wu+(i+1)*m]
-			for r := range vr {
-				w[r*wv+i*2*h+k] = vr[r]
-				w[r*wv+i*2*h+h+k] = vi[r]
+			for r := 0; r < m; r++ {
+				w[r*wv+i*2*h+k] = vr[i*m+r]
+				im := float32(0)
+				if vi != nil {
+					im = -sg * vi[i*m+r]
+				}
+				w[r*wv+i*2*h+h+k] = im
 			}
 		}
 	}
-	pq = pq[:2*m*wv]
-	clear(pq)
-	gemm.Mul(2*m, wv, m, d.colM, m, 1, w, wv, pq, wv)
-	p, q = pq[:m*wv], pq[m*wv:]
+	e, o = sb[:d.sm.h*wv], sb[d.sm.h*wv:(d.sm.h+d.sm.g)*wv]
+	d.sm.products(e, o, w, sa, wv)
 	for k := 0; k < m; k++ {
+		c := d.sm.cRow(e, k, wv)
+		s, sg := d.sm.sRow(o, k, wv)
 		for i := 0; i < cnt; i++ {
-			o := k*wv + i*2*h
-			pr, pi, qr, qi := p[o:o+h], p[o+h:o+2*h], q[o:o+h], q[o+h:o+2*h]
-			or := hr[i*m*h+k*h : i*m*h+(k+1)*h]
-			oi := hi[i*m*h+k*h : i*m*h+(k+1)*h]
-			for c := range or {
-				or[c] = pr[c] + qi[c]
-				oi[c] = pi[c] - qr[c]
+			cr, ci := c[2*i*h:(2*i+1)*h], c[(2*i+1)*h:(2*i+2)*h]
+			or, oi := hr[i*m*h+k*h:i*m*h+(k+1)*h], hi[i*m*h+k*h:i*m*h+(k+1)*h]
+			if s == nil {
+				copy(or, cr)
+				copy(oi, ci)
+				continue
+			}
+			// X = (C − iS)·V: Re = C·Vr + S·Vi, Im = C·Vi − S·Vr.
+			sr, si := s[2*i*h:(2*i+1)*h], s[(2*i+1)*h:(2*i+2)*h]
+			for j := range or {
+				or[j] = cr[j] + sg*si[j]
+				oi[j] = ci[j] - sg*sr[j]
 			}
 		}
 	}

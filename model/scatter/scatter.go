@@ -74,8 +74,8 @@ type workspace struct {
 	// float32 stage (transform32), for L signals at the finest resolution:
 	ar, ai []float32 // a spectrum in block layout (blockify)
 	zr, zi []float32 // L periodised wavelet products
-	w      []float32 // the same in wide layout, then transposed DFTs (idft32)
-	pq     []float32 // products with the DFT matrices
+	y, w   []float32 // the same in wide layout, their DFTs (idft32, rdft32)
+	sa, sb []float32 // the DFTs' scratch (symDFT)
 	mod1   []float32 // the L moduli U1 of one scale (wide, transposed)
 	mod2   []float32 // the L moduli U2 of one scale
 	energy []float64 // Σ|z'|² of each of them
@@ -208,7 +208,9 @@ func (s *Scattering) newWorkspace() *workspace {
 		batch, half := s.l*full, s.l*s.mp*(s.np/2+1)
 		ws.ar, ws.ai = make([]float32, full), make([]float32, full)
 		ws.zr, ws.zi = make([]float32, batch), make([]float32, batch)
-		ws.w, ws.pq = make([]float32, 2*(batch+s.l*s.mp)), make([]float32, 4*(batch+s.l*s.mp))
+		scratch := 2 * s.l * (full + s.mp + s.np)
+		ws.y, ws.w = make([]float32, 2*batch), make([]float32, 2*batch)
+		ws.sa, ws.sb = make([]float32, scratch), make([]float32, scratch)
 		ws.mod1, ws.mod2, ws.energy = make([]float32, batch), make([]float32, batch/4), make([]float64, s.l)
 		ws.tf, ws.st = make([]float32, s.l*s.mp*s.ow), make([]float32, s.oh*s.ow)
 		ws.hr, ws.hi, ws.mean = make([]float32, half), make([]float32, half), make([]float32, s.l)

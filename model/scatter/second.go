@@ -35,7 +35,7 @@ func (s *Scattering) secondOrder32(ws *workspace, dst, sr, si []float32, j1, ch 
 		for t := 0; t < L; t++ {
 			fold32(ws.zr[t*bs:], ws.zi[t*bs:], ws.ar, ws.ai, s.psi32[j2*L+t][j1], bs, k2*k2)
 		}
-		s.dft[j2].absBatch(ws.mod2, ws.energy, ws.zr, ws.zi, ws.w, ws.pq, L, float32(1/float64(bs*k2*k2)))
+		s.dft[j2].absBatch(ws.mod2, ws.energy, ws.zr, ws.zi, ws.y, ws.w, ws.sa, ws.sb, L, float32(1/float64(bs*k2*k2)))
 		if check {
 			for t, e := range ws.energy[:L] {
 				// Σ|z'|² = bs·Σ|z|² for the unnormalised inverse DFT z'.
