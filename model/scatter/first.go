@@ -71,7 +71,7 @@ func (s *Scattering) spectra32(ws *workspace, j1 int) {
 		}
 		ws.mean[t] = mu
 	}
-	s.rdft[j1].spectra(ws.hr, ws.hi, u, ws.w, ws.sa, ws.sb, L)
+	s.rdft[j1].spectra(ws.hr, ws.hi, u, ws.w, ws.y, ws.sa, ws.sb, L)
 	for t := 0; t < L; t++ {
 		ws.hr[t*hs] += float32(float64(ws.mean[t]) * float64(bs))
 	}

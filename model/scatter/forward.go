@@ -1,5 +1,7 @@
 package scatter
 
+import "github.com/dptune/dptune/internal/vec"
+
 // rdft32 is the unnormalised forward 2-D DFT (numpy's fft2) of real m×n
 // signals in float32 by matrix products, as idft32 is the inverse: the
 // half spectrum X[k1, k2], k2 < h = n/2 + 1 (the rest follows from
@@ -7,36 +9,43 @@ package scatter
 // layout absBatch writes.
 type rdft32 struct {
 	m, n, h int
-	sm, sn  symDFT
+	sm      symDFT
+	sn      symDFT // with −S for S: the rows' DFT C − iS gives Im = S·ut
 }
 
 func newRDFT32(m, n int) rdft32 {
-	return rdft32{m: m, n: n, h: n/2 + 1, sm: newSymDFT(m), sn: newSymDFT(n)}
+	d := rdft32{m: m, n: n, h: n/2 + 1, sm: newSymDFT(m), sn: newSymDFT(n)}
+	for i, v := range d.sn.s {
+		d.sn.s[i] = -v
+	}
+	return d
 }
 
 // spectra writes the half spectra of the cnt real m×n signals U_i, given
 // as ut (n × cnt·m, ut[c, i·m + r] = U_i[r, c]), to hr and hi (m×h each,
 // one after another). The DFT along the rows, V = (C − iS)·ut for
-// k ≤ n/2, gives the (U_i·F̄_n)ᵀ side by side; w (m × cnt·2h) receives
-// their transposes in wide layout, and the DFT along the columns
-// (C − iS)·V_iᵀ is one more pair of products. sa and sb are scratch as
+// k ≤ n/2, gives the (U_i·F̄_n)ᵀ side by side; their transposes are put
+// in w (m × cnt·2h) in wide layout, and the DFT along the columns
+// (C − iS)·V_iᵀ is one more pair of products. y, sa and sb are scratch as
 // for idft32.absBatch.
-func (d *rdft32) spectra(hr, hi, ut, w, sa, sb []float32, cnt int) {
-	m, h := d.m, d.h
+func (d *rdft32) spectra(hr, hi, ut, w, y, sa, sb []float32, cnt int) {
+	m, n, h, g := d.m, d.n, d.h, d.sn.g
 	wu, wv := cnt*m, cnt*2*h
-	e, o := sb[:h*wu], sb[h*wu:(h+d.sn.g)*wu]
+	e, o := sb[:h*wu], sb[h*wu:(h+g)*wu]
 	d.sn.products(e, o, ut, sa, wu)
-	for k := 0; k < h; k++ {
-		vr := e[k*wu : (k+1)*wu]
-		vi, sg := d.sn.sRow(o, k, wu)
-		for i := 0; i < cnt; i++ {
-			for r := 0; r < m; r++ {
-				w[r*wv+i*2*h+k] = vr[i*m+r]
-				im := float32(0)
-				if vi != nil {
-					im = -sg * vi[i*m+r]
-				}
-				w[r*wv+i*2*h+h+k] = im
+	// Re V = e (rows k ≤ n/2), Im V = o (rows 1 ≤ k ≤ g; zero at 0 and
+	// n/2), transposed to rows (i, r) and then placed in w.
+	tr, ti := y[:wu*h], y[wu*h:wu*(h+g)]
+	vec.Transpose(h, wu, e, tr)
+	vec.Transpose(g, wu, o, ti)
+	for i := 0; i < cnt; i++ {
+		for r := 0; r < m; r++ {
+			row := w[r*wv+i*2*h : r*wv+(i+1)*2*h]
+			copy(row[:h], tr[(i*m+r)*h:(i*m+r+1)*h])
+			row[h] = 0
+			copy(row[h+1:h+1+g], ti[(i*m+r)*g:(i*m+r+1)*g])
+			if n%2 == 0 {
+				row[2*h-1] = 0
 			}
 		}
 	}
