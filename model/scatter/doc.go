@@ -59,31 +59,52 @@
 //
 // # How it is computed
 //
-// FFTs are gonum's dsp/fourier (gonum v0.17.0), planned once per work
-// space. The image and each first-order |U| that feeds the second order
-// are real, so their 2-D DFTs are real FFTs of the rows, complex FFTs of
-// the n/2+1 columns those give, and the other columns from the Hermitian
-// symmetry. Each wavelet product is formed and periodised in one pass
-// (the 1/k² of kymatio's mean over the aliases folded into the modulus'
-// scale), inverted by complex FFTs, and its modulus taken in the column
-// pass. The last step — the product with φ, the subsampling to 2^J, the
-// inverse FFT, the real part and the unpadding — is one linear map of
-// the real |U|, and φ is an isotropic Gaussian whose Fourier transform is
-// an outer product at every resolution, so for padded sides up to 128
-// New precomputes it as two small real matrices, S = G·|U|·Hᵀ
-// (denseLowpass; equal to the Fourier-domain computation to rounding,
-// TestDenseLowpass); larger images take the Fourier-domain path. This
-// removes the forward FFT of every second-order |U| and every inverse FFT
-// at resolution 2^J. What remains is dominated by the inverse FFTs of
-// the wavelet products (8 at 36×36 and 72 at 18×18 for MNIST), whose
-// outputs are complex and all needed for the modulus: about 85% of the
-// time on one core.
-//
 // The filters and the low-pass matrices are built once, in float64, by
-// New; Transform computes in float64 and rounds the output to float32
-// (kymatio computes in float32, so the two agree to about 1e-6 relative
-// error per channel; see TestMatchesKymatio). Transform is safe for
-// concurrent use and does not allocate once warm.
+// New. Transform pads the image, takes its 2-D DFT with gonum's
+// dsp/fourier (gonum v0.17.0; real FFTs of the rows, complex FFTs of the
+// n/2+1 columns they give, the rest from the Hermitian symmetry) and S0
+// from it in float64. The last step of every path — the product with φ,
+// the subsampling to 2^J, the inverse DFT, the real part and the
+// unpadding — is one linear map of the real |U|, and φ is an isotropic
+// Gaussian whose Fourier transform is an outer product at every
+// resolution, so New precomputes it as two small real matrices,
+// S = G·|U|·Hᵀ (denseLowpass; equal to the Fourier-domain computation to
+// rounding, TestDenseLowpass).
+//
+// For padded sides up to 128 the rest is the float32 stage
+// (transform32), which works on the L wavelets of one scale at a time:
+//
+//   - each product of a spectrum with a wavelet is formed and periodised
+//     (kymatio's subsample_fourier, the mean of the 2^j×2^j aliases, its
+//     1/k² folded into the modulus' scale) as a sum of elementwise
+//     products of contiguous blocks (fold32, block layout);
+//   - the L inverse DFTs are dense real matrix products in float32
+//     (internal/gemm), the L arrays side by side so that each product is
+//     as wide as the batch, with whole-matrix transposes between the two
+//     directions, each product reduced to about a quarter by the DFT
+//     matrix's symmetries (symDFT), and the modulus taken in the last
+//     combining step (idft32);
+//   - the low-pass G·U·Hᵀ of the L moduli is two more products
+//     (lowpass32);
+//   - the L first-order moduli U1 that feed the second order are
+//     transformed forward the same way (rdft32, their means taken out
+//     first), and each gives its L·(J−1−j1) second-order paths the same
+//     way again (secondOrder32).
+//
+// Float32 rounding costs each channel a few 1e-7 of relative error
+// (TestFloat32Stage bounds it at 1e-6 against the float64 path), except
+// where the second order would amplify U1's rounding: a path whose
+// product carries little of U1's energy, R = ‖Û1‖·‖ψ̂‖/(√(m·n)·‖z‖) > 4,
+// has its U1 computed again in float64 by FFT (0.6% of CIFAR-10's
+// first-order paths, none of MNIST's). For one MNIST image this is about
+// 0.2 ms on one core instead of 1.8 ms for the float64 FFT path;
+// BenchmarkTransformMNISTFloat64 times the latter. Larger images take the
+// float64 FFT path throughout, with the low-pass in the Fourier domain for
+// padded sides over 128. The float64 path computes in float64 and rounds
+// the output to float32 (kymatio computes in float32, so either agrees
+// with it to about 1e-6 relative error per channel; see
+// TestMatchesKymatio). Transform is safe for concurrent use and does not
+// allocate once warm.
 //
 // Sizes: New accepts J in 1…MaxJ, L in 1…MaxL and sides of at least 2^J
 // (kymatio's own condition), whose padded size has at most MaxPixels
