@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning"
 )
 
 // AuditTables are the audits beside the published ones (bench audit's
@@ -93,7 +95,7 @@ func RunAuditTables(ctx context.Context, c AuditFigureConfig, oneRun *job.OneRun
 			c.Progress(s)
 		}
 	}
-	audit := func(s job.AuditSpec) (*job.AuditResult, float64, error) {
+	play := func(s job.AuditSpec) (*job.AuditResult, float64, error) {
 		s.Seed, s.Delta = c.Seed, delta
 		start := time.Now()
 		r, err := job.Audit(ctx, s)
@@ -101,8 +103,8 @@ func RunAuditTables(ctx context.Context, c AuditFigureConfig, oneRun *job.OneRun
 	}
 	for _, eps := range tightEpsilons {
 		progress(fmt.Sprintf("tight DP-SGD audit: ε = %g", eps))
-		r, sec, err := audit(job.AuditSpec{Protocol: job.AuditDPSGD, Trials: c.DPSGDTrials, BaseEpsilon: eps, SamplingRate: 1, ClipNorm: 1,
-			Steps: c.DPSGDSteps, Size: 1, Observe: job.ObserveAll})
+		r, sec, err := play(job.AuditSpec{Protocol: job.AuditDPSGD, Trials: c.DPSGDTrials, BaseEpsilon: eps, SamplingRate: 1, ClipNorm: 1,
+			Steps: c.DPSGDSteps, Size: 1, Observe: audit.ObserveAll})
 		if err != nil {
 			return t, err
 		}
@@ -122,7 +124,7 @@ func RunAuditTables(ctx context.Context, c AuditFigureConfig, oneRun *job.OneRun
 		if err != nil {
 			return t, err
 		}
-		r, sec, err := audit(job.AuditSpec{Protocol: job.AuditReduced, Trials: c.Trials, Mu: 1 / sigma, Repetitions: tnb})
+		r, sec, err := play(job.AuditSpec{Protocol: job.AuditReduced, Trials: c.Trials, Mu: 1 / sigma, Repetitions: tnb})
 		if err != nil {
 			return t, err
 		}
@@ -137,9 +139,9 @@ func RunAuditTables(ctx context.Context, c AuditFigureConfig, oneRun *job.OneRun
 				s.Repetitions = tnb
 			}
 			if tu.protocol == job.AuditGP {
-				s.GPOptions = job.DefaultAuditGPOptions()
+				s.GPOptions = tuning.DefaultGPOptions()
 			}
-			r, sec, err := audit(s)
+			r, sec, err := play(s)
 			if err != nil {
 				return t, err
 			}
@@ -151,8 +153,8 @@ func RunAuditTables(ctx context.Context, c AuditFigureConfig, oneRun *job.OneRun
 		progress(fmt.Sprintf("doubling's capped AboveThreshold in the worst case: ϵ₀ = %g", e0))
 		s := job.AuditSpec{Protocol: job.AuditAboveThreshold, Trials: c.DPSGDTrials}
 		s.AboveThreshold.Partitions, s.AboveThreshold.Epsilon0, s.AboveThreshold.Granularity = 10, e0, 0.01
-		s.AboveThreshold.MaxIterations = job.DefaultAuditMaxIterations(0, 0.01)
-		r, sec, err := audit(s)
+		s.AboveThreshold.MaxIterations = tuning.DefaultMaxIterations(0, 0.01)
+		r, sec, err := play(s)
 		if err != nil {
 			return t, err
 		}

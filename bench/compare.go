@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/accounting"
@@ -142,14 +143,14 @@ type CompareConfig struct {
 	DefaultLabel string
 	// Clipping, IncludeDefault (with DefaultWeight) and SelectionShare are
 	// comparison-wide options, given to every tuner entry's job.TuneSpec
-	// (compare_wide.go): every run's clipping rule (job.AutomaticClipping
+	// (compare_wide.go): every run's clipping rule (dpsgd.AutomaticClipping
 	// with stability constant AutoClipGamma, 0 for job.DefaultAutoClipGamma;
 	// the default row then trains with it too), the default settings
 	// (Default, or the published ones) among the candidates with
 	// random-stop's weight DefaultWeight (0: tuning.DefaultWeight), and a
 	// share of ε for the selection. An entry whose tuner refuses one is
 	// reported not run (CompareInfeasible.Refused), with the job's reason.
-	Clipping       job.Clipping
+	Clipping       dpsgd.Clipping
 	AutoClipGamma  float64
 	IncludeDefault bool
 	DefaultWeight  float64

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
@@ -193,7 +194,7 @@ func (rep *CompareReport) baselineRows(ctx context.Context, cfg CompareConfig, d
 		}
 		spec := job.TuneSpec{Data: cfg.Data, Space: cfg.Space, Epsilon: eps, Delta: cfg.Delta, Epochs: cfg.Epochs, BatchSize: cfg.BatchSize,
 			Momentum: cfg.Momentum, ValSize: cfg.ValSize, Seed: &seed}
-		if cfg.Clipping == job.AutomaticClipping {
+		if cfg.Clipping == dpsgd.AutomaticClipping {
 			spec.Clipping, spec.AutoClipGamma = cfg.Clipping, cfg.autoClipGamma()
 		}
 		start := startClock(true) // the runs are this process's
@@ -225,7 +226,7 @@ func defaultRow(ctx context.Context, cfg CompareConfig, d job.TrainDefaults, eps
 			tuning.Epochs: float64(d.Epochs), tuning.Momentum: d.Momentum}}
 	spec := job.TrainSpec{Data: cfg.Data, Epsilon: eps, Delta: cfg.Delta, ClipNorm: d.ClipNorm, BatchSize: d.BatchSize,
 		Epochs: d.Epochs, LearningRate: d.LearningRate, Momentum: d.Momentum, Seed: &seed}
-	if cfg.Clipping == job.AutomaticClipping {
+	if cfg.Clipping == dpsgd.AutomaticClipping {
 		spec.Clipping, spec.AutoClipGamma, spec.ClipNorm, spec.LearningRate = cfg.Clipping, cfg.autoClipGamma(), 0, d.LearningRate*d.ClipNorm
 		row.Clipping, row.Selected[tuning.LearningRate] = cfg.Clipping.String(), spec.LearningRate
 		delete(row.Selected, tuning.ClipNorm)

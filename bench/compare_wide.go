@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
@@ -22,7 +23,7 @@ import (
 // (job.DefaultAutoClipGamma for 0), 0 under flat clipping.
 func (cfg CompareConfig) autoClipGamma() float64 {
 	switch {
-	case cfg.Clipping != job.AutomaticClipping:
+	case cfg.Clipping != dpsgd.AutomaticClipping:
 		return cfg.AutoClipGamma
 	case cfg.AutoClipGamma == 0:
 		return job.DefaultAutoClipGamma
@@ -58,9 +59,9 @@ func (cfg CompareConfig) checkWide() error {
 		return fmt.Errorf("%w: a tuning subset needs a selection share", job.ErrInvalid)
 	case !cfg.IncludeDefault && cfg.DefaultWeight != 0:
 		return fmt.Errorf("%w: a default weight needs the default among the candidates", job.ErrInvalid)
-	case cfg.Clipping != job.FlatClipping && cfg.Clipping != job.AutomaticClipping:
+	case cfg.Clipping != dpsgd.FlatClipping && cfg.Clipping != dpsgd.AutomaticClipping:
 		return fmt.Errorf("%w: unknown clipping %v", job.ErrInvalid, cfg.Clipping)
-	case cfg.Clipping == job.FlatClipping && cfg.AutoClipGamma != 0:
+	case cfg.Clipping == dpsgd.FlatClipping && cfg.AutoClipGamma != 0:
 		return fmt.Errorf("%w: flat clipping takes no stability constant", job.ErrInvalid)
 	}
 	if cfg.IncludeDefault {
@@ -74,7 +75,7 @@ func (cfg CompareConfig) checkWide() error {
 // wideSettings records cfg's comparison-wide options in s, each left
 // absent when off.
 func (cfg CompareConfig) wideSettings(s *CompareSettings) {
-	if cfg.Clipping == job.AutomaticClipping {
+	if cfg.Clipping == dpsgd.AutomaticClipping {
 		s.Clipping, s.AutoClipGamma = cfg.Clipping.String(), cfg.autoClipGamma()
 	}
 	if cfg.IncludeDefault {
@@ -91,7 +92,7 @@ func (cfg CompareConfig) wideSettings(s *CompareSettings) {
 // comparison-wide options: random-stop's default weight only to a tuner
 // that draws its runs (the others train the default once).
 func (cfg CompareConfig) applyWide(spec *job.TuneSpec, uses tuning.Uses) {
-	if cfg.Clipping == job.AutomaticClipping {
+	if cfg.Clipping == dpsgd.AutomaticClipping {
 		spec.Clipping, spec.AutoClipGamma = cfg.Clipping, cfg.autoClipGamma()
 	}
 	if cfg.IncludeDefault {

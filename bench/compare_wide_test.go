@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 )
@@ -21,7 +22,7 @@ func TestCompareWideOptions(t *testing.T) {
 		Budgets: []float64{8}, Delta: 1e-5, Seeds: []uint64{1}, Epochs: 1, BatchSize: 50, MeanRuns: 2, ValSize: 100, ScoreNoise: 5, GridScoreNoise: 5,
 		Options: tuning.Values{"partitions": 2}, Baselines: true, ReferenceSeeds: 0,
 		Default:  &job.TrainDefaults{BatchSize: 50, Epochs: 1, LearningRate: 0.5, Momentum: 0, ClipNorm: 0.5, Source: "a test's"},
-		Clipping: job.AutomaticClipping, IncludeDefault: true, DefaultWeight: 0.5, SelectionShare: 0.25, Dir: t.TempDir()}
+		Clipping: dpsgd.AutomaticClipping, IncludeDefault: true, DefaultWeight: 0.5, SelectionShare: 0.25, Dir: t.TempDir()}
 	infeasible, err := CheckCompare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

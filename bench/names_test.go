@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -61,7 +60,7 @@ func TestCompareSpecOptions(t *testing.T) {
 				t.Errorf("%s: %+v", e.ID(), o)
 			}
 		case tuning.GPName:
-			if tuning.GPOptionsOf(tuning.Spec{Options: spec.Options}) != job.DefaultGPOptions() || len(spec.Options) != 4 {
+			if tuning.GPOptionsOf(tuning.Spec{Options: spec.Options}) != tuning.DefaultGPOptions() || len(spec.Options) != 4 {
 				t.Errorf("%s: GP options %v", e.ID(), spec.Options)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/job"
 )
@@ -29,13 +30,13 @@ type SeedsConfig struct {
 	Default        *job.TrainDefaults
 	Epsilon, Delta float64
 	Seeds          []uint64
-	// Clipping is every run's clipping rule: job.FlatClipping (the zero
+	// Clipping is every run's clipping rule: dpsgd.FlatClipping (the zero
 	// value: to the network's published clipping norm C), or
-	// job.AutomaticClipping (Bu et al. 2023, AUTO-S) with stability
+	// dpsgd.AutomaticClipping (Bu et al. 2023, AUTO-S) with stability
 	// constant AutoClipGamma (0: job.DefaultAutoClipGamma), no clipping
 	// norm, and the published learning rate η at C standing as η·C, as
 	// `dptune train --clipping automatic` takes it.
-	Clipping      job.Clipping
+	Clipping      dpsgd.Clipping
 	AutoClipGamma float64
 	// Dir holds seeds.json and the cache of finished runs (Dir/runs).
 	Dir string
@@ -200,7 +201,7 @@ func readSeedsRun(path string, want SeedsRun, delta float64) (SeedsRun, bool) {
 // d under flat clipping; under automatic clipping d's learning rate η at
 // its clipping norm C as η·C, and no clipping norm (job.TuneSpec's rule).
 func (cfg SeedsConfig) runSettings(d job.TrainDefaults) job.TrainDefaults {
-	if cfg.Clipping == job.AutomaticClipping {
+	if cfg.Clipping == dpsgd.AutomaticClipping {
 		d.LearningRate, d.ClipNorm = d.LearningRate*d.ClipNorm, 0
 	}
 	return d
@@ -212,12 +213,12 @@ func (cfg SeedsConfig) runSettings(d job.TrainDefaults) job.TrainDefaults {
 // error wrapping job.ErrInvalid.
 func (cfg SeedsConfig) clipping() (string, float64, error) {
 	switch cfg.Clipping {
-	case job.FlatClipping:
+	case dpsgd.FlatClipping:
 		if cfg.AutoClipGamma != 0 {
 			return "", 0, fmt.Errorf("%w: flat clipping takes no stability constant", job.ErrInvalid)
 		}
 		return "", 0, nil
-	case job.AutomaticClipping:
+	case dpsgd.AutomaticClipping:
 		g := cfg.AutoClipGamma
 		if g == 0 {
 			g = job.DefaultAutoClipGamma

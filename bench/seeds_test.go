@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
 )
@@ -84,7 +85,7 @@ func TestSeedsCommittedFlatRunsReused(t *testing.T) {
 	if _, ok := readSeedsRun(path, SeedsRun{Network: "scatter-linear-mnist", Seed: 1, Settings: d}, 1e-5); !ok {
 		t.Error("the committed flat run is not read back")
 	}
-	auto := SeedsConfig{Clipping: job.AutomaticClipping}
+	auto := SeedsConfig{Clipping: dpsgd.AutomaticClipping}
 	if _, ok := readSeedsRun(path, SeedsRun{Network: "scatter-linear-mnist", Seed: 1, Settings: auto.runSettings(d), Clipping: "automatic", AutoClipGamma: 0.01}, 1e-5); ok {
 		t.Error("a flat run stands for an automatic one")
 	}
@@ -110,7 +111,7 @@ func TestSeedsAutomaticClipping(t *testing.T) {
 		return &job.Release{Epsilon: &eps, Report: &job.TrainReport{TestAccuracy: &acc, NoiseMultiplier: 4}}, nil, nil
 	}
 	dir := t.TempDir()
-	cfg := SeedsConfig{Sources: []job.Source{src}, Epsilon: 3, Delta: 1e-5, Seeds: []uint64{1, 2}, Dir: dir, Clipping: job.AutomaticClipping}
+	cfg := SeedsConfig{Sources: []job.Source{src}, Epsilon: 3, Delta: 1e-5, Seeds: []uint64{1, 2}, Dir: dir, Clipping: dpsgd.AutomaticClipping}
 	rep, err := Seeds(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestSeedsAutomaticClipping(t *testing.T) {
 		t.Fatalf("%d runs trained", len(specs))
 	}
 	for _, s := range specs {
-		if s.Clipping != job.AutomaticClipping || s.AutoClipGamma != job.DefaultAutoClipGamma || s.ClipNorm != 0 || s.LearningRate != d.LearningRate*d.ClipNorm ||
+		if s.Clipping != dpsgd.AutomaticClipping || s.AutoClipGamma != job.DefaultAutoClipGamma || s.ClipNorm != 0 || s.LearningRate != d.LearningRate*d.ClipNorm ||
 			s.BatchSize != d.BatchSize || s.Epochs != d.Epochs || s.Momentum != d.Momentum {
 			t.Errorf("spec %+v", s)
 		}
@@ -134,8 +135,8 @@ func TestSeedsAutomaticClipping(t *testing.T) {
 	if rep, err = Seeds(context.Background(), cfg); err != nil || rep.Cached != 2 || len(specs) != 0 {
 		t.Errorf("rerun: %v, %d cached, %d trained", err, rep.Cached, len(specs))
 	}
-	cfg.Clipping = job.FlatClipping
-	if _, err := Seeds(context.Background(), cfg); err != nil || len(specs) != 2 || specs[0].Clipping != job.FlatClipping || specs[0].ClipNorm != d.ClipNorm {
+	cfg.Clipping = dpsgd.FlatClipping
+	if _, err := Seeds(context.Background(), cfg); err != nil || len(specs) != 2 || specs[0].Clipping != dpsgd.FlatClipping || specs[0].ClipNorm != d.ClipNorm {
 		t.Errorf("flat after automatic: %v, %+v", err, specs)
 	}
 	if err := rep.Save(dir); err != nil {
@@ -169,7 +170,7 @@ func TestSeedsGivenSettings(t *testing.T) {
 		return &job.Release{Report: &job.TrainReport{TestAccuracy: &acc}}, nil, nil
 	}
 	d := job.TrainDefaults{BatchSize: 50, Epochs: 2, LearningRate: 4, Momentum: 0.5, ClipNorm: 0.5, Source: "a test's"}
-	rep, err := Seeds(context.Background(), SeedsConfig{Sources: []job.Source{src}, Epsilon: 3, Delta: 1e-5, Seeds: []uint64{1}, Dir: t.TempDir(), Default: &d, Clipping: job.AutomaticClipping})
+	rep, err := Seeds(context.Background(), SeedsConfig{Sources: []job.Source{src}, Epsilon: 3, Delta: 1e-5, Seeds: []uint64{1}, Dir: t.TempDir(), Default: &d, Clipping: dpsgd.AutomaticClipping})
 	if err != nil || len(specs) != 1 || specs[0].LearningRate != 2 || specs[0].BatchSize != 50 || specs[0].ClipNorm != 0 || rep.Cells[0].Settings.Source != "a test's" {
 		t.Errorf("%v, %+v, %+v", err, specs, rep)
 	}

@@ -40,23 +40,7 @@ const (
 	// MaxScoreNoise is the largest σ of the score audit's discrete Gaussian
 	// (noise.MaxDiscreteSigma).
 	MaxScoreNoise = noise.MaxDiscreteSigma
-	// MaxRuns is the most runs a fixed or binary number of runs may ask
-	// for (tuning.MaxRuns).
-	MaxRuns = tuning.MaxRuns
-	// ObserveAll is the dpsgd audit's default view (AuditSpec.Observe;
-	// audit.ObserveAll; audit.ObserveLast is the other).
-	ObserveAll = audit.ObserveAll
 )
-
-// DefaultAuditGPOptions are the DP-HyPO settings the gp audit plays by
-// default: the paper's (Wang et al. 2023, Appendix E.1; C = 2, c = 0.75,
-// τ = 0.1, β = 1).
-func DefaultAuditGPOptions() tuning.GPOptions { return tuning.DefaultGPOptions() }
-
-// DefaultAuditMaxIterations is the above-threshold audit's default cap on
-// Ding et al.'s capped search's iterations for first threshold u0 and granularity
-// g: T_max = ⌈5·log₂((1 − u0)/g)⌉, at least 1 (tuning.DefaultMaxIterations).
-func DefaultAuditMaxIterations(u0, g float64) int { return tuning.DefaultMaxIterations(u0, g) }
 
 // The protocols Audit plays (Xiang et al., Algorithm 1), as they register
 // in package audit (audit.Games).
@@ -227,10 +211,6 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 // AuditProtocols describes the registered audit protocols (audit.Game:
 // name, help, fields, data, views, bounds), by rank, for a command line.
 func AuditProtocols() []audit.Game { return audit.Games(nil) }
-
-// AuditProtocol describes the audit protocol called name (audit.Lookup);
-// false if none is registered.
-func AuditProtocol(name string) (audit.Game, bool) { return audit.Lookup(name) }
 
 // hasViews keeps the protocols whose adversary's view can be chosen.
 func hasViews(g audit.Game) bool { return len(g.Views) > 0 }

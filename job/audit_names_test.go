@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -40,8 +41,8 @@ func TestAuditNamesRegistered(t *testing.T) {
 		t.Errorf("registered %v, job names %v", got, want)
 	}
 	for _, name := range want {
-		if g, ok := AuditProtocol(name); !ok || g.Name != name {
-			t.Errorf("AuditProtocol(%q) = %v, %v", name, g.Name, ok)
+		if g, ok := audit.Lookup(name); !ok || g.Name != name {
+			t.Errorf("audit.Lookup(%q) = %v, %v", name, g.Name, ok)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -104,7 +105,7 @@ func (r AuditRequest) Spec() (AuditSpec, error) {
 		}
 		if rep.L > tuning.MaxRuns {
 			flag := "--runs"
-			if rep.Distribution == RepeatBinary {
+			if rep.Distribution == accounting.Binary {
 				flag = "--binary-l"
 			}
 			return AuditSpec{}, invalidf("%s %d is above %d, the most runs a tuning plays", flag, rep.L, tuning.MaxRuns)

@@ -20,7 +20,7 @@ import (
 // autoSpec is s with automatic clipping at γ = 0.01 in place of its
 // clipping norm.
 func autoSpec(s TrainSpec) TrainSpec {
-	s.ClipNorm, s.Clipping, s.AutoClipGamma = 0, AutomaticClipping, DefaultAutoClipGamma
+	s.ClipNorm, s.Clipping, s.AutoClipGamma = 0, dpsgd.AutomaticClipping, DefaultAutoClipGamma
 	return s
 }
 
@@ -111,7 +111,7 @@ func TestTrainAutoClipEpsilonIsFlats(t *testing.T) {
 
 // A clipping rule a run cannot have is refused before any work, with an
 // error wrapping ErrInvalid: automatic clipping with a clipping norm or a
-// stability constant that is not finite and at least MinAutoClipGamma,
+// stability constant that is not finite and at least dpsgd.MinAutoClipGamma,
 // flat clipping with a stability constant, an unknown rule, or any rule
 // with non-private
 // training.
@@ -122,17 +122,17 @@ func TestTrainAutoClipRefused(t *testing.T) {
 	src.Load = func() (*data.Dataset, *data.Dataset, error) { loaded = true; return load() }
 	base := TrainSpec{Data: src, Epsilon: 3, Delta: 1e-5, BatchSize: 10, Epochs: 2, LearningRate: 0.1}
 	for name, mod := range map[string]func(*TrainSpec){
-		"automatic with a clipping norm": func(s *TrainSpec) { s.Clipping, s.AutoClipGamma, s.ClipNorm = AutomaticClipping, 0.01, 0.1 },
-		"γ = 0":                          func(s *TrainSpec) { s.Clipping = AutomaticClipping },
-		"γ < 0":                          func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, -0.01 },
-		"γ NaN":                          func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, math.NaN() },
-		"γ +Inf":                         func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, math.Inf(1) },
-		"γ = 1e-300":                     func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, 1e-300 },
-		"γ below the floor":              func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = AutomaticClipping, MinAutoClipGamma/2 },
+		"automatic with a clipping norm": func(s *TrainSpec) { s.Clipping, s.AutoClipGamma, s.ClipNorm = dpsgd.AutomaticClipping, 0.01, 0.1 },
+		"γ = 0":                          func(s *TrainSpec) { s.Clipping = dpsgd.AutomaticClipping },
+		"γ < 0":                          func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, -0.01 },
+		"γ NaN":                          func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, math.NaN() },
+		"γ +Inf":                         func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, math.Inf(1) },
+		"γ = 1e-300":                     func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, 1e-300 },
+		"γ below the floor":              func(s *TrainSpec) { s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, dpsgd.MinAutoClipGamma/2 },
 		"flat with γ":                    func(s *TrainSpec) { s.ClipNorm, s.AutoClipGamma = 1, 0.01 },
 		"unknown rule":                   func(s *TrainSpec) { s.ClipNorm, s.Clipping = 1, dpsgd.Clipping(5) },
 		"non-private": func(s *TrainSpec) {
-			s.NonPrivate, s.Epsilon, s.Clipping, s.AutoClipGamma = true, 0, AutomaticClipping, 0.01
+			s.NonPrivate, s.Epsilon, s.Clipping, s.AutoClipGamma = true, 0, dpsgd.AutomaticClipping, 0.01
 		},
 	} {
 		s := base
@@ -177,7 +177,7 @@ func TestResumeKeepsAutoClip(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := got.Report.(*TrainReport)
-	if started.Clipping != AutomaticClipping || started.AutoClipGamma != DefaultAutoClipGamma || rep.Clipping != "automatic" || rep.Steps != 12 {
+	if started.Clipping != dpsgd.AutomaticClipping || started.AutoClipGamma != DefaultAutoClipGamma || rep.Clipping != "automatic" || rep.Steps != 12 {
 		t.Errorf("resumed as %v clipping (γ = %v), report %q after %d steps", started.Clipping, started.AutoClipGamma, rep.Clipping, rep.Steps)
 	}
 	if !slices.Equal(got.Model.Params, want.Model.Params) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/tuning"
 )
 
@@ -60,7 +61,7 @@ func (s TuneSpec) Baseline() (*Baseline, bool) {
 // value (s.fixed, s.Epochs, s.BatchSize, s.Momentum). Under automatic
 // clipping no candidate runs the baseline's flat clipping: false.
 func (s TuneSpec) isBaseline(b *Baseline, values map[string]float64, labels map[string]string) bool {
-	if s.Clipping == AutomaticClipping {
+	if s.Clipping == dpsgd.AutomaticClipping {
 		return false
 	}
 	if n, ok := labels[tuning.Network]; ok && strings.TrimSuffix(n, ".json") != b.Network {

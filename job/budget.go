@@ -180,12 +180,9 @@ func DescribeAccountant(name string, order float64) string {
 	return accounting.Describe(name, order)
 }
 
-// A curator's budget file (package budget): Budget is the file as loaded,
-// BudgetReport what `dptune budget show` prints.
-type (
-	Budget       = budget.Budget
-	BudgetReport = budget.Report
-)
+// BudgetReport is what `dptune budget show` prints of a curator's budget
+// file (budget.Report).
+type BudgetReport = budget.Report
 
 // BudgetReserved is the status of a release whose job has reserved its
 // worst case and not yet recorded what it spent.
@@ -194,15 +191,8 @@ const BudgetReserved = budget.Reserved
 // BudgetPLDNote labels the PLD figure of a budget wherever it is shown.
 const BudgetPLDNote = budget.PLDNote
 
-// InitBudget creates the budget file at path with cap (epsilon, delta) for
-// dataset (budget.Init); it never overwrites a file (an error wrapping
-// fs.ErrExist).
-func InitBudget(path string, epsilon, delta float64, dataset string) error {
-	return budget.Init(path, epsilon, delta, dataset)
-}
-
 // LoadBudget reads the budget file at path (budget.Load).
-func LoadBudget(path string) (*Budget, error) { return budget.Load(path) }
+func LoadBudget(path string) (*budget.Budget, error) { return budget.Load(path) }
 
 // BudgetRequest is a new budget file as a person asks for it (the flags of
 // dptune budget init, whose names Given and the errors speak): the cap

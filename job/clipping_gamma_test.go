@@ -6,15 +6,16 @@ import (
 	"testing"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
 )
 
 // A tuning under automatic clipping with a stability constant below
-// MinAutoClipGamma is refused before any data is read (review 45, M1:
+// dpsgd.MinAutoClipGamma is refused before any data is read (review 45, M1:
 // γ = 1e-300 was accepted, and a zero-gradient example's factor was +Inf);
 // the floor itself is accepted by the check.
 func TestTuneAutoClipGammaFloor(t *testing.T) {
 	loaded := false
-	for _, gamma := range []float64{1e-300, MinAutoClipGamma / 2} {
+	for _, gamma := range []float64{1e-300, dpsgd.MinAutoClipGamma / 2} {
 		s := withAutoClip(tuneLRs(nil))
 		load := s.Data.Load
 		s.Data.Load = func() (*data.Dataset, *data.Dataset, error) { loaded = true; return load() }
@@ -29,7 +30,7 @@ func TestTuneAutoClipGammaFloor(t *testing.T) {
 	if loaded {
 		t.Error("a refused tuning read the data")
 	}
-	if err := CheckAutoClipGamma(MinAutoClipGamma); err != nil {
-		t.Errorf("CheckAutoClipGamma(%v): %v", MinAutoClipGamma, err)
+	if err := dpsgd.CheckAutoClipGamma(dpsgd.MinAutoClipGamma); err != nil {
+		t.Errorf("dpsgd.CheckAutoClipGamma(%v): %v", dpsgd.MinAutoClipGamma, err)
 	}
 }

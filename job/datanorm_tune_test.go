@@ -180,7 +180,7 @@ func TestTuneDataNormOnce(t *testing.T) {
 	}
 	cs := rep.EpsilonComponents
 	alone, _ := accounting.RDP{}.Epsilon(norm, 1e-5)
-	if len(cs) != 2 || cs[0].Name != job.ComponentDataNorm || cs[0].Epsilon == nil || *cs[0].Epsilon != alone.Epsilon || cs[1].Name != job.ComponentSelection {
+	if len(cs) != 2 || cs[0].Name != tuning.ComponentDataNorm || cs[0].Epsilon == nil || *cs[0].Epsilon != alone.Epsilon || cs[1].Name != tuning.ComponentSelection {
 		t.Errorf("components %+v, want the data normalisation at ε = %v and the selection", cs, alone.Epsilon)
 	}
 
@@ -259,7 +259,7 @@ func TestTuneDataNormOnceTuners(t *testing.T) {
 			if *rel.Epsilon > spec.Epsilon || *rel.Epsilon < spec.Epsilon*(1-1e-2) {
 				t.Errorf("ε = %v, want the asked %v", *rel.Epsilon, spec.Epsilon)
 			}
-			if cs := rel.Report.(*job.TuneReport).EpsilonComponents; len(cs) < 2 || cs[0].Name != job.ComponentDataNorm || cs[1].Name != job.ComponentSelection {
+			if cs := rel.Report.(*job.TuneReport).EpsilonComponents; len(cs) < 2 || cs[0].Name != tuning.ComponentDataNorm || cs[1].Name != tuning.ComponentSelection {
 				t.Errorf("components %+v", cs)
 			}
 			b, err := budget.Load(file)

@@ -53,9 +53,18 @@
 // with the help texts and errors a command shows.
 //
 // Keep one honest budget across runs: create a budget file
-// (InitBudget, or `dptune budget init`) and name it in every spec's Budget;
+// (BudgetRequest.Init, or `dptune budget init`) and name it in every spec's Budget;
 // each job reserves its worst case before it reads the data and is refused
 // (ErrInvalid) if the file's RDP filter would exceed the cap.
+//
+// A command's settings as a person gives them are a request (TrainRequest,
+// TuneRequest, AccountRequest, AuditRequest, BudgetRequest, PredictRequest,
+// VoteClientRequest, VoteCertsRequest): its Spec (or Init, Config, Join,
+// Write) checks them before any work, names the flag at fault in each
+// refusal (wrapping ErrInvalid), and makes the job's spec; its Given says
+// which settings were given, so that a built-in network's own settings
+// stand for the others. `dptune` fills the requests from its flags, shows
+// progress and prints; a Go caller builds the specs directly, or a request.
 //
 // A network with a fixed front end (a scatter first layer, Tramèr &
 // Boneh's ScatterNet models) trains and is evaluated on the front end's

@@ -208,7 +208,7 @@ func (t *partitionedTuning) releaseSelected(ctx context.Context, facts *tuning.R
 func (s TuneSpec) fixedUsed() map[string]float64 {
 	lr, clip := s.fixed()
 	out := map[string]float64{tuning.LearningRate: lr, tuning.ClipNorm: clip}
-	if s.Clipping == AutomaticClipping {
+	if s.Clipping == dpsgd.AutomaticClipping {
 		delete(out, tuning.ClipNorm)
 	}
 	for _, d := range s.Space.Dims {

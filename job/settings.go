@@ -9,6 +9,7 @@ import (
 
 	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/tuning"
 )
 
 // Given is the set of settings a person gave explicitly, by their
@@ -64,18 +65,18 @@ func ParseTrainDefaults(settings, source string) (*TrainDefaults, error) {
 			return int(x), nil
 		}
 		switch k {
-		case BatchSize:
+		case tuning.BatchSize:
 			d.BatchSize, err = integer()
-		case Epochs:
+		case tuning.Epochs:
 			d.Epochs, err = integer()
-		case LearningRate:
+		case tuning.LearningRate:
 			d.LearningRate = x
-		case Momentum:
+		case tuning.Momentum:
 			d.Momentum = x
-		case ClipNorm:
+		case tuning.ClipNorm:
 			d.ClipNorm = x
 		default:
-			return nil, invalidf("--default-settings: unknown setting %q (want %s, %s, %s, %s and %s)", k, BatchSize, Epochs, LearningRate, Momentum, ClipNorm)
+			return nil, invalidf("--default-settings: unknown setting %q (want %s, %s, %s, %s and %s)", k, tuning.BatchSize, tuning.Epochs, tuning.LearningRate, tuning.Momentum, tuning.ClipNorm)
 		}
 		if err != nil {
 			return nil, err
@@ -83,7 +84,7 @@ func ParseTrainDefaults(settings, source string) (*TrainDefaults, error) {
 		seen[k] = true
 	}
 	if len(seen) != 5 {
-		return nil, invalidf("--default-settings needs all of %s, %s, %s, %s and %s", BatchSize, Epochs, LearningRate, Momentum, ClipNorm)
+		return nil, invalidf("--default-settings needs all of %s, %s, %s, %s and %s", tuning.BatchSize, tuning.Epochs, tuning.LearningRate, tuning.Momentum, tuning.ClipNorm)
 	}
 	return &d, nil
 }
@@ -99,25 +100,25 @@ type ClippingSettings struct {
 // Resolve checks the clipping settings c and returns the clipping rule and
 // stability constant a job takes (0 under flat clipping). It refuses, before
 // any work, a rule other than flat or automatic, a Gamma given without
-// automatic clipping or not finite and at least MinAutoClipGamma (the check
+// automatic clipping or not finite and at least dpsgd.MinAutoClipGamma (the check
 // TrainSpec, TuneSpec and the audit make), and automatic clipping with an
 // explicit "clip-norm" (when the command has one: hasClipNorm). Errors wrap
 // ErrInvalid and name the flags.
-func (c ClippingSettings) Resolve(given Given, hasClipNorm bool) (Clipping, float64, error) {
+func (c ClippingSettings) Resolve(given Given, hasClipNorm bool) (dpsgd.Clipping, float64, error) {
 	rule, err := dpsgd.ParseClipping(c.Rule)
 	switch {
 	case err != nil:
 		return rule, 0, invalidf("--clipping %q: want flat or automatic", c.Rule)
-	case rule != AutomaticClipping && given["auto-clip-gamma"]:
+	case rule != dpsgd.AutomaticClipping && given["auto-clip-gamma"]:
 		return rule, 0, invalidf("--auto-clip-gamma is the stability constant of --clipping automatic")
-	case rule == AutomaticClipping && hasClipNorm && given["clip-norm"]:
+	case rule == dpsgd.AutomaticClipping && hasClipNorm && given["clip-norm"]:
 		return rule, 0, invalidf("--clipping automatic takes no --clip-norm: every clipped gradient has norm below 1, its sensitivity")
-	case rule == AutomaticClipping && dpsgd.CheckAutoClipGamma(c.Gamma) != nil:
-		return rule, 0, invalidf("--auto-clip-gamma %v must be finite and at least %g", c.Gamma, MinAutoClipGamma)
-	case rule == AutomaticClipping:
+	case rule == dpsgd.AutomaticClipping && dpsgd.CheckAutoClipGamma(c.Gamma) != nil:
+		return rule, 0, invalidf("--auto-clip-gamma %v must be finite and at least %g", c.Gamma, dpsgd.MinAutoClipGamma)
+	case rule == dpsgd.AutomaticClipping:
 		return rule, c.Gamma, nil
 	}
-	return FlatClipping, 0, nil
+	return dpsgd.FlatClipping, 0, nil
 }
 
 // RunDefaults sets epochs, batch and momentum to src's built-in network's

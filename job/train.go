@@ -172,7 +172,7 @@ type TrainSpec struct {
 	Epsilon, Delta  float64
 	NoiseMultiplier float64        // σ; 0: calibrate from Epsilon
 	ClipNorm        float64        // C of flat clipping; 0 under automatic clipping
-	Clipping        dpsgd.Clipping // FlatClipping (the zero value: to ClipNorm) or AutomaticClipping: sensitivity 1, σ and ε as flat clipping's at C = 1
+	Clipping        dpsgd.Clipping // dpsgd.FlatClipping (the zero value: to ClipNorm) or dpsgd.AutomaticClipping: sensitivity 1, σ and ε as flat clipping's at C = 1
 	AutoClipGamma   float64        // automatic clipping's stability constant γ > 0 (DefaultAutoClipGamma: Bu et al.'s 0.01); 0 under flat clipping
 	BatchSize       int            // expected batch size qN
 	Epochs          int            // one epoch is ⌈1/q⌉ steps
@@ -453,26 +453,10 @@ func (s TrainSpec) progress(acc accounting.Accountant, cfg dpsgd.Config, spent f
 // rate, steps, …), as TrainSpec.Started receives it.
 type TrainConfig = dpsgd.Config
 
-// ParseSchedule returns the learning-rate schedule called name, for
-// TrainSpec.Schedule: "constant" or "cosine" (dpsgd.ParseSchedule).
-func ParseSchedule(name string) (dpsgd.Schedule, error) { return dpsgd.ParseSchedule(name) }
-
-// Clipping is a per-example clipping rule (dpsgd.Clipping).
-type Clipping = dpsgd.Clipping
-
-// The clipping rules, for TrainSpec.Clipping and TuneSpec.Clipping
-// (dpsgd.Clipping): flat clipping to a clipping norm, or automatic
-// clipping g/(‖g‖ + γ) (Bu et al. 2023, AUTO-S) with stability constant
-// γ, by default DefaultAutoClipGamma = 0.01.
-const (
-	FlatClipping         = dpsgd.FlatClipping
-	AutomaticClipping    = dpsgd.AutomaticClipping
-	DefaultAutoClipGamma = dpsgd.DefaultAutoClipGamma
-)
-
-// ParseClipping returns the clipping rule called name: "flat" or
-// "automatic" (dpsgd.ParseClipping).
-func ParseClipping(name string) (dpsgd.Clipping, error) { return dpsgd.ParseClipping(name) }
+// DefaultAutoClipGamma is automatic clipping's default stability constant
+// γ (Bu et al. 2023, AUTO-S: 0.01; dpsgd.DefaultAutoClipGamma), for
+// TrainSpec.AutoClipGamma and TuneSpec.AutoClipGamma.
+const DefaultAutoClipGamma = dpsgd.DefaultAutoClipGamma
 
 // Evaluate returns net's accuracy and mean cross-entropy on the examples x
 // (shape [N, C, H, W], row-major) with labels y (dpsgd.Evaluate); a test

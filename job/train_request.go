@@ -79,7 +79,7 @@ func (r *TrainRequest) Spec(data func() (Source, error), note func(string)) (Tra
 		note(fmt.Sprintf("settings of %s on %s: %s", src.Arch.Spec.Name, src.Name, d.Source))
 	}
 	clipNorm := r.ClipNorm
-	if clipping == AutomaticClipping {
+	if clipping == dpsgd.AutomaticClipping {
 		clipNorm = 0
 	}
 	spec := TrainSpec{Data: src, Epsilon: r.Epsilon, Delta: r.Delta, ClipNorm: clipNorm, Clipping: clipping, AutoClipGamma: gamma, BatchSize: r.BatchSize,

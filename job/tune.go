@@ -27,12 +27,12 @@ type TuneSpec struct {
 	// DefaultLearningRate and a clipping norm of 1.
 	Epochs, BatchSize int
 	Momentum          float64
-	// Clipping is every run's clipping rule: FlatClipping (the zero
-	// value), or AutomaticClipping with stability constant AutoClipGamma
+	// Clipping is every run's clipping rule: dpsgd.FlatClipping (the zero
+	// value), or dpsgd.AutomaticClipping with stability constant AutoClipGamma
 	// γ > 0 (Bu et al. 2023, AUTO-S; see TrainSpec), whose runs have no
 	// clipping norm: the space must have no clip_norm dimension, and a
 	// network's own learning rate η at C stands as η·C.
-	Clipping      Clipping
+	Clipping      dpsgd.Clipping
 	AutoClipGamma float64
 
 	// Repetitions is the distribution of the number of runs K, for a
@@ -302,7 +302,7 @@ func (s TuneSpec) checkCommon() error {
 // 1 (its sensitivity) and the network's η at C stands as η·C.
 func (s TuneSpec) fixed() (lr, clip float64) {
 	if d, ok := NetworkDefaultsOn(s.Data.Arch.Spec, s.Data.Name); ok {
-		if s.Clipping == AutomaticClipping {
+		if s.Clipping == dpsgd.AutomaticClipping {
 			return autoClipLearningRate(d.LearningRate, d.ClipNorm), 1
 		}
 		return d.LearningRate, d.ClipNorm
@@ -351,7 +351,7 @@ func Tune(ctx context.Context, s TuneSpec) (*Release, *NotPrivateDiagnostics, er
 				}
 				return nil, nil, invalidf("the %s tuner takes neither the default among its candidates, nor a selection share, nor a tuning subset", s.Tuner)
 			}
-			if s.Clipping != FlatClipping || s.AutoClipGamma != 0 {
+			if s.Clipping != dpsgd.FlatClipping || s.AutoClipGamma != 0 {
 				return nil, nil, invalidf("the %s tuner clips with its clipping norm option only: automatic clipping is not built for its final training", s.Tuner)
 			}
 			return withInput(s.Data)(s.tuneFederated(ctx, fed))
@@ -473,14 +473,11 @@ func SpaceNames() string { return tuning.SpacesList() }
 // c"), for help text and errors.
 func TunerNames(extra ...string) string { return tuning.NamesList(extra) }
 
-// Names of the search dimensions of a DP-SGD run (tuning.LearningRate,
-// tuning.ClipNorm, …), for printing a selection and reading settings.
+// Names of the learning rate's and the clipping norm's search dimensions
+// (tuning.LearningRate, tuning.ClipNorm), for printing a selection.
 const (
 	LearningRate = tuning.LearningRate
 	ClipNorm     = tuning.ClipNorm
-	BatchSize    = tuning.BatchSize
-	Epochs       = tuning.Epochs
-	Momentum     = tuning.Momentum
 )
 
 // OtherSettings lists a selected candidate's dimensions beside the
@@ -488,9 +485,3 @@ const (
 func OtherSettings(values map[string]float64, choices map[string]string) string {
 	return tuning.OtherSettings(values, choices)
 }
-
-// GPOptions are the GP tuner's settings (package tuning).
-type GPOptions = tuning.GPOptions
-
-// DefaultGPOptions are DP-HyPO's default settings (tuning.DefaultGPOptions).
-func DefaultGPOptions() GPOptions { return tuning.DefaultGPOptions() }

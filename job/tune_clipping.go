@@ -14,12 +14,12 @@ import (
 // gradient has norm below 1, the sensitivity). Errors wrap ErrInvalid.
 func (s TuneSpec) checkClipping() error {
 	switch s.Clipping {
-	case FlatClipping:
+	case dpsgd.FlatClipping:
 		if s.AutoClipGamma != 0 {
 			return invalidf("flat clipping takes no stability constant (γ = %v is automatic clipping's)", s.AutoClipGamma)
 		}
 		return nil
-	case AutomaticClipping:
+	case dpsgd.AutomaticClipping:
 		if err := dpsgd.CheckAutoClipGamma(s.AutoClipGamma); err != nil {
 			return invalid(err)
 		}
@@ -39,8 +39,8 @@ func hasDim(space tuning.Space, name string) bool {
 // clipRuns gives t's runs s's clipping rule: under automatic clipping its
 // stability constant and clipping norm 1 (the sensitivity).
 func (s TuneSpec) clipRuns(t *tuning.DPSGDTrainer) {
-	if s.Clipping == AutomaticClipping {
-		t.Clipping, t.AutoClipGamma, t.ClipNorm = AutomaticClipping, s.AutoClipGamma, 1
+	if s.Clipping == dpsgd.AutomaticClipping {
+		t.Clipping, t.AutoClipGamma, t.ClipNorm = dpsgd.AutomaticClipping, s.AutoClipGamma, 1
 	}
 }
 
@@ -48,7 +48,7 @@ func (s TuneSpec) clipRuns(t *tuning.DPSGDTrainer) {
 // "automatic" and γ under automatic clipping, nothing under flat clipping
 // (whose releases are as they were).
 func (s TuneSpec) clippingFacts() (string, float64) {
-	if s.Clipping == AutomaticClipping {
+	if s.Clipping == dpsgd.AutomaticClipping {
 		return s.Clipping.String(), s.AutoClipGamma
 	}
 	return "", 0

@@ -23,7 +23,7 @@ func tuneLRs(seed *uint64) TuneSpec {
 
 // withAutoClip is s with automatic clipping at γ = 0.01.
 func withAutoClip(s TuneSpec) TuneSpec {
-	s.Clipping, s.AutoClipGamma = AutomaticClipping, DefaultAutoClipGamma
+	s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, DefaultAutoClipGamma
 	return s
 }
 
@@ -105,7 +105,7 @@ func TestTuneAutoClipRefused(t *testing.T) {
 		},
 		"γ = 0":   func(s *TuneSpec) { s.AutoClipGamma = 0 },
 		"γ < 0":   func(s *TuneSpec) { s.AutoClipGamma = -1 },
-		"flat, γ": func(s *TuneSpec) { s.Clipping = FlatClipping },
+		"flat, γ": func(s *TuneSpec) { s.Clipping = dpsgd.FlatClipping },
 		"unknown": func(s *TuneSpec) { s.Clipping = dpsgd.Clipping(4) },
 	} {
 		s := withAutoClip(tuneLRs(nil))

@@ -3,6 +3,7 @@ package job
 import (
 	"path/filepath"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
@@ -157,7 +158,7 @@ func (r *TuneRequest) spec(data func() (Source, error)) (TuneSpec, error) {
 	if spec.Space, err = LoadSpace(space, r.Dataset); err != nil {
 		return spec, err
 	}
-	if r.Space == "" && spec.Clipping == AutomaticClipping {
+	if r.Space == "" && spec.Clipping == dpsgd.AutomaticClipping {
 		// Automatic clipping has no clipping norm to choose; a space
 		// given with one is refused by the job.
 		spec.Space = WithoutClipNorm(spec.Space)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/dptune/dptune/data"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/internal/fsx"
 	"github.com/dptune/dptune/internal/randsrc"
 	"github.com/dptune/dptune/model"
@@ -262,9 +263,9 @@ func (t tuneSettings) spec() (TuneSpec, error) {
 	if err != nil {
 		return TuneSpec{}, err
 	}
-	clipping := FlatClipping
+	clipping := dpsgd.FlatClipping
 	if t.Clipping != "" {
-		if clipping, err = ParseClipping(t.Clipping); err != nil {
+		if clipping, err = dpsgd.ParseClipping(t.Clipping); err != nil {
 			return TuneSpec{}, invalid(err)
 		}
 	}

@@ -16,13 +16,6 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
-// The names of a tuning's ε components (tuning.EpsilonComponent).
-const (
-	ComponentSelection = tuning.ComponentSelection
-	ComponentFinal     = tuning.ComponentFinal
-	ComponentDataNorm  = tuning.ComponentDataNorm
-)
-
 // SubsampleRule says how settings selected on a tuning subset carry over
 // to the final run (tuning.SubsampleRule).
 const SubsampleRule = tuning.SubsampleRule
@@ -95,7 +88,7 @@ func (s TuneSpec) defaultCandidate(uses tuning.Uses) (*tuning.Candidate, float64
 	}
 	settings := map[string]float64{tuning.LearningRate: d.LearningRate, tuning.ClipNorm: d.ClipNorm,
 		tuning.Momentum: d.Momentum, tuning.BatchSize: float64(d.BatchSize), tuning.Epochs: float64(d.Epochs)}
-	if s.Clipping == AutomaticClipping {
+	if s.Clipping == dpsgd.AutomaticClipping {
 		// No clipping norm: the default's η at C stands as η·C.
 		settings[tuning.LearningRate] = autoClipLearningRate(d.LearningRate, d.ClipNorm)
 		delete(settings, tuning.ClipNorm)

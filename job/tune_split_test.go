@@ -70,7 +70,7 @@ func TestSelectionShareLedger(t *testing.T) {
 		t.Fatalf("ledger %+v, want the selection and the final run", rel.Ledger)
 	}
 	cs := rep.EpsilonComponents
-	if len(cs) != 2 || cs[0].Name != job.ComponentSelection || cs[1].Name != job.ComponentFinal || cs[0].Epsilon == nil || cs[1].Epsilon == nil {
+	if len(cs) != 2 || cs[0].Name != tuning.ComponentSelection || cs[1].Name != tuning.ComponentFinal || cs[0].Epsilon == nil || cs[1].Epsilon == nil {
 		t.Fatalf("components %+v, want selection and final run", cs)
 	}
 	if f := *cs[1].Epsilon; f > 2.8 || f < 2.8*(1-1e-3) {
@@ -97,7 +97,7 @@ func TestUnsplitTuningHasOneComponent(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := rel.Report.(*job.TuneReport).EpsilonComponents
-	if len(cs) != 1 || cs[0].Name != job.ComponentSelection || cs[0].Epsilon == nil || math.Abs(*cs[0].Epsilon-*rel.Epsilon) > 1e-12 {
+	if len(cs) != 1 || cs[0].Name != tuning.ComponentSelection || cs[0].Epsilon == nil || math.Abs(*cs[0].Epsilon-*rel.Epsilon) > 1e-12 {
 		t.Errorf("components %+v, want one selection at ε = %v", cs, *rel.Epsilon)
 	}
 }
@@ -164,8 +164,8 @@ func TestSelectionShareDataNorm(t *testing.T) {
 	norm := accounting.Composed{Events: []accounting.Event{g, g}}
 	alone, _ := accounting.RDP{}.Epsilon(norm, 1e-5)
 	cs := rep.EpsilonComponents
-	if len(cs) != 3 || cs[0].Name != job.ComponentDataNorm || cs[0].Epsilon == nil || *cs[0].Epsilon != alone.Epsilon ||
-		cs[1].Name != job.ComponentSelection || cs[2].Name != job.ComponentFinal {
+	if len(cs) != 3 || cs[0].Name != tuning.ComponentDataNorm || cs[0].Epsilon == nil || *cs[0].Epsilon != alone.Epsilon ||
+		cs[1].Name != tuning.ComponentSelection || cs[2].Name != tuning.ComponentFinal {
 		t.Fatalf("components %+v, want the tuning's one data normalisation at ε = %v, the selection and the final run", cs, alone.Epsilon)
 	}
 	es := rel.Ledger.Entries
@@ -244,7 +244,7 @@ func TestDoublingComponents(t *testing.T) {
 	}
 	rep := rel.Report.(*tuning.DoublingReport)
 	cs := rep.EpsilonComponents
-	if len(cs) != 2 || cs[0].Name != job.ComponentSelection || cs[1].Name != job.ComponentFinal || cs[0].Epsilon == nil || cs[1].Epsilon == nil {
+	if len(cs) != 2 || cs[0].Name != tuning.ComponentSelection || cs[1].Name != tuning.ComponentFinal || cs[0].Epsilon == nil || cs[1].Epsilon == nil {
 		t.Fatalf("components %+v", cs)
 	}
 	search, _ := accounting.RDP{}.Epsilon(rel.Ledger.Entries[0].Event, 1e-5)

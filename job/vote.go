@@ -365,7 +365,7 @@ func VoteClient(ctx context.Context, addr string, tr VoteTransport, src Source, 
 // VoteTransport secures the vote's gRPC connections: federated.Transport,
 // whose doc gives the trust model. By default it is mutual TLS 1.3 (Cert
 // and Key this side's certificate and key, CA the curator's CA, all PEM;
-// GenerateVoteCerts writes them); Insecure is plaintext gRPC on loopback
+// VoteCertsRequest writes them); Insecure is plaintext gRPC on loopback
 // addresses only, which withstands a semi-honest server only.
 type VoteTransport federated.Transport
 
@@ -390,29 +390,11 @@ func (t VoteTransport) CheckClient(addr string, part int) error {
 	return nil
 }
 
-// GenerateVoteCerts writes the curator's CA and the server's and clients'
-// certificates and keys into dir (federated.GenerateCerts); VoteCertFiles
-// names them.
-func GenerateVoteCerts(dir string, clients int, hosts []string, keepCAKey bool) error {
-	return federated.GenerateCerts(dir, clients, hosts, keepCAKey)
-}
-
-// VoteCertFiles are the names GenerateVoteCerts writes
-// (federated.CertFiles).
-func VoteCertFiles(clients int, keepCAKey bool) []string {
-	return federated.CertFiles(clients, keepCAKey)
-}
-
-// The vote's settings and defaults the command line needs (package
-// federated).
+// The defaults of a vote client's limits (federated.DefaultMaxEpsilon,
+// federated.DefaultMaxDelta), for the command line.
 const (
-	FinalDPSGD             = federated.FinalDPSGD
-	FinalDPFedAvg          = federated.FinalDPFedAvg
-	FinalNonPrivate        = federated.FinalNonPrivate
-	DefaultTrainingTimeout = federated.DefaultTrainingTimeout
-	DefaultMessageTimeout  = federated.DefaultMessageTimeout
-	DefaultMaxEpsilon      = federated.DefaultMaxEpsilon
-	DefaultMaxDelta        = federated.DefaultMaxDelta
+	DefaultMaxEpsilon = federated.DefaultMaxEpsilon
+	DefaultMaxDelta   = federated.DefaultMaxDelta
 )
 
 // VoteEvent is what the vote server reports as it goes (federated.Event);
@@ -421,10 +403,6 @@ type (
 	VoteEvent  = federated.Event
 	VoteLimits = federated.Limits
 )
-
-// CheckVoteSpace returns an error if space cannot be voted on
-// (federated.CheckSpace).
-func CheckVoteSpace(space tuning.Space) error { return federated.CheckSpace(space) }
 
 // Federation is how Tune serves a federated tuner (tuning.Federated): where
 // its server listens, how the connections are secured, and who starts the

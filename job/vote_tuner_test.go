@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/tuning"
@@ -141,7 +142,7 @@ func TestTuneRunsTheVote(t *testing.T) {
 // run with flat clipping.
 func TestTuneRefusesTheVoteWithAutomaticClipping(t *testing.T) {
 	s := toyVote(t).TuneSpec()
-	s.Clipping, s.AutoClipGamma = AutomaticClipping, 0.01
+	s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, 0.01
 	_, _, err := Tune(context.Background(), s)
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "automatic clipping") {
 		t.Fatalf("Tune(vote, automatic clipping) = %v, want a refusal wrapping ErrInvalid", err)

@@ -12,7 +12,7 @@ import (
 // Bad clipping flags end with a one-line error and status 2 before any
 // work: a --clipping other than flat or automatic, --clipping automatic
 // with an explicit --clip-norm, a stability constant that is not finite and
-// at least 1e-6 (job.MinAutoClipGamma: below it a zero gradient's factor
+// at least 1e-6 (dpsgd.MinAutoClipGamma: below it a zero gradient's factor
 // left float32) or given without --clipping automatic, a clipping rule for
 // non-private training; for tune, a --space with a clip_norm dimension
 // under --clipping automatic, and --clipping with the vote tuner.
