@@ -26,7 +26,11 @@ func (s *Scattering) firstOrder32(ws *workspace, dst []float32, j1, ch int) int 
 	for t := 0; t < L; t++ {
 		fold32(ws.zr[t*bs:], ws.zi[t*bs:], ws.ar, ws.ai, s.psi32[j1*L+t][0], bs, k1*k1)
 	}
-	s.dft[j1].absBatch(ws.mod1, ws.energy, ws.zr, ws.zi, ws.y, ws.w, ws.sa, ws.sb, L, float32(1/float64(bs*k1*k1)))
+	scale := float32(1 / float64(bs*k1*k1))
+	s.dft[j1].absBatch(ws.mod1, ws.energy, ws.zr, ws.zi, ws.y, ws.w, ws.sa, ws.sb, L, scale)
+	for t, e := range ws.energy[:L] {
+		ws.u1norm[t] = e * float64(scale) * float64(scale) // ‖U1‖²
+	}
 	s.lp32[j1].apply(dst[(1+j1*L)*plane:], ws.mod1, ws.tf, ws.st, L, m1, c1, s.oh, s.ow)
 	if j1+1 >= s.j {
 		return ch
@@ -35,10 +39,10 @@ func (s *Scattering) firstOrder32(ws *workspace, dst []float32, j1, ch int) int 
 	hs := m1 * (c1/2 + 1)
 	for t := 0; t < L; t++ {
 		sr, si := ws.hr[t*hs:(t+1)*hs], ws.hi[t*hs:(t+1)*hs]
-		next, ok := s.secondOrder32(ws, dst, sr, si, j1, ch, true)
+		next, ok := s.secondOrder32(ws, dst, sr, si, j1, ch, ws.u1norm[t])
 		if !ok {
 			s.exactU1(ws, sr, si, j1, t)
-			next, _ = s.secondOrder32(ws, dst, sr, si, j1, ch, false)
+			next, _ = s.secondOrder32(ws, dst, sr, si, j1, ch, 0)
 		}
 		ch = next
 	}

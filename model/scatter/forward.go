@@ -83,24 +83,6 @@ func toHalf(sr, si []float32, spec []complex128, m, n int) {
 	}
 }
 
-// halfNorm2 returns Σ|X|² over the whole m×n spectrum of a real signal
-// whose half spectrum is sr, si.
-func halfNorm2(sr, si []float32, m, n int) float64 {
-	h := n/2 + 1
-	var sum float64
-	for r := 0; r < m; r++ {
-		for c := 0; c < h; c++ {
-			w := 2.0 // column c stands for itself and for n − c
-			if c == 0 || 2*c == n {
-				w = 1
-			}
-			a, b := float64(sr[r*h+c]), float64(si[r*h+c])
-			sum += w * (a*a + b*b)
-		}
-	}
-	return sum
-}
-
 // blockifyHalf writes the m×n spectrum of a real signal, given as its
 // half spectrum sr, si, to re and im in the block layout for a fold by k.
 func blockifyHalf(re, im, sr, si []float32, m, n, k int) {

@@ -79,6 +79,7 @@ type workspace struct {
 	mod1   []float32 // the L moduli U1 of one scale (wide, transposed)
 	mod2   []float32 // the L moduli U2 of one scale
 	energy []float64 // Σ|z'|² of each of them
+	u1norm []float64 // ‖U1‖² of the L moduli U1 of one scale
 	tf, st []float32 // the low-pass's scratch
 	hr, hi []float32 // the half spectra of the L moduli U1 of one scale
 	mean   []float32 // their means
@@ -211,7 +212,8 @@ func (s *Scattering) newWorkspace() *workspace {
 		scratch := 2 * s.l * (full + s.mp + s.np)
 		ws.y, ws.w = make([]float32, 2*batch), make([]float32, 2*batch)
 		ws.sa, ws.sb = make([]float32, scratch), make([]float32, scratch)
-		ws.mod1, ws.mod2, ws.energy = make([]float32, batch), make([]float32, batch/4), make([]float64, s.l)
+		ws.mod1, ws.mod2 = make([]float32, batch), make([]float32, batch/4)
+		ws.energy, ws.u1norm = make([]float64, s.l), make([]float64, s.l)
 		ws.tf, ws.st = make([]float32, s.l*s.mp*s.ow), make([]float32, s.oh*s.ow)
 		ws.hr, ws.hi, ws.mean = make([]float32, half), make([]float32, half), make([]float32, s.l)
 	}

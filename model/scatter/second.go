@@ -15,19 +15,16 @@ const maxAmplification = 4
 // in float32 (fold32), inverted together by idft32 (two matrix products
 // for all L), and their moduli low-passed together by lowpass32.
 //
-// When U1 itself carries float32 rounding (check), its relative error ε
-// becomes ε·R in a product z = fold(Û1·ψ̂), R = ‖Û1‖·‖ψ̂‖ / (√(m1·n1)·‖z‖)
-// (white noise through the filter, against the product's own norm); if R
-// exceeds maxAmplification for any product, secondOrder32 stops and
-// returns ok = false, and the caller computes U1 in float64 and calls it
-// again. ‖z‖ comes from the inverse DFT's output by Parseval's identity.
-func (s *Scattering) secondOrder32(ws *workspace, dst, sr, si []float32, j1, ch int, check bool) (next int, ok bool) {
+// When U1 itself carries float32 rounding (u1 > 0, u1 = ‖U1‖² =
+// ‖Û1‖²/(m1·n1)), its relative error ε becomes ε·R in a product
+// z = fold(Û1·ψ̂), R = ‖Û1‖·‖ψ̂‖ / (√(m1·n1)·‖z‖) (white noise through the
+// filter, against the product's own norm); if R exceeds maxAmplification
+// for any product, secondOrder32 stops and returns ok = false, and the
+// caller computes U1 in float64 and calls it again with u1 = 0. ‖z‖
+// comes from the inverse DFT's output by Parseval's identity.
+func (s *Scattering) secondOrder32(ws *workspace, dst, sr, si []float32, j1, ch int, u1 float64) (next int, ok bool) {
 	L, plane := s.l, s.oh*s.ow
 	m1, c1 := s.mp>>j1, s.np>>j1
-	var sn float64 // ‖Û1‖²/(m1·n1)
-	if check {
-		sn = halfNorm2(sr, si, m1, c1) / float64(m1*c1)
-	}
 	for j2 := j1 + 1; j2 < s.j; j2++ {
 		m2, c2 := s.mp>>j2, s.np>>j2
 		k2, bs := 1<<(j2-j1), m2*c2
@@ -36,10 +33,10 @@ func (s *Scattering) secondOrder32(ws *workspace, dst, sr, si []float32, j1, ch 
 			fold32(ws.zr[t*bs:], ws.zi[t*bs:], ws.ar, ws.ai, s.psi32[j2*L+t][j1], bs, k2*k2)
 		}
 		s.dft[j2].absBatch(ws.mod2, ws.energy, ws.zr, ws.zi, ws.y, ws.w, ws.sa, ws.sb, L, float32(1/float64(bs*k2*k2)))
-		if check {
+		if u1 > 0 {
 			for t, e := range ws.energy[:L] {
 				// Σ|z'|² = bs·Σ|z|² for the unnormalised inverse DFT z'.
-				if sn*s.psiNorm2[j2*L+t][j1]*float64(bs) > maxAmplification*maxAmplification*e {
+				if u1*s.psiNorm2[j2*L+t][j1]*float64(bs) > maxAmplification*maxAmplification*e {
 					return ch, false
 				}
 			}
