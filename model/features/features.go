@@ -63,8 +63,9 @@ import (
 const magic = "DPTFEAT1"
 
 // chunk is how many images a worker transforms between looks at the
-// context and reports of progress (about 0.1 s of one core for MNIST).
-const chunk = 32
+// context and reports of progress: about 25 ms of one core for MNIST's
+// scattering transform, 90 ms for CIFAR-10's (three channels).
+const chunk = 128
 
 // Compute returns the features of d under the front end f: a dataset of
 // d.N examples of f.OutC×f.OutH×f.OutW, with d's labels, named
