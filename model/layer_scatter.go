@@ -106,10 +106,18 @@ func (a Arch) Input() (c, h, w int) {
 }
 
 // Key names the transform and its input: two front ends with the same key
-// compute the same features from the same images.
+// compute the same features from the same images, bit for bit (a feature
+// cache is keyed by it, model/features).
 func (f FrontEnd) Key() string {
-	return fmt.Sprintf("scatter2d-kymatio J=%d L=%d order=2 input=%dx%dx%d output=%dx%dx%d", f.Spec.J, f.Spec.L, f.C, f.H, f.W, f.OutC, f.OutH, f.OutW)
+	return fmt.Sprintf("scatter2d-kymatio %s J=%d L=%d order=2 input=%dx%dx%d output=%dx%dx%d", transformVersion, f.Spec.J, f.Spec.L, f.C, f.H, f.W, f.OutC, f.OutH, f.OutW)
 }
+
+// transformVersion changes whenever package scatter's output bits do, so
+// that no feature cache written by an earlier transform is read back: v2
+// is the float32 stage (dense DFTs on the GEMM kernel; features within
+// 1e-6 of v1's float64 FFTs, the kymatio check unchanged). Keys without a
+// version were v1's.
+const transformVersion = "v2"
 
 // Transformer returns the front end's transform: a function from one
 // image (InSize floats, [C, H, W]) to its features (OutSize floats,
