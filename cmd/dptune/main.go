@@ -28,6 +28,7 @@ import (
 	"syscall"
 
 	"github.com/dptune/dptune/internal/fsx"
+	"github.com/dptune/dptune/internal/gemm"
 	"github.com/dptune/dptune/job"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -59,6 +60,10 @@ func main() {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	ctx := interruptible(context.Background(), sigs, os.Stderr, os.Exit)
+	if err := gemm.EnvError(); err != nil {
+		fmt.Fprintf(os.Stderr, "dptune: %v\n", err)
+		os.Exit(2)
+	}
 	err := newRoot().ExecuteContext(ctx)
 	stopProfile()
 	if err == nil {

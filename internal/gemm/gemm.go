@@ -21,9 +21,10 @@
 //     builds with the purego tag.
 //
 // The environment variable DPTUNE_GEMM_KERNEL, read at start-up, forces a
-// kernel ("avx2" or "avx2-fma", "avx512", "go"; a name this machine cannot
-// run panics), so that benchmarks can compare kernels side by side;
-// SetKernel does the same for tests.
+// kernel ("avx2" or "avx2-fma", "avx512", "go"), so that benchmarks can
+// compare kernels side by side; a name this machine cannot run leaves the
+// fastest kernel in use and is reported by EnvError (dptune then refuses
+// to start, one line, exit 2). SetKernel does the same for tests.
 //
 // The assembly kernels compute every element of C the same way: starting
 // from C's value, one fused multiply-add per step p of the inner dimension,

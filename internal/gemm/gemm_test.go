@@ -5,7 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -228,3 +230,23 @@ func BenchmarkMul(b *testing.B) {
 // (DPTUNE_GEMM_KERNEL chooses one).
 func BenchmarkMulConv2Forward(b *testing.B)    { benchShape(b, 6400, 32, 256, false) }
 func BenchmarkMulConv2WeightGrad(b *testing.B) { benchShape(b, 32, 256, 25, true) }
+
+// A DPTUNE_GEMM_KERNEL this machine cannot follow is reported by EnvError,
+// with the fastest kernel left in use, not a panic at start-up: checked in
+// a child process started with the variable set.
+func TestEnvErrorReportsABadKernel(t *testing.T) {
+	if os.Getenv("DPTUNE_GEMM_KERNEL") == "no-such-kernel" {
+		if err := EnvError(); err == nil || !strings.Contains(err.Error(), `unknown kernel "no-such-kernel"`) {
+			t.Fatalf("EnvError() = %v", err)
+		}
+		if got, want := Kernel(), Kernels()[len(Kernels())-1]; got != want {
+			t.Fatalf("kernel %s after a bad variable, want the fastest, %s", got, want)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestEnvErrorReportsABadKernel$")
+	cmd.Env = append(os.Environ(), "DPTUNE_GEMM_KERNEL=no-such-kernel")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}

@@ -31,10 +31,21 @@ func init() {
 	}
 	if name := os.Getenv("DPTUNE_GEMM_KERNEL"); name != "" {
 		if _, err := SetKernel(name); err != nil {
-			panic("DPTUNE_GEMM_KERNEL: " + err.Error())
+			envErr = fmt.Errorf("DPTUNE_GEMM_KERNEL: %w", err)
 		}
 	}
 }
+
+// envErr is why DPTUNE_GEMM_KERNEL could not be followed (nil when it
+// was, or is unset); Mul then uses the fastest kernel.
+var envErr error
+
+// EnvError says why the kernel DPTUNE_GEMM_KERNEL names is not the one
+// Mul uses (an unknown name, or a kernel this machine or build cannot
+// run), nil when it is or the variable is unset: a program should refuse
+// to go on, so that a side-by-side comparison never quietly measures
+// another kernel.
+func EnvError() error { return envErr }
 
 // Kernel names the micro-kernel Mul uses: "avx512", "avx2-fma" or "go".
 func Kernel() string { return kernels[active.Load()].name }
