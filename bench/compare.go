@@ -144,7 +144,7 @@ type CompareConfig struct {
 	// Clipping, IncludeDefault (with DefaultWeight) and SelectionShare are
 	// comparison-wide options, given to every tuner entry's job.TuneSpec
 	// (compare_wide.go): every run's clipping rule (dpsgd.AutomaticClipping
-	// with stability constant AutoClipGamma, 0 for job.DefaultAutoClipGamma;
+	// with stability constant AutoClipGamma, 0 for dpsgd.DefaultAutoClipGamma;
 	// the default row then trains with it too), the default settings
 	// (Default, or the published ones) among the candidates with
 	// random-stop's weight DefaultWeight (0: tuning.DefaultWeight), and a
@@ -204,11 +204,11 @@ type CompareRow struct {
 	// Clipping, IncludesDefault and SelectionShare are the comparison-wide
 	// options as the tuning's own report states them (absent when off);
 	// EpsilonComponents its ledger's parts, where it reports them.
-	Clipping          string                 `json:"clipping,omitempty"`
-	IncludesDefault   bool                   `json:"includes_default,omitempty"`
-	SelectionShare    float64                `json:"selection_share,omitempty"`
-	Subsample         float64                `json:"subsample,omitempty"`
-	EpsilonComponents []job.EpsilonComponent `json:"epsilon_components,omitempty"`
+	Clipping          string                    `json:"clipping,omitempty"`
+	IncludesDefault   bool                      `json:"includes_default,omitempty"`
+	SelectionShare    float64                   `json:"selection_share,omitempty"`
+	Subsample         float64                   `json:"subsample,omitempty"`
+	EpsilonComponents []tuning.EpsilonComponent `json:"epsilon_components,omitempty"`
 	// EpsilonRDP is the ledger's total ε by the RDP accountant (the one
 	// every tuner is calibrated with); EpsilonPLD the PLD accountant's
 	// where it counts every event (nil otherwise); EpsilonXiang Xiang et

@@ -20,13 +20,13 @@ import (
 // flags.
 
 // autoClipGamma is the stability constant of cfg's automatic clipping
-// (job.DefaultAutoClipGamma for 0), 0 under flat clipping.
+// (dpsgd.DefaultAutoClipGamma for 0), 0 under flat clipping.
 func (cfg CompareConfig) autoClipGamma() float64 {
 	switch {
 	case cfg.Clipping != dpsgd.AutomaticClipping:
 		return cfg.AutoClipGamma
 	case cfg.AutoClipGamma == 0:
-		return job.DefaultAutoClipGamma
+		return dpsgd.DefaultAutoClipGamma
 	}
 	return cfg.AutoClipGamma
 }
@@ -156,11 +156,11 @@ func rowOptions(report any, row *CompareRow) {
 		return
 	}
 	var o struct {
-		Clipping          string                 `json:"clipping"`
-		IncludesDefault   bool                   `json:"includes_default"`
-		SelectionShare    float64                `json:"selection_share"`
-		Subsample         float64                `json:"subsample"`
-		EpsilonComponents []job.EpsilonComponent `json:"epsilon_components"`
+		Clipping          string                    `json:"clipping"`
+		IncludesDefault   bool                      `json:"includes_default"`
+		SelectionShare    float64                   `json:"selection_share"`
+		Subsample         float64                   `json:"subsample"`
+		EpsilonComponents []tuning.EpsilonComponent `json:"epsilon_components"`
 	}
 	if json.Unmarshal(b, &o) == nil {
 		row.Clipping, row.IncludesDefault, row.SelectionShare, row.Subsample = o.Clipping, o.IncludesDefault, o.SelectionShare, o.Subsample

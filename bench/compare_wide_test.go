@@ -42,7 +42,7 @@ func TestCompareWideOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rep.Settings
-	if s.Clipping != "automatic" || s.AutoClipGamma != job.DefaultAutoClipGamma || !s.IncludeDefault || s.DefaultWeight != 0.5 || s.SelectionShare != 0.25 || s.DefaultCandidate == nil || *s.DefaultCandidate != *cfg.Default {
+	if s.Clipping != "automatic" || s.AutoClipGamma != dpsgd.DefaultAutoClipGamma || !s.IncludeDefault || s.DefaultWeight != 0.5 || s.SelectionShare != 0.25 || s.DefaultCandidate == nil || *s.DefaultCandidate != *cfg.Default {
 		t.Errorf("settings %+v", s)
 	}
 	ran := map[string]CompareRow{}

@@ -68,6 +68,9 @@ type PerSampleReport struct {
 	Results         []BatchResult `json:"results"`
 	PeakRSSMB       float64       `json:"peak_rss_mb"`
 	LoadAvg         [2]string     `json:"loadavg_before_after"`
+	// Torch is the PyTorch reference beside these figures, round by
+	// round (PerSampleTorch; nil for PerSample alone).
+	Torch *TorchComparison `json:"torch,omitempty"`
 }
 
 // PerSample measures full DP-SGD steps (sampling, forward, per-sample

@@ -33,7 +33,7 @@ type SeedsConfig struct {
 	// Clipping is every run's clipping rule: dpsgd.FlatClipping (the zero
 	// value: to the network's published clipping norm C), or
 	// dpsgd.AutomaticClipping (Bu et al. 2023, AUTO-S) with stability
-	// constant AutoClipGamma (0: job.DefaultAutoClipGamma), no clipping
+	// constant AutoClipGamma (0: dpsgd.DefaultAutoClipGamma), no clipping
 	// norm, and the published learning rate η at C standing as η·C, as
 	// `dptune train --clipping automatic` takes it.
 	Clipping      dpsgd.Clipping
@@ -208,7 +208,7 @@ func (cfg SeedsConfig) runSettings(d job.TrainDefaults) job.TrainDefaults {
 }
 
 // clipping is what the runs record of cfg's clipping: "" and 0 under flat
-// clipping, "automatic" and its γ (job.DefaultAutoClipGamma for 0) under
+// clipping, "automatic" and its γ (dpsgd.DefaultAutoClipGamma for 0) under
 // automatic clipping. An unknown rule or a γ under flat clipping is an
 // error wrapping job.ErrInvalid.
 func (cfg SeedsConfig) clipping() (string, float64, error) {
@@ -221,7 +221,7 @@ func (cfg SeedsConfig) clipping() (string, float64, error) {
 	case dpsgd.AutomaticClipping:
 		g := cfg.AutoClipGamma
 		if g == 0 {
-			g = job.DefaultAutoClipGamma
+			g = dpsgd.DefaultAutoClipGamma
 		}
 		return cfg.Clipping.String(), g, nil
 	}

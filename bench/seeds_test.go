@@ -120,7 +120,7 @@ func TestSeedsAutomaticClipping(t *testing.T) {
 		t.Fatalf("%d runs trained", len(specs))
 	}
 	for _, s := range specs {
-		if s.Clipping != dpsgd.AutomaticClipping || s.AutoClipGamma != job.DefaultAutoClipGamma || s.ClipNorm != 0 || s.LearningRate != d.LearningRate*d.ClipNorm ||
+		if s.Clipping != dpsgd.AutomaticClipping || s.AutoClipGamma != dpsgd.DefaultAutoClipGamma || s.ClipNorm != 0 || s.LearningRate != d.LearningRate*d.ClipNorm ||
 			s.BatchSize != d.BatchSize || s.Epochs != d.Epochs || s.Momentum != d.Momentum {
 			t.Errorf("spec %+v", s)
 		}

@@ -266,8 +266,6 @@ func calibrateRun(ctx context.Context, eps, delta, q float64, steps int, arch mo
 // Limits a command checks its flags against before any work, as the
 // packages that enforce them define them.
 const (
-	// MaxSteps is the most DP-SGD steps one run may take (dpsgd.MaxSteps).
-	MaxSteps = dpsgd.MaxSteps
 	// MaxGaussianSelectMu is the largest μ of Xiang et al.'s reduced game
 	// the xiang accountants compute (accounting.MaxGaussianSelectMu).
 	MaxGaussianSelectMu = accounting.MaxGaussianSelectMu

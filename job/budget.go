@@ -173,13 +173,6 @@ func Accountant(name string, approximate bool) (accounting.Accountant, error) {
 // help, each with a word on it: "rdp or pld (tightest, slower)".
 func AccountantHelp(approximate bool) string { return accounting.Help(approximate) }
 
-// DescribeAccountant names the accountant (or approximation) a report
-// names for people, with the RDP order where there is one: "rdp
-// accountant, order 12", "pld accountant, upper bound".
-func DescribeAccountant(name string, order float64) string {
-	return accounting.Describe(name, order)
-}
-
 // BudgetReport is what `dptune budget show` prints of a curator's budget
 // file (budget.Report).
 type BudgetReport = budget.Report

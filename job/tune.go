@@ -258,8 +258,8 @@ type TuneReport struct {
 	// and with a selection share "final run". They do not add up to
 	// Epsilon: the total is the RDP composition of the parts converted to
 	// (ε, δ) once, which is less than the sum of the parts' ε.
-	EpsilonComponents []EpsilonComponent `json:"epsilon_components,omitempty"`
-	Ledger            accounting.Ledger  `json:"ledger"`
+	EpsilonComponents []tuning.EpsilonComponent `json:"epsilon_components,omitempty"`
+	Ledger            accounting.Ledger         `json:"ledger"`
 }
 
 // XiangEpsilon is the ε at r's δ of Xiang et al.'s Algorithm 3 (the
@@ -472,16 +472,3 @@ func SpaceNames() string { return tuning.SpacesList() }
 // TunerNames lists the registered tuners and extra as English ("a, b or
 // c"), for help text and errors.
 func TunerNames(extra ...string) string { return tuning.NamesList(extra) }
-
-// Names of the learning rate's and the clipping norm's search dimensions
-// (tuning.LearningRate, tuning.ClipNorm), for printing a selection.
-const (
-	LearningRate = tuning.LearningRate
-	ClipNorm     = tuning.ClipNorm
-)
-
-// OtherSettings lists a selected candidate's dimensions beside the
-// learning rate and clipping norm, for printing (tuning.OtherSettings).
-func OtherSettings(values map[string]float64, choices map[string]string) string {
-	return tuning.OtherSettings(values, choices)
-}

@@ -84,7 +84,7 @@ func TestTuneOverBatchEpochsAndNetworks(t *testing.T) {
 	if len(rel.Model.Params) != wantParams {
 		t.Errorf("selected %s, released a model of %d parameters, want %d", net, len(rel.Model.Params), wantParams)
 	}
-	if o := job.OtherSettings(rep.Selected, rep.SelectedChoices); !strings.Contains(o, "network "+net) || !strings.Contains(o, "lr_schedule cosine") {
+	if o := tuning.OtherSettings(rep.Selected, rep.SelectedChoices); !strings.Contains(o, "network "+net) || !strings.Contains(o, "lr_schedule cosine") {
 		t.Errorf("OtherSettings = %q", o)
 	}
 }

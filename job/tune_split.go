@@ -20,11 +20,6 @@ import (
 // to the final run (tuning.SubsampleRule).
 const SubsampleRule = tuning.SubsampleRule
 
-// EpsilonComponent is one part of a tuning's ledger and its ε alone at the
-// tuning's δ (tuning.EpsilonComponent): the parts' ε do not add up to the
-// total.
-type EpsilonComponent = tuning.EpsilonComponent
-
 // defaultsOf returns the settings of the default candidate of s: s.Default,
 // or else the network's settings on the dataset (NetworkDefaultsOn) — the
 // published ones they were chosen around (TrainDefaults.Published) where
@@ -326,7 +321,7 @@ func trainFinal(ctx context.Context, h tuning.Hyper, space tuning.Space, c tunin
 // normalisation when shared; with a selection share (split) the rest is
 // the final run, and norm (if not nil) the final run's own data
 // normalisation.
-func epsilonComponents(l accounting.Ledger, split bool, norm accounting.Event, shared bool, acc accounting.Accountant, delta float64) []EpsilonComponent {
+func epsilonComponents(l accounting.Ledger, split bool, norm accounting.Event, shared bool, acc accounting.Accountant, delta float64) []tuning.EpsilonComponent {
 	if shared {
 		return tuning.SharedEpsilonComponents(l, 1, split, acc, delta)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -81,52 +80,6 @@ func runAccount(cmd *cobra.Command, f accountFlags) error {
 		_, err = fmt.Fprintf(out, "%s\n", b)
 		return err
 	}
-	printAccount(out, res)
+	res.PrintSummary(out)
 	return nil
-}
-
-func printAccount(w io.Writer, r job.AccountResult) {
-	mark := func(field string) string {
-		if r.Solved == field {
-			return "  ← computed"
-		}
-		return ""
-	}
-	fmt.Fprintf(w, "noise multiplier σ  %.6g%s\n", r.NoiseMultiplier, mark("noise_multiplier"))
-	fmt.Fprintf(w, "sampling rate q     %.6g\n", r.SamplingRate)
-	capped := ""
-	if r.StepsCapped {
-		capped = fmt.Sprintf("  (the search stopped at its cap of %d steps: at least this many fit)", job.MaxSteps)
-	}
-	fmt.Fprintf(w, "steps               %d%s%s\n", r.Steps, mark("steps"), capped)
-	if t := r.Tuning; t != nil {
-		fmt.Fprintf(w, "tuning runs K       %s, E[K] = %.4g\n", t.Repetitions, t.MeanRuns)
-		if t.MaxRatio > 0 {
-			fmt.Fprintf(w, "adaptive (DP-HyPO)  densities within [%g, %g] × the prior\n", t.MinRatio, t.MaxRatio)
-		}
-		fmt.Fprintf(w, "one run alone       ε = %s\n", fmtEpsilon(t.BaseEpsilon))
-	}
-	what := "ε"
-	if r.Tuning != nil {
-		what = "ε of tuning"
-	}
-	if r.Mu > 0 {
-		fmt.Fprintf(w, "reduced game μ      %.6g\n", r.Mu)
-	}
-	fmt.Fprintf(w, "%-19s %s at δ = %g  (%s)%s\n", what, fmtEpsilon(r.Epsilon), r.Delta, job.DescribeAccountant(r.Accountant, r.Order), mark("epsilon"))
-	if r.GenericEpsilon != nil {
-		fmt.Fprintf(w, "Papernot–Steinke   ε = %s (the generic bound, for comparison)\n", fmtEpsilon(r.GenericEpsilon))
-	}
-}
-
-// fmtEpsilon prints ε in nats: four decimals, or six significant digits
-// when huge; +Inf when unbounded (nil).
-func fmtEpsilon(eps *float64) string {
-	switch {
-	case eps == nil:
-		return "+Inf"
-	case *eps >= 1e6:
-		return fmt.Sprintf("%.6g", *eps)
-	}
-	return fmt.Sprintf("%.4f", *eps)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -81,26 +80,7 @@ func (o *oneRunFlags) run(cmd *cobra.Command) error {
 	if err := res.Save(f.out); err != nil {
 		return err
 	}
-	printOneRun(cmd.OutOrStdout(), res)
+	res.PrintSummary(cmd.OutOrStdout())
 	fmt.Fprintf(cmd.ErrOrStderr(), "wall time      %.1f s; audit.json in %s\n", time.Since(start).Seconds(), f.out)
 	return nil
-}
-
-// printOneRun prints a one-run audit's ε_L, for each guess count and in
-// all, against each ε_U the run claims, and the run's test accuracy.
-func printOneRun(out io.Writer, res *job.OneRunResult) {
-	fmt.Fprintf(out, "ε_L = %.4f  (%g%% confidence, δ = %g, one run, %d %s canaries)\n", res.EpsilonLower, 100*res.Confidence, res.Delta, res.Canaries, res.Canary)
-	for _, g := range res.Guesses {
-		fmt.Fprintf(out, "  %5d guesses, %5d right: ε_L %.4f\n", g.Guesses, g.Correct, g.EpsilonLower)
-	}
-	for name, v := range res.EpsilonUpper {
-		verdict := "holds"
-		if res.EpsilonLower > v {
-			verdict = "VIOLATED: the claim is below the audit's lower bound"
-		}
-		fmt.Fprintf(out, "ε_U %-8s %.4f  %s\n", name, v, verdict)
-	}
-	if a := res.Run.TestAccuracy; a != nil {
-		fmt.Fprintf(out, "test accuracy  %.2f%% (without the canaries)\n", 100**a)
-	}
 }

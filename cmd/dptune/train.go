@@ -100,15 +100,6 @@ func (f *trainFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.Accountant, "accountant", "rdp", "privacy accountant: "+job.AccountantHelp(false))
 }
 
-// describeClipping says how a run clips, for people: "C = 0.1", or
-// "automatic clipping (γ = 0.01)".
-func describeClipping(clipping string, clipNorm, gamma float64) string {
-	if clipping == "automatic" {
-		return fmt.Sprintf("automatic clipping (γ = %g)", gamma)
-	}
-	return fmt.Sprintf("C = %g", clipNorm)
-}
-
 // spec is the TrainSpec the flags ask for, labelled label in the budget
 // file, with notes, progress and warnings going to cmd's stderr.
 func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, error) {
@@ -125,7 +116,7 @@ func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, erro
 			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.Epochs, f.BatchSize, f.LearningRate)
 		} else {
 			fmt.Fprintf(w, "training %s with DP-SGD: σ = %.4f, %s, q = %.6g, %d steps (%d epochs), lr %g\n",
-				f.data.dataset, c.NoiseMultiplier, describeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps, f.Epochs, f.LearningRate)
+				f.data.dataset, c.NoiseMultiplier, job.DescribeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps, f.Epochs, f.LearningRate)
 		}
 		if c.Seed != nil {
 			warnSeeded(w)
@@ -147,7 +138,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		f.out = f.Resume
 		fmt.Fprintf(w, "resuming the run in %s from its last checkpoint\n", f.out)
 		rel, diag, err = job.ResumeTrain(ctx, f.out, job.TrainHooks{Progress: epochProgress(w, false), Warn: warner(w), Started: func(c job.TrainConfig) {
-			fmt.Fprintf(w, "σ = %.4f, %s, q = %.6g, %d steps\n", c.NoiseMultiplier, describeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps)
+			fmt.Fprintf(w, "σ = %.4f, %s, q = %.6g, %d steps\n", c.NoiseMultiplier, job.DescribeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps)
 		}})
 	} else {
 		spec, serr := f.spec(cmd, "dptune train → "+f.out)
@@ -172,7 +163,8 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		}
 		return fmt.Errorf("%w (nothing released; the ledger is in %s/failed-report.json)", err, f.out)
 	}
-	printSummary(cmd.OutOrStdout(), rep, diag)
+	rep.PrintSummary(cmd.OutOrStdout())
+	fmt.Fprintf(cmd.OutOrStdout(), "wall time      %.1f s (curator-side, not in the report)\n", diag.WallSeconds)
 	fmt.Fprintf(w, "batches        mean realised size %.1f (curator-side: it counts the private data, so it is not in the report)\n", diag.MeanBatchSize)
 	if saveErr != nil {
 		// The privacy is spent: the results above are all that is left.
@@ -224,36 +216,4 @@ func epochProgress(w io.Writer, nonPrivate bool) func(job.TrainProgress) {
 		b.Describe(fmt.Sprintf("%s  loss %.3f", prefix, lossSum/float64(n)))
 		b.Add(1)
 	}
-}
-
-func printSummary(w io.Writer, r *job.TrainReport, d *job.NotPrivateDiagnostics) {
-	if r.TestAccuracy != nil {
-		fmt.Fprintf(w, "test accuracy  %.4f  (loss %.4f)\n", *r.TestAccuracy, *r.TestLoss)
-	}
-	if r.Private {
-		if r.Epsilon != nil {
-			fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g  (%s)\n", *r.Epsilon, r.Delta, job.DescribeAccountant(r.Accountant, r.RDPOrder))
-		} else {
-			fmt.Fprintf(w, "privacy        ε %s\n", r.EpsilonNote)
-		}
-		fmt.Fprintf(w, "noise          σ = %.4f, %s, q = %.6g, %d steps, %s\n", r.NoiseMultiplier, describeClipping(r.Clipping, r.ClipNorm, r.AutoClipGamma), r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
-		if r.NormNoiseMultiplier > 0 {
-			share := "ε unbounded"
-			if r.NormEpsilon != nil {
-				share = fmt.Sprintf("ε = %.4f of it alone", *r.NormEpsilon)
-			}
-			fmt.Fprintf(w, "normalisation  σ = %g (Gaussian mean and variance, q = 1), %s\n", r.NormNoiseMultiplier, share)
-		}
-	} else {
-		fmt.Fprintf(w, "privacy        none (non-private training), %d steps\n", r.Steps)
-	}
-	fmt.Fprintf(w, "wall time      %.1f s (curator-side, not in the report)\n", d.WallSeconds)
-}
-
-// noiseKind describes the noise mode for people.
-func noiseKind(secure bool) string {
-	if secure {
-		return "secure noise"
-	}
-	return "fast noise (seeded: reproducible, not secure)"
 }

@@ -203,7 +203,9 @@ func saveTune(cmd *cobra.Command, f tuneFlags, spec job.TuneSpec, rel *job.Relea
 	if f.Diagnostics != "" && diag != nil {
 		derr = diag.WriteDiagnostics(f.Diagnostics)
 	}
-	printReport(cmd.OutOrStdout(), rel.Report)
+	if p, ok := rel.Report.(interface{ PrintSummary(io.Writer) }); ok {
+		p.PrintSummary(cmd.OutOrStdout())
+	}
 	fmt.Fprintf(w, "wall time      %.1f s (curator-side: it grows with the number of runs, so it is not in the report)\n", time.Since(start).Seconds())
 	if saveErr == nil && derr == nil {
 		return err
@@ -218,69 +220,6 @@ func saveTune(cmd *cobra.Command, f tuneFlags, spec job.TuneSpec, rel *job.Relea
 		derr = fmt.Errorf("--diagnostics: %w", derr)
 	}
 	return errors.Join(err, saveErr, derr)
-}
-
-func printTune(w io.Writer, r *job.TuneReport) {
-	if r.Selected == nil {
-		fmt.Fprintln(w, "released       nothing (no run was made, every run failed, or tuning was interrupted)")
-	} else {
-		hyper := func(name string) string {
-			if v, ok := r.Selected[name]; ok {
-				return fmt.Sprintf("%.4g", v)
-			}
-			if v, ok := r.Fixed[name]; ok {
-				return fmt.Sprintf("%.4g (the network's own)", v)
-			}
-			if name == job.LearningRate {
-				return fmt.Sprintf("%.4g (fixed)", job.DefaultLearningRate)
-			}
-			return "1 (fixed)"
-		}
-		clip := "clipping norm " + hyper(job.ClipNorm)
-		if r.Clipping != "" {
-			clip = describeClipping(r.Clipping, 1, r.AutoClipGamma)
-		}
-		fmt.Fprintf(w, "selected       learning rate %s, %s\n", hyper(job.LearningRate), clip)
-		if o := job.OtherSettings(r.Selected, r.SelectedChoices); o != "" {
-			fmt.Fprintf(w, "               %s\n", o)
-		}
-		if b := r.Baseline; b != nil && b.SelectedIsBaseline != nil {
-			verdict := "not the baseline's settings"
-			if *b.SelectedIsBaseline {
-				verdict = "the baseline's settings"
-			}
-			fmt.Fprintf(w, "               %s (compare: %s)\n", verdict, b.Command)
-		}
-		fmt.Fprintf(w, "validation     %.4f (%s score)\n", *r.ValidationScore, r.Validation)
-		if r.TestAccuracy != nil {
-			fmt.Fprintf(w, "test accuracy  %.4f\n", *r.TestAccuracy)
-		}
-	}
-	fmt.Fprintf(w, "privacy        ε = %.4f, δ = %g in total (%s): one run alone ε = %.4f, tuning overhead %.4f\n",
-		r.Epsilon, r.Delta, r.Accountant, r.BaseEpsilon, r.TuningOverhead)
-	printComponents(w, r.EpsilonComponents)
-	if r.FinalNoiseMultiplier > 0 {
-		fmt.Fprintf(w, "final run      the released model: σ = %.4f, q = %.6g, %d steps on the whole training set\n", r.FinalNoiseMultiplier, r.FinalSamplingRate, r.FinalSteps)
-	}
-	if r.Approximate {
-		fmt.Fprintf(w, "               APPROXIMATE (Xiang et al.'s Algorithm 3, not a proved bound); Papernot–Steinke's proved ε of the same run: %s\n", fmtEpsilon(r.GenericEpsilon))
-	}
-	if r.PerCandidate {
-		fmt.Fprintf(w, "runs           %s, each σ = %.4f, batch size and epochs per candidate (each run counted as the costliest), %s\n", r.Repetitions, r.BaseNoiseMultiplier, noiseKind(r.SecureNoise))
-		return
-	}
-	fmt.Fprintf(w, "runs           %s, each σ = %.4f, q = %.6g, %d steps, %s\n", r.Repetitions, r.BaseNoiseMultiplier, r.SamplingRate, r.Steps, noiseKind(r.SecureNoise))
-}
-
-// printReport prints a tuning's report: the common one here, any other
-// by its own PrintSummary.
-func printReport(w io.Writer, rep any) {
-	switch rep := rep.(type) {
-	case *job.TuneReport:
-		printTune(w, rep)
-	case interface{ PrintSummary(io.Writer) }:
-		rep.PrintSummary(w)
-	}
 }
 
 // warnSeeded tells the user that a seeded run's noise can be recomputed from

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
+	"github.com/dptune/dptune/tuning"
 )
 
 // The doubling tuner's summary prints the learning rate and clipping norm
@@ -31,8 +32,8 @@ func TestDoublingPrintsTheFixedSettingsItUsed(t *testing.T) {
 		want       string
 		value      float64
 	}{
-		{`{"name": "lr", "dims": [{"name": "learning_rate", "values": [0.5, 1, 2]}]}`, job.ClipNorm, fmt.Sprintf("clipping norm %.4g (fixed)", wantClip), wantClip},
-		{`{"name": "clip", "dims": [{"name": "clip_norm", "values": [0.5, 2]}]}`, job.LearningRate, fmt.Sprintf("learning rate %.4g (fixed)", wantLR), wantLR},
+		{`{"name": "lr", "dims": [{"name": "learning_rate", "values": [0.5, 1, 2]}]}`, tuning.ClipNorm, fmt.Sprintf("clipping norm %.4g (fixed)", wantClip), wantClip},
+		{`{"name": "clip", "dims": [{"name": "clip_norm", "values": [0.5, 2]}]}`, tuning.LearningRate, fmt.Sprintf("learning rate %.4g (fixed)", wantLR), wantLR},
 	} {
 		out := filepath.Join(t.TempDir(), "o")
 		code, text := run(t, "tune", "--tuner", "doubling", "--space", writeFile(t, "space.json", c.space), "--partitions", "2", "--part-epochs", "1",

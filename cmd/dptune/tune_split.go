@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
-	"strings"
-
 	"github.com/spf13/pflag"
 
 	"github.com/dptune/dptune/job"
@@ -19,17 +15,4 @@ func addSplitFlags(fl *pflag.FlagSet, f *job.TuneRequest) {
 	fl.StringVar(&f.DefaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
 	fl.Float64Var(&f.Subsample, "subsample", 0, "with --selection-share: run the selection on a secret Poisson subsample of ratio q ∈ (0, 1] of the training set (Koskela & Kulkarni 2023), its validation split inside it; each candidate keeps its sampling rate and epochs, and the chosen settings train the final run on the whole set; the selection's ε is amplified by q as one mechanism (default: none)")
 	fl.Float64Var(&f.SelectionShare, "selection-share", 0, "a share s ∈ (0, 1) of ε for the selection: only the selected hyperparameters leave it, and one final run of them on the whole training set, calibrated alone to (1 − s)·ε, is the released model; the selection's noise is calibrated so that both compose to ε (grid, randomstop and gp; default: no final run)")
-}
-
-// printComponents prints a tuning's ε components, when it has more than
-// one.
-func printComponents(w io.Writer, cs []job.EpsilonComponent) {
-	if len(cs) < 2 {
-		return
-	}
-	var parts []string
-	for _, c := range cs {
-		parts = append(parts, fmt.Sprintf("%s ε = %s", c.Name, fmtEpsilon(c.Epsilon)))
-	}
-	fmt.Fprintf(w, "               each alone at δ: %s (they compose, under RDP, to the total above)\n", strings.Join(parts, ", "))
 }

@@ -176,15 +176,15 @@ type report struct {
 	GenericEpsilon  *float64           `json:"papernot_steinke_epsilon"`
 	// Repetitions is the public distribution K was drawn from (absent for
 	// a tuner without one).
-	Repetitions     *accounting.Repetitions `json:"runs_distribution"`
-	IncludesDefault bool                    `json:"includes_default"`
-	SelectionShare  float64                 `json:"selection_share"`
-	Subsample       float64                 `json:"subsample"`
-	Fallback        bool                    `json:"fallback_first_candidate"`
-	NothingSelected bool                    `json:"nothing_selected"`
-	Interrupted     bool                    `json:"interrupted"`
-	Failed          string                  `json:"failed"`
-	Components      []job.EpsilonComponent  `json:"epsilon_components"`
+	Repetitions     *accounting.Repetitions   `json:"runs_distribution"`
+	IncludesDefault bool                      `json:"includes_default"`
+	SelectionShare  float64                   `json:"selection_share"`
+	Subsample       float64                   `json:"subsample"`
+	Fallback        bool                      `json:"fallback_first_candidate"`
+	NothingSelected bool                      `json:"nothing_selected"`
+	Interrupted     bool                      `json:"interrupted"`
+	Failed          string                    `json:"failed"`
+	Components      []tuning.EpsilonComponent `json:"epsilon_components"`
 	Ledger          struct {
 		Entries []struct {
 			Label string `json:"label"`

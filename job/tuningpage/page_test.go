@@ -297,11 +297,11 @@ func TestReleasePageShowsOnlyTheRelease(t *testing.T) {
 				t.Errorf("the diagnostics hold no number report.json lacks: the check above tests nothing")
 			}
 			var rep struct {
-				Selected   map[string]float64     `json:"selected"`
-				Score      *float64               `json:"validation_score"`
-				Epsilon    float64                `json:"epsilon"`
-				Components []job.EpsilonComponent `json:"epsilon_components"`
-				Baseline   *job.Baseline          `json:"baseline"`
+				Selected   map[string]float64        `json:"selected"`
+				Score      *float64                  `json:"validation_score"`
+				Epsilon    float64                   `json:"epsilon"`
+				Components []tuning.EpsilonComponent `json:"epsilon_components"`
+				Baseline   *job.Baseline             `json:"baseline"`
 			}
 			if err := json.Unmarshal(report, &rep); err != nil {
 				t.Fatal(err)
