@@ -32,6 +32,14 @@
 //     bench/doubling.go), and the papers' claims about the compared tuners
 //     are data (compareClaims).
 //
+// Each command's settings as a person gives them are a request
+// (CompareRequest, TunersRequest, SeedsRequest, VoteRequest,
+// PerSampleRequest, ScatterRequest; AuditFigureConfig.CheckRequest and
+// ReportConfig.CheckRequest for the others): it refuses bad settings before
+// any work, naming the flag at fault (errors wrapping job.ErrInvalid), and
+// makes the experiment's config; dptune binds its flags to it, shows
+// progress and prints.
+//
 // Tuners are found through package tuning's registry; nothing here decides
 // what is private: every run goes through job, which owns the release.
 // The files they read (reports under WriteReport's inputs, caches) must be
