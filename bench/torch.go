@@ -360,7 +360,8 @@ func parseTorchOutput(b []byte, network string, batch int, run torchRun) (torchR
 }
 
 // lineWriter passes the reference's per-method lines ("round 1 nonprivate
-// median …") to progress and keeps the last of its output for an error.
+// median …", less the round) to progress and keeps the last of its output
+// for an error.
 type lineWriter struct {
 	progress func(string)
 	partial  []byte
@@ -376,8 +377,8 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		}
 		line := strings.TrimSpace(string(w.partial[:i]))
 		w.partial = w.partial[i+1:]
-		if strings.HasPrefix(line, "round ") {
-			w.progress("PyTorch: " + line)
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "round" {
+			w.progress("PyTorch: " + strings.Join(f[2:], " ")) // its round is always 1
 		}
 		if line != "" {
 			w.last = append(w.last, line)
