@@ -30,6 +30,8 @@ type benchPerSampleFlags struct {
 	bench.PerSampleRequest
 	dataset, dataDir, model, featureCache string
 	seed                                  uint64
+	torch                                 bool
+	torchReq                              bench.TorchRequest
 }
 
 func newBenchPerSampleCmd() *cobra.Command {
@@ -43,9 +45,23 @@ non-private SGD on the same engine, at each expected batch size, and prints
 examples per second, ms per step, the DP/non-private ratio, the time per phase
 and per layer, allocations per step and the peak resident memory. A network
 with a scatter front end is timed on its features, computed once per dataset
-into --feature-cache (as train does), not in each step.`,
+into --feature-cache (as train does), not in each step.
+
+With --torch it runs the PyTorch reference (--torch-reference, under Debian's
+python3-torch: make torch-deps) beside it in one sitting: --rounds rounds, each
+the reference's non-private, torch.func and hooks DP-SGD steps then dptune's, at
+the same batch size, steps and threads (GOMAXPROCS), and prints each round's
+examples per second, their ranges, dptune's DP-SGD over torch.func and over
+PyTorch's non-private step, and its fraction of the FMA peak, with the CPU, the
+GEMM kernel and the load average. The reference defines these networks:
+` + strings.Join(bench.TorchNetworkNames(), ", ") + ` (make bench-torch-side runs all three).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchPerSample(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("rounds") && !f.torch {
+				return usagef("--rounds needs --torch")
+			}
+			return runBenchPerSample(cmd, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.dataset, "dataset", "mnist", job.DatasetHelp())
@@ -58,6 +74,10 @@ into --feature-cache (as train does), not in each step.`,
 	fl.StringVar(&f.JSON, "json", "", "also write the figures to this JSON file")
 	fl.StringVar(&f.Plot, "plot", "", "also draw them to this PNG file")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the initialisation, sampling and noise")
+	fl.BoolVar(&f.torch, "torch", false, "run the PyTorch reference beside dptune, in alternating rounds, and print the ratios (needs Debian's python3-torch: make torch-deps)")
+	fl.IntVar(&f.torchReq.Rounds, "rounds", 2, "rounds of --torch, each the PyTorch reference then dptune")
+	fl.StringVar(&f.torchReq.Reference, "torch-reference", "../shared/bench/torch_reference.py", "the PyTorch reference script for --torch (a path from the working directory; the default is the repository's make TORCH_REF)")
+	fl.StringVar(&f.torchReq.Python, "python", bench.DefaultPython, "interpreter that runs --torch-reference, with PyTorch")
 	return cmd
 }
 
@@ -72,20 +92,34 @@ func runBenchPerSample(cmd *cobra.Command, f benchPerSampleFlags) error {
 	if err := f.Check(src.NominalN); err != nil {
 		return err
 	}
+	if f.torch {
+		if err := f.torchReq.Check(cmd.Context(), src.Arch, f.BatchSizes); err != nil {
+			return err
+		}
+	}
 	w := cmd.ErrOrStderr()
 	src.Features = job.FeatureCache{Dir: f.featureCache, Progress: featureProgress(w)}
 	train, _, err := src.LoadInputs(cmd.Context(), nil)
 	if err != nil {
 		return err
 	}
-	rep, err := bench.PerSample(cmd.Context(), bench.PerSampleConfig{
+	cfg := bench.PerSampleConfig{
 		Train: train, Arch: src.Arch, BatchSizes: f.BatchSizes, Steps: f.Steps, Warmup: f.Warmup, Seed: f.seed,
 		Progress: func(b int, mode string) {
 			fmt.Fprintf(w, "batch %d, %s: %d + %d steps\n", b, mode, f.Warmup, f.Steps)
 		},
-	})
+	}
+	var rep bench.PerSampleReport
+	if f.torch {
+		rep, err = bench.PerSampleTorch(cmd.Context(), cfg, f.torchReq, func(s string) { fmt.Fprintln(w, s) })
+	} else {
+		rep, err = bench.PerSample(cmd.Context(), cfg)
+	}
 	if len(rep.Results) > 0 {
 		printPerSample(cmd.OutOrStdout(), rep)
+		if rep.Torch != nil {
+			printTorch(cmd.OutOrStdout(), *rep.Torch)
+		}
 		if werr := f.Write(rep); werr != nil {
 			return werr
 		}
@@ -138,6 +172,46 @@ func printPerSample(out io.Writer, rep bench.PerSampleReport) {
 			r.DPSecure.MsPerStep-r.DP.MsPerStep, r.BatchSize, r.SecureOverFast, r.DP.Phases["noise"], r.DPSecure.Phases["noise"])
 	}
 	fmt.Fprintf(out, "\n\npeak resident memory %.0f MB\n", rep.PeakRSSMB)
+}
+
+// printTorch prints the PyTorch comparison: each round, the ranges and
+// the ratios.
+func printTorch(out io.Writer, c bench.TorchComparison) {
+	version := ""
+	if len(c.Rounds) > 0 {
+		version = c.Rounds[0].PyTorch.Version
+	}
+	fmt.Fprintf(out, "\n%s beside the PyTorch reference (%s, PyTorch %s), batch %d, %d timed steps per mode, %d threads each, %d rounds alternating (PyTorch, then dptune)\n",
+		c.Network, c.Reference, version, c.BatchSize, c.Steps, c.Threads, len(c.Rounds))
+	fmt.Fprintf(out, "CPU %s, %d logical CPUs, GEMM kernel %s\n\n", c.CPU, c.Cores, c.Kernel)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tPyTorch non-private\ttorch.func DP\thooks DP\tdptune non-private\tdptune DP-SGD\tDP ÷ torch.func\tDP ÷ PyTorch non-private\tof FMA peak\tload (PyTorch; dptune)\t")
+	for i, r := range c.Rounds {
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.2f×\t%.2f×\t%.0f%%\t%s→%s; %s→%s\t\n", i+1,
+			r.PyTorch.NonPrivate, r.PyTorch.Func, r.PyTorch.Hooks, r.NonPrivate, r.DP, r.DP/r.PyTorch.Func, r.DP/r.PyTorch.NonPrivate,
+			100*r.PeakFraction, load1(r.PyTorch.LoadAvg[0]), load1(r.PyTorch.LoadAvg[1]), load1(r.LoadAvg[0]), load1(r.LoadAvg[1]))
+	}
+	span := func(r bench.Range, scale float64, format string) string {
+		lo, hi := fmt.Sprintf(format, scale*r.Min), fmt.Sprintf(format, scale*r.Max)
+		if lo == hi {
+			return lo
+		}
+		return lo + "–" + hi
+	}
+	fmt.Fprintf(tw, "range\t%s\t%s\t%s\t%s\t%s\t%s×\t%s×\t%s%%\t\t\n",
+		span(c.PyTorchNonPrivate, 1, "%.0f"), span(c.PyTorchFunc, 1, "%.0f"), span(c.PyTorchHooks, 1, "%.0f"),
+		span(c.NonPrivate, 1, "%.0f"), span(c.DP, 1, "%.0f"), span(c.DPOverFunc, 1, "%.2f"),
+		span(c.DPOverPyTorchNonPrivate, 1, "%.2f"), span(c.PeakFraction, 100, "%.0f"))
+	tw.Flush()
+	fmt.Fprintln(out, "\nexamples per second; each ratio is one round's dptune DP-SGD over the same round's PyTorch figure; load: 1-minute load average before → after each side")
+}
+
+// load1 is the 1-minute figure of a bench.LoadAvg.
+func load1(loadavg string) string {
+	if f := strings.Fields(loadavg); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func newBenchAuditCmd() *cobra.Command {
