@@ -8,7 +8,7 @@ FUZZTIME ?= 50000x
 TORCH_REF ?= ../shared/bench/torch_reference.py
 CIFAR_DIR ?= ../shared/data/cifar10-jpeg-derived
 
-.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist compare-mnist-xiang compare-mnist-split autoclip-seeds autoclip-seeds-mnist autoclip-seeds-fashion-mnist autoclip-seeds-cifar10 flat-seeds flat-seeds-mnist flat-seeds-cifar10 build run test onnxruntime chromium compare-mnist cost-mnist compare-cifar10 compare-misset compare-misset-mnist compare-misset-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch report report-check proto temporal temporal-dev docs clean
+.PHONY: all deps fashion-mnist seeds-fashion-mnist compare-fashion-mnist compare-mnist-xiang compare-mnist-split autoclip-seeds autoclip-seeds-mnist autoclip-seeds-fashion-mnist autoclip-seeds-cifar10 flat-seeds flat-seeds-mnist flat-seeds-cifar10 build run test onnxruntime chromium compare-mnist cost-mnist compare-cifar10 compare-misset compare-misset-mnist compare-misset-cifar10 tuners-mnist vote-mnist vote-cifar10 fuzz bench torch-deps bench-torch bench-torch-side report report-check proto temporal temporal-dev docs clean
 
 all: build
 
@@ -245,6 +245,23 @@ bench-torch: torch-deps build
 	done
 	/usr/bin/python3 $(TORCH_REF) --only bench --model tb-cifar10 --no-epoch --n-timed-naive 1 --n-timed 10 --out-prefix out/torch/tb-cifar10
 	./$(BIN) bench persample --dataset cifar10 --data-dir $(CIFAR_DIR) --model tb-cifar10 --batch-size 256 --steps 10 --json out/torch/dptune-tb-cifar10.json
+
+# The same comparison in one sitting, one command per network: bench
+# persample --torch alternates the PyTorch reference and dptune (two rounds
+# each) and prints each round, the ranges and the ratios (DP-SGD over
+# torch.func and over PyTorch's non-private step, fraction of the FMA
+# peak), with the CPU, GEMM kernel and load: out/torch-side/NETWORK.txt and
+# .json.
+bench-torch-side: torch-deps build
+	mkdir -p out/torch-side
+	for m in opacus-mnist tb-mnist; do \
+		./$(BIN) bench persample --torch --torch-reference $(TORCH_REF) --model $$m --batch-size 256 \
+			--json out/torch-side/$$m.json > out/torch-side/$$m.txt || exit 1; \
+		cat out/torch-side/$$m.txt; \
+	done
+	./$(BIN) bench persample --torch --torch-reference $(TORCH_REF) --dataset cifar10 --data-dir $(CIFAR_DIR) \
+		--model tb-cifar10 --batch-size 256 --steps 10 --json out/torch-side/tb-cifar10.json > out/torch-side/tb-cifar10.txt
+	cat out/torch-side/tb-cifar10.txt
 
 # The CLI reference in docs/reference/cli, one page per command, generated
 # from the cobra commands by the hidden `dptune gen-docs`; make test fails
