@@ -216,15 +216,7 @@ func reportFigures(fw *figureWriter, f found) error {
 
 // writeMachine describes the machine the report was made on.
 func writeMachine(w io.Writer) {
-	model := "unknown"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				model = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
-				break
-			}
-		}
-	}
+	model := cpuModel()
 	mem := ""
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		mem = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"))

@@ -398,17 +398,3 @@ func (w *lineWriter) tail() string {
 	}
 	return strings.Join(lines, " | ")
 }
-
-// cpuModel is the "model name" of /proc/cpuinfo, or "unknown".
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "unknown"
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
-}
