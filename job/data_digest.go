@@ -51,8 +51,9 @@ import (
 //     of an input that holds the secret key, so it tells no more.
 //
 // A worker whose copy's digest differs refuses the job with one line
-// naming the dataset (dataDiffers, wrapping runner.ErrInvalidInput, so the
-// task fails at once instead of being retried): nothing about how, or by
+// naming the dataset (dataDiffers, wrapping runner.ErrDataDiffers and so
+// runner.ErrInvalidInput, so the task fails at once instead of being
+// retried): nothing about how, or by
 // how much, the copies differ goes back. A copy it had in memory by name
 // is read again from its files first, so a worker that cached a dataset
 // before the curator changed it trains on the new files, not the old.
@@ -86,7 +87,7 @@ func (d *keyedDigest) matches(sum [32]byte) bool {
 // does not match: one line, naming the dataset only.
 func dataDiffers(name string) error {
 	return fmt.Errorf("job: dataset %s: this worker's copy of the data differs from the curator's (its content digest is not the job's); give the worker a copy of the curator's data (dptune worker --data-dir): %w",
-		name, runner.ErrInvalidInput)
+		name, runner.ErrDataDiffers)
 }
 
 // contentID is the public part of a content sum: what made the tensors.

@@ -167,7 +167,7 @@ func (t *partitionedTuning) release(ctx context.Context, res tuning.PartitionedR
 	facts.Epsilon = g.Epsilon
 	rel.Epsilon = &facts.Epsilon
 	if runErr != nil && !interrupted {
-		facts.Failed, rel.Failed = runErr.Error(), true
+		facts.Failed, rel.Failed = releasedFailure(runErr, s.Data.Name), true
 		rel.Report = res.Report(facts)
 		return rel, nil, t.resv.done(res.Ledger, runErr)
 	}

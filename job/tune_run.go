@@ -239,7 +239,7 @@ func (t *centralTuning) release(ctx context.Context, res tuning.Result, fin fina
 	rep.EpsilonComponents = epsilonComponents(rel.Ledger, p.final != nil, fin.norm, trainer.Norm != nil, acc, s.Delta)
 	if tuneErr != nil && !interrupted {
 		// The runs so far touched the data: the ledger is released alone.
-		rep.Failed, rel.Failed = tuneErr.Error(), true
+		rep.Failed, rel.Failed = releasedFailure(tuneErr, s.Data.Name), true
 		return rel, diag, t.resv.done(res.Ledger, tuneErr)
 	}
 	base := trainer.Event()

@@ -29,7 +29,7 @@ func (l Local) Run(ctx context.Context, tasks []Task, done func(i int, output []
 		t := tasks[i]
 		out, err := Do(ctx, t.Kind, t.Input)
 		if err != nil {
-			return fmt.Errorf("runner: task %s: %w", t.ID, err)
+			return &TaskError{ID: t.ID, Prefix: "runner", Err: err}
 		}
 		mu.Lock()
 		defer mu.Unlock()

@@ -94,6 +94,10 @@ func TestLocalErrors(t *testing.T) {
 	if err := (Local{}).Run(context.Background(), tasks(1, -1, 2), noop); err == nil || err.Error() != "runner: task t1: negative" {
 		t.Errorf("failing task: %v", err)
 	}
+	var te *TaskError
+	if err := (Local{}).Run(context.Background(), tasks(1, -1, 2), noop); !errors.As(err, &te) || te.ID != "t1" || te.Remote {
+		t.Errorf("failing task: %v is not this process's TaskError of t1", err)
+	}
 	stop := errors.New("stop")
 	if err := (Local{}).Run(context.Background(), tasks(1, 2), func(int, []byte) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("failing done: %v", err)

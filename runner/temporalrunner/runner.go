@@ -185,7 +185,7 @@ func (r *Runner) Run(ctx context.Context, tasks []runner.Task, done func(i int, 
 			delete(r.fetched, id)
 			delete(index, id)
 			if res.Err != "" {
-				return fmt.Errorf("temporalrunner: task %s failed: %s", id, res.Err)
+				return &runner.TaskError{ID: id, Remote: true, Prefix: "temporalrunner", Err: workerError(res)}
 			}
 			// Every output of this run is sealed to the same workflow,
 			// run and role: the server could move one job's output into
@@ -259,3 +259,27 @@ func (r *Runner) Close(ctx context.Context) error {
 	err := r.rec.set(r.id)
 	return errors.Join(err, r.c.SignalWorkflow(WithExecution(ctx, r.id, r.run), r.id, r.run, signalClose, closeRequest{Close: true}))
 }
+
+// workerError is a failed task's error as its result holds it: the
+// worker's text (which the server relays, and could change), wrapping
+// runner.ErrDataDiffers or runner.ErrInvalidInput when the worker refused
+// the task.
+func workerError(res Result) error {
+	var kind error
+	switch res.Refused {
+	case errDataDiffers:
+		kind = runner.ErrDataDiffers
+	case errInvalidInput:
+		kind = runner.ErrInvalidInput
+	}
+	return remoteError{res.Err, kind}
+}
+
+// remoteError is a worker's error text, wrapping kind (nil: none).
+type remoteError struct {
+	text string
+	kind error
+}
+
+func (e remoteError) Error() string { return e.text }
+func (e remoteError) Unwrap() error { return e.kind }

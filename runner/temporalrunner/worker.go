@@ -64,7 +64,7 @@ func (j Tasks) Task(ctx context.Context, t runner.Task) ([]byte, error) {
 	start := time.Now()
 	j.logf("running %s (%s), attempt %d", t.ID, t.Kind, info.Attempt)
 	var done, total atomic.Int64
-	jctx := ctx
+	jctx := runner.OnWorker(ctx)
 	if j.CPUs > 0 {
 		jctx = cpus.With(jctx, j.CPUs)
 	}
@@ -94,6 +94,9 @@ func (j Tasks) Task(ctx context.Context, t runner.Task) ([]byte, error) {
 		j.logf("failed %s after %.1f s", t.ID, time.Since(start).Seconds())
 	} else {
 		j.logf("finished %s in %.1f s", t.ID, time.Since(start).Seconds())
+	}
+	if errors.Is(err, runner.ErrDataDiffers) {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errDataDiffers, err)
 	}
 	if errors.Is(err, runner.ErrInvalidInput) {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errInvalidInput, err)

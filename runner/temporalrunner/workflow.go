@@ -26,6 +26,10 @@ const (
 	// errInvalidInput is the application error type of a task whose
 	// input can never work: not retried.
 	errInvalidInput = "InvalidInput"
+	// errDataDiffers is the application error type of a task refused
+	// because the worker's copy of its data differs from the curator's
+	// (runner.ErrDataDiffers): not retried either.
+	errDataDiffers = "DataDiffers"
 )
 
 // Start is the workflow's input: fixed when the invocation first starts.
@@ -50,6 +54,9 @@ type Result struct {
 	ID     string
 	Output []byte
 	Err    string
+	// Refused is the error type of a task the worker refused
+	// (errInvalidInput, errDataDiffers); empty otherwise.
+	Refused string `json:",omitempty"`
 }
 
 // maxQueryBytes caps the outputs one results query returns (Temporal's
@@ -125,7 +132,7 @@ func Invocation(ctx workflow.Context, in Start) error {
 		StartToCloseTimeout: 7 * 24 * time.Hour,
 		HeartbeatTimeout:    in.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-			MaximumAttempts: in.MaxAttempts, NonRetryableErrorTypes: []string{errInvalidInput}},
+			MaximumAttempts: in.MaxAttempts, NonRetryableErrorTypes: []string{errInvalidInput, errDataDiffers}},
 	})
 	for {
 		if err := workflow.Await(ctx, func() bool { return closed || (len(queue) > 0 && running < in.MaxPending) }); err != nil {
@@ -143,10 +150,10 @@ func Invocation(ctx workflow.Context, in Start) error {
 			r := Result{ID: t.ID, Output: out}
 			var refused *temporal.ApplicationError
 			switch {
-			case errors.As(err, &refused) && refused.Type() == errInvalidInput:
+			case errors.As(err, &refused) && (refused.Type() == errInvalidInput || refused.Type() == errDataDiffers):
 				// The task's own one-line refusal, without the SDK's
 				// wrapping (its event IDs and the cause repeated).
-				r.Err = refused.Message()
+				r.Err, r.Refused = refused.Message(), refused.Type()
 			case err != nil:
 				r.Err = err.Error()
 			}

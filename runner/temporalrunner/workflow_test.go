@@ -16,7 +16,7 @@ import (
 	"github.com/dptune/dptune/runner"
 )
 
-var flakyCalls, invalidCalls atomic.Int64
+var flakyCalls, invalidCalls, differsCalls atomic.Int64
 
 func init() {
 	runner.Register("test.square", func(_ context.Context, in []byte) ([]byte, error) {
@@ -32,6 +32,13 @@ func init() {
 			return nil, errors.New("worker lost")
 		}
 		return in, nil
+	})
+	runner.Register("test.differs", func(ctx context.Context, _ []byte) ([]byte, error) {
+		differsCalls.Add(1)
+		if !runner.IsOnWorker(ctx) {
+			return nil, errors.New("not marked as on a worker")
+		}
+		return nil, fmt.Errorf("copy differs: %w", runner.ErrDataDiffers)
 	})
 	runner.Register("test.invalid", func(context.Context, []byte) ([]byte, error) {
 		invalidCalls.Add(1)
@@ -55,7 +62,8 @@ func TestInvocation(t *testing.T) {
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Invocation, workflow.RegisterOptions{Name: WorkflowName})
 	env.RegisterActivityWithOptions(Tasks{}.Task, activity.RegisterOptions{Name: ActivityName})
-	batch := []runner.Task{task("a", "test.square", 3), task("b", "test.square", 4), task("c", "test.flaky", "x"), task("d", "test.invalid", 0)}
+	differsCalls.Store(0)
+	batch := []runner.Task{task("a", "test.square", 3), task("b", "test.square", 4), task("c", "test.flaky", "x"), task("d", "test.invalid", 0), task("f", "test.differs", 0)}
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(signalSubmit, batch) }, time.Second)
 	// A resumed curator submits the same tasks again, and one more.
 	env.RegisterDelayedCallback(func() {
@@ -106,13 +114,24 @@ func TestInvocation(t *testing.T) {
 	if r := got["d"]; r.Err != "never works: invalid job input" {
 		t.Errorf("the invalid task's result: %+v, want its own error alone", r)
 	}
+	if r := got["d"]; r.Refused != errInvalidInput || !errors.Is(workerError(r), runner.ErrInvalidInput) || errors.Is(workerError(r), runner.ErrDataDiffers) {
+		t.Errorf("the invalid task's result: %+v, want refused as invalid input", r)
+	}
+	// A task refused on a worker (marked as such) whose copy of the data
+	// differs: not retried, and the curator's error says which class.
+	if r := got["f"]; r.Err != "copy differs: invalid job input" || r.Refused != errDataDiffers || !errors.Is(workerError(r), runner.ErrDataDiffers) {
+		t.Errorf("the refused task's result: %+v, want refused as data differs", r)
+	}
+	if n := differsCalls.Load(); n != 1 {
+		t.Errorf("the refused task ran %d times, want 1 (not retried)", n)
+	}
 	if n := invalidCalls.Load(); n != 1 {
 		t.Errorf("the invalid task ran %d times, want 1 (not retried)", n)
 	}
 	if n := flakyCalls.Load(); n != 2 {
 		t.Errorf("the flaky task ran %d times, want 2 (one retry)", n)
 	}
-	if len(got) != 5 {
-		t.Errorf("%d results, want 5", len(got))
+	if len(got) != 6 {
+		t.Errorf("%d results, want 6", len(got))
 	}
 }
