@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -124,5 +125,57 @@ func TestFolderDatasetNames(t *testing.T) {
 	}
 	if got, err := FolderDatasetName(filepath.Join(t.TempDir(), "photos") + "/"); err != nil || got != "folder:photos" {
 		t.Errorf("FolderDatasetName = %q, %v", got, err)
+	}
+}
+
+// A fixed subset and a development split of an image folder hold in every
+// read of it: Load, the jobs' own read (loadCtx, through the folder's
+// context-aware loader) and a worker's copy from the job's dataRef agree,
+// and a development split's test set is held-out training images, never
+// the folder's test/.
+func TestFolderSubsetAndDevSplit(t *testing.T) {
+	dir := smallFolder(t, "digits", image.NewGray(image.Rect(0, 0, 28, 28)))
+	for i := range 60 {
+		c := fmt.Sprint(i % 10)
+		writeFolderPNG(t, filepath.Join(dir, "train", c, fmt.Sprintf("x%d.png", i)), image.NewGray(image.Rect(0, 0, 28, 28)))
+	}
+	src, _, err := FolderDataset(dir, "", 71, FolderSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := src.WithSubset(30, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := src.WithDevSplit(30, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]Source{"subset": sub, "development split": dev} {
+		train, test, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		jtrain, jtest, err := s.loadCtx(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jtrain.N != train.N || jtest.N != test.N || train.N >= 71 {
+			t.Errorf("%s: the jobs read %d + %d images, Load %d + %d (of 71 training images)", name, jtrain.N, jtest.N, train.N, test.N)
+		}
+		wtrain, wtest, err := s.ref().raw()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wtrain.N != train.N || wtest.N != test.N {
+			t.Errorf("%s: a worker's copy has %d + %d images, the curator's %d + %d", name, wtrain.N, wtest.N, train.N, test.N)
+		}
+	}
+	jtrain, jtest, err := dev.loadCtx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jtrain.N+jtest.N != 71 || jtest.N == 10 {
+		t.Errorf("development split: %d + %d images, want the 71 training images cut (not the folder's 10 test images)", jtrain.N, jtest.N)
 	}
 }

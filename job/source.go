@@ -305,17 +305,13 @@ func (s Source) WithSubset(n int, key uint64) (Source, error) {
 		return s, invalidf("a subset of %d examples of %s is outside [1, %d)", n, s.Name, s.NominalN)
 	}
 	u := Subset{Fraction: float64(n) / float64(s.NominalN), Key: key}
-	load := s.Load
-	s.Load = func() (*data.Dataset, *data.Dataset, error) {
-		train, test, err := load()
+	s = s.cutLoads(func(train, test *data.Dataset) (*data.Dataset, *data.Dataset, error) {
+		train, err := u.apply(train)
 		if err != nil {
 			return nil, nil, err
 		}
-		if train, err = u.apply(train); err != nil {
-			return nil, nil, err
-		}
 		return train, test, nil
-	}
+	})
 	s.Subset, s.NominalN, s.check = &u, n, nil
 	return s, nil
 }
@@ -341,16 +337,33 @@ func (s Source) WithDevSplit(nDev int, key uint64) (Source, error) {
 	}
 	n := s.NominalN - nDev
 	u := Subset{Fraction: float64(n) / float64(s.NominalN), Key: key, Dev: true}
-	load := s.Load
-	s.Load = func() (*data.Dataset, *data.Dataset, error) {
-		train, _, err := load()
-		if err != nil {
-			return nil, nil, err
-		}
-		return u.cut(train)
-	}
+	s = s.cutLoads(func(train, _ *data.Dataset) (*data.Dataset, *data.Dataset, error) { return u.cut(train) })
 	s.Subset, s.NominalN, s.check = &u, n, nil
 	return s, nil
+}
+
+// cutLoads returns s with both its loaders (Load, and loadContext, which
+// an image folder reads through) giving cut of what they read.
+func (s Source) cutLoads(cut func(train, test *data.Dataset) (*data.Dataset, *data.Dataset, error)) Source {
+	if load := s.Load; load != nil {
+		s.Load = func() (*data.Dataset, *data.Dataset, error) {
+			train, test, err := load()
+			if err != nil {
+				return nil, nil, err
+			}
+			return cut(train, test)
+		}
+	}
+	if load := s.loadContext; load != nil {
+		s.loadContext = func(ctx context.Context, warn func(string)) (*data.Dataset, *data.Dataset, error) {
+			train, test, err := load(ctx, warn)
+			if err != nil {
+				return nil, nil, err
+			}
+			return cut(train, test)
+		}
+	}
+	return s
 }
 
 // ref is the part of a job's dataRef that names s: for an image folder
