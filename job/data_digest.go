@@ -316,6 +316,22 @@ func (r dataRef) verified(load func(fresh bool) (train, test *data.Dataset, cach
 	}
 }
 
+// digestRequired refuses, in a task running on a remote worker
+// (runner.IsOnWorker), a data reference r without the curator's digest
+// (nor its public validation set's), in one line wrapping
+// runner.ErrInvalidInput: a worker trains only on a copy it has checked.
+// In this process (no mark) a reference needs none: the data is the
+// curator's own.
+func (r *dataRef) digestRequired(ctx context.Context) error {
+	if r == nil || !runner.IsOnWorker(ctx) {
+		return nil
+	}
+	if r.Digest == nil {
+		return fmt.Errorf("job: dataset %s: the task names its data without the curator's content digest, and a worker trains only on a copy it has checked: %w", r.Dataset, runner.ErrInvalidInput)
+	}
+	return r.Public.digestRequired(ctx)
+}
+
 // refusedCopies remembers, for each digest refused, the copy (its training set
 // as read) it was refused on.
 var refusedCopies = struct {

@@ -202,7 +202,7 @@ func (w workers) Run(ctx context.Context, ts []runner.Task, done func(int, []byt
 		protocols.key, protocols.p = "", nil
 		protocols.Unlock()
 		WorkerDataDir(FolderName, w.dir)
-		out, err := runner.Do(ctx, task.Kind, task.Input)
+		out, err := runner.Do(runner.OnWorker(ctx), task.Kind, task.Input)
 		workerDirs.Delete(FolderName)
 		if err != nil {
 			return err

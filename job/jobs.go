@@ -271,6 +271,9 @@ func (r dataRef) sets(ctx context.Context) (train, test *data.Dataset, err error
 
 // resolve loads r's data in this process, from the cache when it can.
 func (r dataRef) resolve(ctx context.Context) (loaded, error) {
+	if err := r.digestRequired(ctx); err != nil {
+		return loaded{}, err
+	}
 	key := cacheKey(r)
 	if l, ok := cacheGet(key); ok {
 		return l, nil
@@ -634,6 +637,9 @@ var protocols = struct {
 func doAuditTrials(ctx context.Context, b []byte) ([]byte, error) {
 	var in auditInput
 	if err := decodeInput(b, &in); err != nil {
+		return nil, err
+	}
+	if err := in.Data.digestRequired(ctx); err != nil {
 		return nil, err
 	}
 	spec := in.Spec
