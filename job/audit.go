@@ -335,7 +335,7 @@ func (s AuditSpec) Params() ([]audit.Param, error) {
 		b, err := json.Marshal(struct {
 			Data dataRef
 			Arch model.Arch
-		}{s.Data.ref(), s.Data.Arch})
+		}{s.Data.ref().withoutDigest(), s.Data.Arch})
 		if err != nil {
 			return nil, err
 		}

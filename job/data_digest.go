@@ -42,13 +42,18 @@ import (
 //     it.
 //   - What a job carries (keyedDigest) is HMAC-SHA256 of the content sum
 //     under a key derived from the invocation's secret key (runner.Keyed:
-//     Key().Derive("data digest")), with that key beside it, inside the
-//     job's input, which the runner seals (temporalrunner's codec, role
-//     "job input"). It is the same for every job of one invocation and of
-//     its resumes (so a resumed curator submits the same jobs), and
-//     different across invocations. It appears in no workflow ID or log
-//     line; the task ID's SHA-256 of the whole input (temporalrunner) is
-//     of an input that holds the secret key, so it tells no more.
+//     Key().Derive("data digest")). The key travels beside the MAC, in
+//     the same job input: whoever reads the input holds both, so the
+//     MAC's secrecy rests on the sealing alone (temporalrunner's codec,
+//     AES-GCM, role "job input"), not on the key. That is enough: only
+//     the curator and the workers, which hold the payload key anyway (and
+//     the data), can open the input; to the server it is ciphertext. It
+//     is the same for every job of one invocation and of its resumes (so
+//     a resumed curator submits the same jobs), and different across
+//     invocations. It appears in no workflow ID, log line or file (an
+//     audit's CSV header records the data without it: withoutDigest); the
+//     task ID's SHA-256 of the whole input (temporalrunner) is of an input
+//     that holds the secret key, so it tells no more.
 //
 // A worker whose copy's digest differs refuses the job with one line
 // naming the dataset (dataDiffers, wrapping runner.ErrDataDiffers and so
@@ -314,6 +319,18 @@ func (r dataRef) verified(load func(fresh bool) (train, test *data.Dataset, cach
 			return nil, nil, [32]byte{}, dataDiffers(r.Dataset)
 		}
 	}
+}
+
+// withoutDigest is r with no digest (nor its public validation set's):
+// what may be written to a file (an audit's CSV header). A digest's key
+// and MAC travel only inside a sealed job input.
+func (r dataRef) withoutDigest() dataRef {
+	r.Digest = nil
+	if r.Public != nil {
+		p := r.Public.withoutDigest()
+		r.Public = &p
+	}
+	return r
 }
 
 // digestRequired refuses, in a task running on a remote worker

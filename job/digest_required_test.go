@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
 )
 
@@ -59,4 +61,50 @@ func TestWorkerRefusesDataWithoutDigest(t *testing.T) {
 	}
 	_, err = doAuditTrials(onWorker, in)
 	refused("an audit's data on a worker", err)
+}
+
+// An audit on data read for workers (its reference carrying the keyed
+// digest) records the data in its CSV header (Params) without the
+// digest's key or MAC.
+func TestAuditParamsLeaveOutDigest(t *testing.T) {
+	dir := noiseFolder(t, "digits", 12, 1)
+	src, _, err := folderDataset(dir, &linearSpec, 120, FolderSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := src.ForRunner(workers{key: [32]byte{9}})
+	if _, _, err := w.Load(); err != nil {
+		t.Fatal(err)
+	}
+	d := w.ref().Digest
+	if d == nil {
+		t.Fatal("no digest")
+	}
+	s := AuditSpec{Protocol: AuditTuner, Trials: 10, Seed: 2, Delta: 1e-5, Data: w, Size: 10, NoiseMultiplier: 1.5, SamplingRate: 1,
+		ClipNorm: 1, Steps: 2, Repetitions: accounting.PoissonRepetitions(2)}
+	ps, err := s.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ToLower(fmt.Sprint(ps))
+	if !strings.Contains(text, "folder:digits") {
+		t.Fatalf("the header does not record the data: %v", ps)
+	}
+	key := fmt.Sprint(d.Key)
+	if b, err := json.Marshal(d.Key); err == nil {
+		key = strings.Trim(string(b), `"`)
+	}
+	for _, p := range ps {
+		if k := strings.ToLower(p.Key); strings.Contains(k, "digest") || strings.Contains(k, "mac") || strings.Contains(k, "key") && k != "data.subset.key" {
+			t.Errorf("the audit's parameters hold %s", p.Key)
+		}
+	}
+	for _, leak := range []string{strings.ToLower(d.MAC), strings.ToLower(key)} {
+		if strings.Contains(text, leak) {
+			t.Errorf("the audit's parameters hold %q: %v", leak, ps)
+		}
+	}
+	if r := w.ref(); r.Digest == nil || r.withoutDigest().Digest != nil {
+		t.Error("withoutDigest")
+	}
 }
