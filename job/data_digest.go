@@ -91,7 +91,7 @@ func (d *keyedDigest) matches(sum [32]byte) bool {
 // dataDiffers is a worker's refusal of a job whose data digest its copy
 // does not match: one line, naming the dataset only.
 func dataDiffers(name string) error {
-	return fmt.Errorf("job: dataset %s: this worker's copy of the data differs from the curator's (its content digest is not the job's); give the worker a copy of the curator's data (dptune worker --data-dir): %w",
+	return fmt.Errorf("job: dataset %s: this worker's copy of the data differs from the curator's (its content digest is not the job's); the worker must read a copy of the curator's files (a worker's --data-dir, if given, is the one directory of every dataset but MNIST, a public validation set's included): %w",
 		name, runner.ErrDataDiffers)
 }
 
