@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/tuning"
 )
 
 // VoteCompareCell is DP-Hype (the vote tuner) at one total budget, over
@@ -102,7 +103,7 @@ func (s CompareRequest) VoteNotRun() string {
 // cache in Out.
 func (s CompareRequest) VoteConfig(whole job.Source) VoteRealConfig {
 	return VoteRealConfig{Source: whole, Subset: s.VoteSubset, AlphaClients: 10, Delta: s.Delta, VotesPerClient: 1, LocalEpochs: 1,
-		BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: s.VoteReps, CacheDir: filepath.Join(s.Out, job.Vote)}
+		BatchSize: 64, Rounds: 3, ClipNorm: 1, Reps: s.VoteReps, CacheDir: filepath.Join(s.Out, tuning.VoteName)}
 }
 
 // AddVote adds DP-Hype's table to rep when s.Vote asks for it: CompareVote

@@ -262,11 +262,3 @@ func calibrateRun(ctx context.Context, eps, delta, q float64, steps int, arch mo
 	}
 	return sigma, err
 }
-
-// Limits a command checks its flags against before any work, as the
-// packages that enforce them define them.
-const (
-	// MaxGaussianSelectMu is the largest μ of Xiang et al.'s reduced game
-	// the xiang accountants compute (accounting.MaxGaussianSelectMu).
-	MaxGaussianSelectMu = accounting.MaxGaussianSelectMu
-)

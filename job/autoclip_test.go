@@ -20,7 +20,7 @@ import (
 // autoSpec is s with automatic clipping at γ = 0.01 in place of its
 // clipping norm.
 func autoSpec(s TrainSpec) TrainSpec {
-	s.ClipNorm, s.Clipping, s.AutoClipGamma = 0, dpsgd.AutomaticClipping, DefaultAutoClipGamma
+	s.ClipNorm, s.Clipping, s.AutoClipGamma = 0, dpsgd.AutomaticClipping, dpsgd.DefaultAutoClipGamma
 	return s
 }
 
@@ -74,7 +74,7 @@ func TestTrainAutoClipEpsilonIsFlats(t *testing.T) {
 		}
 	}
 	f, a := releases["flat"].Report.(*TrainReport), releases["automatic"].Report.(*TrainReport)
-	if a.Clipping != "automatic" || a.AutoClipGamma != DefaultAutoClipGamma || a.ClipNorm != 1 || f.Clipping != "" || f.ClipNorm != 0.1 {
+	if a.Clipping != "automatic" || a.AutoClipGamma != dpsgd.DefaultAutoClipGamma || a.ClipNorm != 1 || f.Clipping != "" || f.ClipNorm != 0.1 {
 		t.Errorf("clipping facts: flat %q C = %v, automatic %q γ = %v C = %v", f.Clipping, f.ClipNorm, a.Clipping, a.AutoClipGamma, a.ClipNorm)
 	}
 	fl, err := json.Marshal(f.Ledger)
@@ -171,13 +171,13 @@ func TestResumeKeepsAutoClip(t *testing.T) {
 	if _, _, err := Train(ctx, s); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Train: %v", err)
 	}
-	var started TrainConfig
-	got, _, err := ResumeTrain(context.Background(), out, TrainHooks{Started: func(c TrainConfig) { started = c }})
+	var started dpsgd.Config
+	got, _, err := ResumeTrain(context.Background(), out, TrainHooks{Started: func(c dpsgd.Config) { started = c }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep := got.Report.(*TrainReport)
-	if started.Clipping != dpsgd.AutomaticClipping || started.AutoClipGamma != DefaultAutoClipGamma || rep.Clipping != "automatic" || rep.Steps != 12 {
+	if started.Clipping != dpsgd.AutomaticClipping || started.AutoClipGamma != dpsgd.DefaultAutoClipGamma || rep.Clipping != "automatic" || rep.Steps != 12 {
 		t.Errorf("resumed as %v clipping (γ = %v), report %q after %d steps", started.Clipping, started.AutoClipGamma, rep.Clipping, rep.Steps)
 	}
 	if !slices.Equal(got.Model.Params, want.Model.Params) {

@@ -169,21 +169,6 @@ func Accountant(name string, approximate bool) (accounting.Accountant, error) {
 	return acc, nil
 }
 
-// AccountantHelp lists the accountants Accountant accepts for a flag's
-// help, each with a word on it: "rdp or pld (tightest, slower)".
-func AccountantHelp(approximate bool) string { return accounting.Help(approximate) }
-
-// BudgetReport is what `dptune budget show` prints of a curator's budget
-// file (budget.Report).
-type BudgetReport = budget.Report
-
-// BudgetReserved is the status of a release whose job has reserved its
-// worst case and not yet recorded what it spent.
-const BudgetReserved = budget.Reserved
-
-// BudgetPLDNote labels the PLD figure of a budget wherever it is shown.
-const BudgetPLDNote = budget.PLDNote
-
 // LoadBudget reads the budget file at path (budget.Load).
 func LoadBudget(path string) (*budget.Budget, error) { return budget.Load(path) }
 

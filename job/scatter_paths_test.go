@@ -197,7 +197,7 @@ func TestVoteOfAScatterNetwork(t *testing.T) {
 	seed := uint64(7)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rel, _, err := Tune(ctx, TuneSpec{Data: src, Tuner: Vote, Space: tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.5}}}},
+	rel, _, err := Tune(ctx, TuneSpec{Data: src, Tuner: tuning.VoteName, Space: tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.5}}}},
 		Epsilon: 20, Delta: 1e-5, BatchSize: 32, Seed: &seed,
 		Options: tuning.Values{"clients": 2, "votes-per-client": 1, "vote-epsilon": 5.0, "fedavg-rounds": 1}})
 	if err != nil {

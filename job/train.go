@@ -173,7 +173,7 @@ type TrainSpec struct {
 	NoiseMultiplier float64        // σ; 0: calibrate from Epsilon
 	ClipNorm        float64        // C of flat clipping; 0 under automatic clipping
 	Clipping        dpsgd.Clipping // dpsgd.FlatClipping (the zero value: to ClipNorm) or dpsgd.AutomaticClipping: sensitivity 1, σ and ε as flat clipping's at C = 1
-	AutoClipGamma   float64        // automatic clipping's stability constant γ > 0 (DefaultAutoClipGamma: Bu et al.'s 0.01); 0 under flat clipping
+	AutoClipGamma   float64        // automatic clipping's stability constant γ > 0 (dpsgd.DefaultAutoClipGamma: Bu et al.'s 0.01); 0 under flat clipping
 	BatchSize       int            // expected batch size qN
 	Epochs          int            // one epoch is ⌈1/q⌉ steps
 	LearningRate    float64
@@ -448,15 +448,6 @@ func (s TrainSpec) progress(acc accounting.Accountant, cfg dpsgd.Config, spent f
 			StepInEpoch: inEpoch, StepsPerEpoch: perEpoch, Loss: p.Loss, EpsilonBefore: before})
 	}
 }
-
-// TrainConfig is the DP-SGD run Train resolved (noise multiplier, sampling
-// rate, steps, …), as TrainSpec.Started receives it.
-type TrainConfig = dpsgd.Config
-
-// DefaultAutoClipGamma is automatic clipping's default stability constant
-// γ (Bu et al. 2023, AUTO-S: 0.01; dpsgd.DefaultAutoClipGamma), for
-// TrainSpec.AutoClipGamma and TuneSpec.AutoClipGamma.
-const DefaultAutoClipGamma = dpsgd.DefaultAutoClipGamma
 
 // Evaluate returns net's accuracy and mean cross-entropy on the examples x
 // (shape [N, C, H, W], row-major) with labels y (dpsgd.Evaluate); a test

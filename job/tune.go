@@ -461,14 +461,3 @@ func Tuners() []TunerInfo {
 	}
 	return out
 }
-
-// DefaultTuner is the tuner used when none is named (tuning.Default).
-const DefaultTuner = tuning.Default
-
-// SpaceNames lists the built-in search spaces and "a .json file" as
-// English ("a, b or a .json file"), for help text and errors.
-func SpaceNames() string { return tuning.SpacesList() }
-
-// TunerNames lists the registered tuners and extra as English ("a, b or
-// c"), for help text and errors.
-func TunerNames(extra ...string) string { return tuning.NamesList(extra) }

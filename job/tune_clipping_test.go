@@ -23,7 +23,7 @@ func tuneLRs(seed *uint64) TuneSpec {
 
 // withAutoClip is s with automatic clipping at γ = 0.01.
 func withAutoClip(s TuneSpec) TuneSpec {
-	s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, DefaultAutoClipGamma
+	s.Clipping, s.AutoClipGamma = dpsgd.AutomaticClipping, dpsgd.DefaultAutoClipGamma
 	return s
 }
 
@@ -51,7 +51,7 @@ func TestTuneAutoClip(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.NoiseMultiplier = 1
-	if cfg.Clipping != dpsgd.AutomaticClipping || cfg.AutoClipGamma != DefaultAutoClipGamma || cfg.ClipNorm != 1 || cfg.Validate() != nil {
+	if cfg.Clipping != dpsgd.AutomaticClipping || cfg.AutoClipGamma != dpsgd.DefaultAutoClipGamma || cfg.ClipNorm != 1 || cfg.Validate() != nil {
 		t.Errorf("a candidate's run: %v clipping, γ %v, C %v: %v", cfg.Clipping, cfg.AutoClipGamma, cfg.ClipNorm, cfg.Validate())
 	}
 	for name, p := range map[string]*tunePlan{"flat": pf, "automatic": pa} {
@@ -64,7 +64,7 @@ func TestTuneAutoClip(t *testing.T) {
 			t.Fatal(err)
 		}
 		if name == "flat" && (bytes.Contains(task.Input, []byte("clipping")) || in.Clipping != dpsgd.FlatClipping) ||
-			name == "automatic" && (in.Clipping != dpsgd.AutomaticClipping || in.AutoClipGamma != DefaultAutoClipGamma || in.ClipNorm != 1) {
+			name == "automatic" && (in.Clipping != dpsgd.AutomaticClipping || in.AutoClipGamma != dpsgd.DefaultAutoClipGamma || in.ClipNorm != 1) {
 			t.Errorf("%s: the runner's job input %s", name, task.Input)
 		}
 	}
@@ -82,7 +82,7 @@ func TestTuneAutoClip(t *testing.T) {
 	f, a := reports["flat"], reports["automatic"]
 	fl, _ := json.Marshal(f.Ledger)
 	al, _ := json.Marshal(a.Ledger)
-	if a.Clipping != "automatic" || a.AutoClipGamma != DefaultAutoClipGamma || f.Clipping != "" {
+	if a.Clipping != "automatic" || a.AutoClipGamma != dpsgd.DefaultAutoClipGamma || f.Clipping != "" {
 		t.Errorf("clipping facts: automatic %q γ %v, flat %q", a.Clipping, a.AutoClipGamma, f.Clipping)
 	}
 	if a.Epsilon != f.Epsilon || !bytes.Equal(fl, al) {
@@ -186,7 +186,7 @@ func TestDoublingAutoClip(t *testing.T) {
 		}
 		plan := p.tuner.(tuning.Partitioned).Plan(p.spec, p.trainer.Hyper(), p.trainer.NoiseMultiplier)
 		scorer := plan.Scorer()
-		if auto := name == "automatic"; auto != (scorer.Clipping == dpsgd.AutomaticClipping && scorer.AutoClipGamma == DefaultAutoClipGamma && scorer.ClipNorm == 1) {
+		if auto := name == "automatic"; auto != (scorer.Clipping == dpsgd.AutomaticClipping && scorer.AutoClipGamma == dpsgd.DefaultAutoClipGamma && scorer.ClipNorm == 1) {
 			t.Errorf("%s: the scorer clips %v (γ %v, C %v)", name, scorer.Clipping, scorer.AutoClipGamma, scorer.ClipNorm)
 		}
 		task, err := partitionTask(scorer, dataRef{})(s.Space.At(0), 0)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dptune/dptune/tuning"
 )
 
 // A tuning's request is refused before its data is read, with an error
@@ -18,12 +20,12 @@ func TestTuneRequestRefusedBeforeData(t *testing.T) {
 		want string
 	}{
 		{TuneRequest{Tuner: "bayes"}, `unknown --tuner "bayes"`},
-		{TuneRequest{Tuner: DefaultTuner, Given: Given{"clients": true}}, "--clients is not a --tuner " + DefaultTuner + " option"},
-		{TuneRequest{Tuner: DefaultTuner, Clipping: ClippingSettings{Rule: "clipped"}}, `--clipping "clipped": want flat or automatic`},
-		{TuneRequest{Tuner: DefaultTuner, Clipping: ClippingSettings{Rule: "flat"}, Given: Given{"partitions": true}}, "--partitions is a --tuner "},
+		{TuneRequest{Tuner: tuning.Default, Given: Given{"clients": true}}, "--clients is not a --tuner " + tuning.Default + " option"},
+		{TuneRequest{Tuner: tuning.Default, Clipping: ClippingSettings{Rule: "clipped"}}, `--clipping "clipped": want flat or automatic`},
+		{TuneRequest{Tuner: tuning.Default, Clipping: ClippingSettings{Rule: "flat"}, Given: Given{"partitions": true}}, "--partitions is a --tuner "},
 		{TuneRequest{Tuner: "randomstop", Clipping: ClippingSettings{Rule: "flat"}, Given: Given{"default-weight": true}}, "--default-weight needs --include-default"},
 		{TuneRequest{Tuner: "randomstop", Clipping: ClippingSettings{Rule: "flat"}, Given: Given{"selection-share": true}}, "--selection-share 0 is outside (0, 1)"},
-		{TuneRequest{Tuner: DefaultTuner, Clipping: ClippingSettings{Rule: "flat"}, DefaultSource: "mine"}, "--default-source needs --default-settings"},
+		{TuneRequest{Tuner: tuning.Default, Clipping: ClippingSettings{Rule: "flat"}, DefaultSource: "mine"}, "--default-source needs --default-settings"},
 		{TuneRequest{Resume: "somewhere", Given: Given{"resume": true, "epsilon": true}}, "--resume takes no other flag: the tuning continues with the settings it kept (drop --epsilon)"},
 	} {
 		_, err := c.r.Spec(noData)

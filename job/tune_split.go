@@ -16,10 +16,6 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
-// SubsampleRule says how settings selected on a tuning subset carry over
-// to the final run (tuning.SubsampleRule).
-const SubsampleRule = tuning.SubsampleRule
-
 // defaultsOf returns the settings of the default candidate of s: s.Default,
 // or else the network's settings on the dataset (NetworkDefaultsOn) — the
 // published ones they were chosen around (TrainDefaults.Published) where

@@ -73,7 +73,7 @@ func TestTuneRunsARegisteredTuner(t *testing.T) {
 	if rel.Model == nil || rel.Selected[tuning.LearningRate] != 0.3 {
 		t.Errorf("released model %v, selected %v; want the first candidate's", rel.Model != nil, rel.Selected)
 	}
-	if names := job.TunerNames(); names != "randomstop, gp, doubling, grid, recommended, vote or first-only" {
-		t.Errorf("TunerNames() = %q", names)
+	if names := tuning.NamesList(nil); names != "randomstop, gp, doubling, grid, recommended, vote or first-only" {
+		t.Errorf("tuning.NamesList(nil) = %q", names)
 	}
 }

@@ -16,9 +16,6 @@ import (
 	"github.com/dptune/dptune/tuning"
 )
 
-// Vote is the tuner name of DP-Hype (tuning.VoteName).
-const Vote = tuning.VoteName
-
 // VoteSpec is one DP-Hype tuning: the vote over Space by Clients clients,
 // then FedAvg of the winner.
 type VoteSpec struct {
@@ -127,19 +124,19 @@ func LoadVoteSpace(nameOrFile string) (tuning.Space, error) {
 // rounds' deadline (the vote tuner's tuning.Federated.Plan). Errors wrap
 // ErrInvalid.
 func PlanVote(ctx context.Context, s VoteSpec) (federated.Job, error) {
-	tu, err := tuning.Lookup(Vote)
+	tu, err := tuning.Lookup(tuning.VoteName)
 	if err != nil {
 		return federated.Job{}, invalid(err)
 	}
 	fed, ok := tu.(tuning.Federated)
 	if !ok {
-		return federated.Job{}, invalidf("the %s tuner is not federated", Vote)
+		return federated.Job{}, invalidf("the %s tuner is not federated", tuning.VoteName)
 	}
 	if layer := spendingLayer(s.Data.Arch, nil); layer != "" {
 		// Each client's rounds would estimate the layer's statistics on
 		// its own data, which neither the vote's nor DP-FedAvg's analysis
 		// counts.
-		return federated.Job{}, invalidf("the %s tuner does not train networks with a %s layer: its clients would spend privacy on it that the vote does not count", Vote, layer)
+		return federated.Job{}, invalidf("the %s tuner does not train networks with a %s layer: its clients would spend privacy on it that the vote does not count", tuning.VoteName, layer)
 	}
 	j, err := fed.Plan(ctx, s.tuningSpec(), s.Epsilon, tuning.FederatedData{Dataset: s.Data.Name, Arch: s.Data.Arch})
 	if err != nil {
@@ -243,7 +240,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		return nil, err
 	}
 	cand := j.Space.At(out.Winner).Values
-	rep := &VoteReport{Tuner: Vote, Selected: cand, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
+	rep := &VoteReport{Tuner: tuning.VoteName, Selected: cand, TestAccuracy: m.Accuracy, Delta: s.Delta, VoteEpsilon: voteEps.Epsilon,
 		EpsilonLevel: level, ModelPrivate: j.Final.Mode != federated.FinalNonPrivate, Clients: j.Clients, Survivors: len(out.Survivors),
 		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Traffic: traffic, Ledger: ledger}
 	if rep.ModelPrivate && !math.IsInf(total.Epsilon, 1) {
@@ -251,7 +248,7 @@ func RunVote(ctx context.Context, s VoteSpec, lis net.Listener) (*Release, error
 		rep.Epsilon, rel.Epsilon = &e, &e
 	}
 	rel.Model, rel.Selected, rel.Report = net, cand, rep
-	rel.hyper = map[string]any{"tuner": Vote, "selected": cand, "final_training": j.Final}
+	rel.hyper = map[string]any{"tuner": tuning.VoteName, "selected": cand, "final_training": j.Final}
 	return rel, nil
 }
 
@@ -268,7 +265,7 @@ func (s VoteSpec) failedRelease(j federated.Job, out federated.Outcome, err erro
 		return nil, errors.Join(err, lerr)
 	}
 	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger, Failed: true}
-	rep := &VoteFailedReport{Tuner: Vote, Error: err.Error(), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
+	rep := &VoteFailedReport{Tuner: tuning.VoteName, Error: err.Error(), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
 		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
 	if total, terr := ledger.Spent(accounting.RDP{}, s.Delta); terr == nil && !math.IsInf(total.Epsilon, 1) {
 		e := total.Epsilon
@@ -390,20 +387,6 @@ func (t VoteTransport) CheckClient(addr string, part int) error {
 	return nil
 }
 
-// The defaults of a vote client's limits (federated.DefaultMaxEpsilon,
-// federated.DefaultMaxDelta), for the command line.
-const (
-	DefaultMaxEpsilon = federated.DefaultMaxEpsilon
-	DefaultMaxDelta   = federated.DefaultMaxDelta
-)
-
-// VoteEvent is what the vote server reports as it goes (federated.Event);
-// VoteLimits is what a client demands of a job (federated.Limits).
-type (
-	VoteEvent  = federated.Event
-	VoteLimits = federated.Limits
-)
-
 // Federation is how Tune serves a federated tuner (tuning.Federated): where
 // its server listens, how the connections are secured, and who starts the
 // clients.
@@ -423,7 +406,7 @@ type Federation struct {
 	// and colluding clients as its limits, over an insecure Transport only.
 	Launch func(ctx context.Context, addr string) (wait func(), err error)
 	// Progress, if set, receives the server's events (curator-side).
-	Progress func(VoteEvent)
+	Progress func(federated.Event)
 }
 
 // TuneSpec is s as Tune's spec: the vote tuner with s's settings as its
@@ -431,7 +414,7 @@ type Federation struct {
 // progress (its Listener and Launch unset).
 func (s VoteSpec) TuneSpec() TuneSpec {
 	ts := s.tuningSpec()
-	return TuneSpec{Data: s.Data, Tuner: Vote, Space: ts.Space, Epsilon: s.Epsilon, Delta: s.Delta, BatchSize: s.BatchSize,
+	return TuneSpec{Data: s.Data, Tuner: tuning.VoteName, Space: ts.Space, Epsilon: s.Epsilon, Delta: s.Delta, BatchSize: s.BatchSize,
 		Seed: ts.Seed, Options: ts.Options,
 		Federation: &Federation{Transport: s.Transport, Test: s.Test, Progress: s.Progress}}
 }
@@ -442,13 +425,13 @@ func (s VoteSpec) TuneSpec() TuneSpec {
 // one, an insecure transport). It refuses a budget file, an option the
 // vote does not declare and one of the wrong type, wrapping ErrInvalid.
 func VoteSpecOf(s TuneSpec) (VoteSpec, error) {
-	tu, err := tuning.Lookup(Vote)
+	tu, err := tuning.Lookup(tuning.VoteName)
 	if err != nil {
 		return VoteSpec{}, invalid(err)
 	}
 	fed, ok := tu.(tuning.Federated)
 	if !ok {
-		return VoteSpec{}, invalidf("the %s tuner is not federated", Vote)
+		return VoteSpec{}, invalidf("the %s tuner is not federated", tuning.VoteName)
 	}
 	return s.voteSpec(fed)
 }

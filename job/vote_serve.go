@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/dptune/dptune/federated"
+	"github.com/dptune/dptune/tuning"
 )
 
 // VoteHooks are what serving a vote tells its caller as it goes
@@ -23,7 +24,7 @@ type VoteHooks struct {
 	// starts.
 	Started func(VoteStart)
 	// Progress receives the server's events.
-	Progress func(VoteEvent)
+	Progress func(federated.Event)
 	// ClientFailed is told a failed exit of a client this machine started
 	// (with the directory of the clients' logs) when the vote itself did
 	// not fail.
@@ -98,7 +99,7 @@ func (r *TuneRequest) TuneVote(ctx context.Context, t TunerInfo, exe string, dat
 // A budget file is refused: the vote's ledger is partly client-level.
 // Errors before the listener opens wrap ErrInvalid.
 func (r *TuneRequest) ServeVote(ctx context.Context, listen string, data func() (Source, error), h VoteHooks) (*Release, error) {
-	t, _ := TunerInfoOf(Vote)
+	t, _ := TunerInfoOf(tuning.VoteName)
 	options, err := r.OptionValues(t)
 	if err != nil {
 		return nil, err
@@ -167,7 +168,7 @@ func (r *TuneRequest) voteSpec(options map[string]any, data func() (Source, erro
 		return VoteSpec{}, invalidf("--budget: the vote's ledger is partly client-level; a budget file counts example-level runs only")
 	}
 	seed := r.Seed
-	spec, err := VoteSpecOf(TuneSpec{Tuner: Vote, Epsilon: r.Epsilon, Delta: r.Delta, BatchSize: r.BatchSize, Seed: &seed, Options: options})
+	spec, err := VoteSpecOf(TuneSpec{Tuner: tuning.VoteName, Epsilon: r.Epsilon, Delta: r.Delta, BatchSize: r.BatchSize, Seed: &seed, Options: options})
 	if err != nil {
 		return spec, err
 	}
@@ -260,7 +261,7 @@ func startVoteClients(ctx context.Context, exe string, v VoteSpec, server, dir s
 // client's limits (with --allow-non-private if the curator chose a
 // non-private final training).
 func VoteClientArgs(v VoteSpec, server string, i, n int, certs string) []string {
-	args := []string{Vote, "client", "--server", server, "--dataset", v.Data.Input.Dataset, "--part", fmt.Sprintf("%d/%d", i, n),
+	args := []string{tuning.VoteName, "client", "--server", server, "--dataset", v.Data.Input.Dataset, "--part", fmt.Sprintf("%d/%d", i, n),
 		"--tls-cert", filepath.Join(certs, fmt.Sprintf("client-%d.pem", i)), "--tls-key", filepath.Join(certs, fmt.Sprintf("client-%d.key", i)),
 		"--ca", filepath.Join(certs, "ca.pem"),
 		"--max-epsilon", strconv.FormatFloat(v.Epsilon, 'g', -1, 64), "--max-delta", strconv.FormatFloat(v.Delta, 'g', -1, 64),
@@ -284,7 +285,7 @@ func VoteClientArgs(v VoteSpec, server string, i, n int, certs string) []string 
 type VoteClientRequest struct {
 	Server, Part string
 	Transport    VoteTransport
-	Limits       VoteLimits
+	Limits       federated.Limits
 }
 
 // Join checks r, reads the client's data with data, and takes part in the

@@ -20,15 +20,15 @@ import (
 // plan allows: the same ε, which for a private final training is the
 // budget PlanVote calibrated to (just under Epsilon), in each mode.
 func TestVoteTunerEventIsPlanVotesLedger(t *testing.T) {
-	tu, err := tuning.Lookup(Vote)
+	tu, err := tuning.Lookup(tuning.VoteName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := tu.(tuning.Federated); !ok {
-		t.Fatalf("the %s tuner is not a tuning.Federated", Vote)
+		t.Fatalf("the %s tuner is not a tuning.Federated", tuning.VoteName)
 	}
 	for _, ti := range Tuners() {
-		if ti.Federated != (ti.Name == Vote) {
+		if ti.Federated != (ti.Name == tuning.VoteName) {
 			t.Errorf("TunerInfo %s: Federated %v", ti.Name, ti.Federated)
 		}
 	}
@@ -78,7 +78,7 @@ func TestVoteTunerEventIsPlanVotesLedger(t *testing.T) {
 // A VoteSpec goes to Tune as the vote tuner's options and comes back the
 // same vote.
 func TestVoteSpecThroughTuneSpec(t *testing.T) {
-	tu, _ := tuning.Lookup(Vote)
+	tu, _ := tuning.Lookup(tuning.VoteName)
 	v := toyVote(t)
 	v.Dropout, v.SplitAlpha, v.Colluding, v.TrainingTimeout, v.MessageTimeout = 0.1, 0.5, 1, time.Minute, time.Second
 	back, err := v.TuneSpec().voteSpec(tu.(tuning.Federated))
@@ -102,7 +102,7 @@ func TestVoteSpecThroughTuneSpec(t *testing.T) {
 func TestTuneRunsTheVote(t *testing.T) {
 	v := toyVote(t)
 	seed := v.Seed
-	ts := TuneSpec{Data: v.Data, Tuner: Vote, Space: tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.1}}}},
+	ts := TuneSpec{Data: v.Data, Tuner: tuning.VoteName, Space: tuning.Space{Name: "two", Dims: []tuning.Dim{{Name: tuning.LearningRate, Values: []float64{1e-3, 0.1}}}},
 		Epsilon: 20, Delta: 1e-5, BatchSize: 32, Seed: &seed,
 		Options: tuning.Values{"clients": 2, "votes-per-client": 1, "vote-epsilon": 5.0, "fedavg-rounds": 1}}
 	bad := ts
@@ -117,7 +117,7 @@ func TestTuneRunsTheVote(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, ok := rel.Report.(*VoteReport)
-	if !ok || rep.Tuner != Vote || rep.Survivors != 2 || rel.Model == nil || diag != nil {
+	if !ok || rep.Tuner != tuning.VoteName || rep.Survivors != 2 || rel.Model == nil || diag != nil {
 		t.Fatalf("release %+v, report %+v, diagnostics %v", rel, rel.Report, diag)
 	}
 	j, err := PlanVote(ctx, v)

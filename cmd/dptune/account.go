@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
 )
 
 // accountFlags are account's flags: the question, and how to print it.
@@ -52,10 +53,10 @@ numbers or central-limit step), labelled as such, never a default:
 	fl.IntVar(&f.Epochs, "epochs", 0, "number of epochs: steps = epochs·⌈1/q⌉ (instead of --steps)")
 	fl.Float64Var(&f.Delta, "delta", 1e-5, "δ in (0, 1)")
 	fl.Float64Var(&f.Epsilon, "epsilon", 0, "target ε in nats: calibrate σ (given steps) or the steps (given σ)")
-	fl.StringVar(&f.Accountant, "accountant", "rdp", job.AccountantHelp(true)+", or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
+	fl.StringVar(&f.Accountant, "accountant", "rdp", accounting.Help(true)+", or xiang-o / xiang-g (tuning of DP-SGD, approximate)")
 	addRepeatFlags(fl, &f.Repeat)
 	fl.Float64Var(&f.BaseEpsilon, "base-epsilon", 0, "xiang: calibrate σ so that one DP-SGD run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.GDPMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", job.MaxGaussianSelectMu))
+	fl.Float64Var(&f.GDPMu, "gdp-mu", 0, fmt.Sprintf("xiang: the reduced game's μ in (0, %d], instead of σ, τ and steps", accounting.MaxGaussianSelectMu))
 	fl.StringVar(&f.AdaptiveRatio, "adaptive-ratio", "", "DP-HyPO density bounds C/c, e.g. 2/0.75")
 	fl.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	return cmd

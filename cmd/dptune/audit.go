@@ -12,6 +12,7 @@ import (
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/dptune/dptune/runner"
 )
 
@@ -75,7 +76,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	addRunnerFlags(fl, &f.run)
 	fl.Float64Var(&f.Delta, "delta", 1e-5, "δ of the bounds")
 	fl.Float64Var(&f.Confidence, "confidence", 0.95, "Clopper–Pearson confidence (two-sided)")
-	fl.Float64Var(&f.Mu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", job.MaxGaussianSelectMu))
+	fl.Float64Var(&f.Mu, "gdp-mu", 1, fmt.Sprintf("reduced: the shift μ of N(μ, 1), in (0, %d]", accounting.MaxGaussianSelectMu))
 	addRepeatFlags(fl, &f.Repeat)
 	fl.Float64Var(&f.NoiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner, gp, grid: σ")
 	fl.Float64Var(&f.BaseEpsilon, "base-epsilon", 0, "dpsgd, tuner, gp, grid: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")

@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/dptune/dptune/bench"
-	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/runner"
+	"github.com/dptune/dptune/tuning"
 )
 
 // benchCompareFlags are bench compare's flags: the request, its tuners'
@@ -84,7 +85,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	f.options = addCompareOptionFlags(fl)
 	fl.IntVar(&f.DevSplit, "dev-split", 0, "hold out about n training examples (kept by a public hash of each example) as the test set, train on the rest (nominal size less n), and never read the real test set: a development comparison, for choosing settings without the test set; 0: the real test set")
 	fl.IntVar(&f.TrainSubset, "train-subset", 0, "train the central tuners' runs on a fixed subset of about n training examples (kept by a hash of each example; nominal size n), to fit a slow dataset in time; 0: the full set (DP-Hype deals --vote-subset of the full set)")
-	fl.BoolVar(&f.Vote, job.Vote, true, "also run DP-Hype at the same budgets, in its own table")
+	fl.BoolVar(&f.Vote, tuning.VoteName, true, "also run DP-Hype at the same budgets, in its own table")
 	fl.IntVar(&f.VoteSubset, "vote-subset", 12000, "DP-Hype: training examples split among its 10 clients (a fixed public subset; 0: all)")
 	fl.IntVar(&f.VoteReps, "vote-reps", 1000, fmt.Sprintf("DP-Hype: votes per seed and budget (the vote's noise only), 1 to %d", bench.MaxVoteReps))
 	fl.BoolVar(&f.Baselines, "baselines", true, "also run the baselines at every budget and seed: the default (one private run of published settings at the whole ε), and, NOT PRIVATE, the best candidate on clean validation scores and the oracle best, each candidate trained at the whole ε; skipped with a note when the network has no published settings and no --default-settings")
@@ -95,7 +96,7 @@ Runs use fast seeded noise (reproducible; a benchmark, not a release).`,
 	fl.StringVar(&f.DefaultLabel, "default-label", "", "with --default-settings: a few words naming a default that is not the network's published settings, shown beside the dataset wherever the report names this comparison (e.g. \"mis-set: η 8× too small\"); changes no run")
 	fl.BoolVar(&f.CostSitting, "cost-sitting", false, "time every tuning in this sitting (run it with nothing else on the machine): read nothing from --out's cache (every tuning and baseline runs; the doubling tuner's part-score cache there is removed first), and mark compare.json so that bench report shows it as what each tuner costs in wall and CPU seconds, not as a comparison")
 	fl.StringVar(&f.Clipping.Rule, "clipping", "flat", "every tuner's and the default's per-example clipping: flat or automatic (g/(‖g‖ + γ), no clipping norm, so none in the space, and a published η at C as η·C; Bu et al. 2023, AUTO-S)")
-	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", dpsgd.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.BoolVar(&f.IncludeDefault, "include-default", false, "every tuner puts the default settings (--default-settings, or the network's published settings) among its candidates; a tuner that cannot (gp) is reported not run")
 	fl.Float64Var(&f.DefaultWeight, "default-weight", 0.25, "randomstop with --include-default: the probability w ∈ (0, 1) that each run trains the default")
 	fl.Float64Var(&f.Subsample, "subsample", 0, "with --selection-share: every selection runs on a secret Poisson subsample of ratio q ∈ (0, 1] of the training set (Koskela & Kulkarni 2023) and the chosen settings train the final run on the whole set (default: none)")

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 )
 
@@ -49,7 +50,7 @@ JSON file's, that has none on the dataset.`,
 	fl.Float64Var(&f.Delta, "delta", 1e-5, "δ of each run")
 	fl.IntVar(&f.Seeds, "seeds", 3, "runs per network (seeds 1, 2, …)")
 	fl.StringVar(&f.Clipping.Rule, "clipping", "flat", "per-example clipping of every run: flat (to the network's published clipping norm C) or automatic (g/(‖g‖ + γ), no clipping norm, the published η at C taken as η·C; Bu et al. 2023, AUTO-S)")
-	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", dpsgd.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.StringVar(&f.DefaultSettings, "default-settings", "", "the settings of every --models network in place of its published ones, e.g. batch_size=4096,epochs=40,learning_rate=8,momentum=0.9,clip_norm=0.1 (for a network without published settings on the dataset)")
 	fl.StringVar(&f.DefaultSource, "default-source", "", "where --default-settings come from, for the report (required with it)")
 	fl.StringVar(&f.Out, "out", "out/bench-seeds", "directory for seeds.json, seeds.md and the cache")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/tuning"
 )
 
 // benchVoteFlags are bench vote's flags: the request and its data.
@@ -20,7 +21,7 @@ type benchVoteFlags struct {
 func newBenchVoteCmd() *cobra.Command {
 	var f benchVoteFlags
 	cmd := &cobra.Command{
-		Use:   job.Vote,
+		Use:   tuning.VoteName,
 		Short: "DP-Hype's figures: the vote simulation (Figure 2, Theorem V.1) and Opt / RandGuess / DP-Hype on real data",
 		Long: `vote reproduces DP-Hype (Figure 2's simulation with Theorem V.1's bound
 overlaid; Figures 5 and 6 on real data) into --out.

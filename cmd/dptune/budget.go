@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/budget"
 )
 
 func newBudgetCmd() *cobra.Command {
@@ -110,7 +111,7 @@ func newBudgetShowCmd() *cobra.Command {
 	return cmd
 }
 
-func printBudget(w io.Writer, r job.BudgetReport) error {
+func printBudget(w io.Writer, r budget.Report) error {
 	fmt.Fprintf(w, "budget %s: dataset %s, cap ε = %g at δ = %g (RDP filter over %d fixed orders)\n",
 		r.Path, r.Dataset, r.Epsilon, r.Delta, len(r.Orders))
 	if len(r.Releases) == 0 {
@@ -125,7 +126,7 @@ func printBudget(w io.Writer, r job.BudgetReport) error {
 				id = id[:8]
 			}
 			status := string(rel.Status)
-			if rel.Status == job.BudgetReserved {
+			if rel.Status == budget.Reserved {
 				status = "reserved (worst case)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.4g\t%s\n", id, rel.Time.Format(time.RFC3339), rel.Command, status, rel.Epsilon, rel.Label)
@@ -142,9 +143,9 @@ func printBudget(w io.Writer, r job.BudgetReport) error {
 	fmt.Fprintf(w, "spent      ε = %.4g of %g (RDP filter, composed%s)\n", r.Spent, r.Epsilon, order)
 	fmt.Fprintf(w, "remaining  ε = %.4g\n", r.Remaining)
 	if r.PLD.Available {
-		fmt.Fprintf(w, "PLD        ε = %.4g at δ = %g — %s\n", r.PLD.Epsilon, r.Delta, job.BudgetPLDNote)
+		fmt.Fprintf(w, "PLD        ε = %.4g at δ = %g — %s\n", r.PLD.Epsilon, r.Delta, budget.PLDNote)
 	} else {
-		fmt.Fprintf(w, "PLD        unavailable (%s) — %s\n", r.PLD.Reason, job.BudgetPLDNote)
+		fmt.Fprintf(w, "PLD        unavailable (%s) — %s\n", r.PLD.Reason, budget.PLDNote)
 	}
 	return nil
 }

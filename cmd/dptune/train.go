@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/privacy/accounting"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -88,7 +90,7 @@ func (f *trainFlags) add(fl *pflag.FlagSet) {
 	fl.Float64Var(&f.NoiseMultiplier, "noise-multiplier", 0, "noise multiplier σ, instead of calibrating it from --epsilon")
 	fl.Float64Var(&f.ClipNorm, "clip-norm", 1, "per-example clipping norm C (flat clipping)")
 	fl.StringVar(&f.Clipping.Rule, "clipping", "flat", "per-example clipping: flat (to --clip-norm) or automatic (g/(‖g‖ + γ): sensitivity 1, no clipping norm; Bu et al. 2023, AUTO-S)")
-	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", dpsgd.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.IntVar(&f.BatchSize, "batch-size", 256, "expected batch size qN (Poisson sampling rate q = batch size / nominal N)")
 	fl.IntVar(&f.Epochs, "epochs", 10, "epochs; one epoch is ⌈N / batch size⌉ steps")
 	fl.Float64Var(&f.LearningRate, "lr", job.DefaultLearningRate, fmt.Sprintf("learning rate η (with --non-private the default is %g)", job.DefaultNonPrivateLearningRate))
@@ -97,7 +99,7 @@ func (f *trainFlags) add(fl *pflag.FlagSet) {
 	fl.Float64Var(&f.EMADecay, "ema-decay", 0, "if positive (e.g. 0.999), the released model is the exponential moving average of the iterates with this decay (post-processing: no privacy cost)")
 	fl.Uint64Var(&f.Seed, "seed", 0, "seed for initialisation, sampling and noise (default: fresh randomness from crypto/rand)")
 	fl.BoolVar(&f.NonPrivate, "non-private", false, "train with plain SGD: no clipping, no noise, no privacy guarantee")
-	fl.StringVar(&f.Accountant, "accountant", "rdp", "privacy accountant: "+job.AccountantHelp(false))
+	fl.StringVar(&f.Accountant, "accountant", "rdp", "privacy accountant: "+accounting.Help(false))
 }
 
 // spec is the TrainSpec the flags ask for, labelled label in the budget
@@ -111,7 +113,7 @@ func (f *trainFlags) spec(cmd *cobra.Command, label string) (job.TrainSpec, erro
 	}
 	spec.Warn = warner(w)
 	spec.Progress = epochProgress(w, f.NonPrivate)
-	spec.Started = func(c job.TrainConfig) {
+	spec.Started = func(c dpsgd.Config) {
 		if f.NonPrivate {
 			fmt.Fprintf(w, "training %s non-privately: %d steps (%d epochs), expected batch %d, lr %g\n", f.data.dataset, c.Steps, f.Epochs, f.BatchSize, f.LearningRate)
 		} else {
@@ -137,7 +139,7 @@ func runTrain(ctx context.Context, cmd *cobra.Command, f trainFlags) error {
 		}
 		f.out = f.Resume
 		fmt.Fprintf(w, "resuming the run in %s from its last checkpoint\n", f.out)
-		rel, diag, err = job.ResumeTrain(ctx, f.out, job.TrainHooks{Progress: epochProgress(w, false), Warn: warner(w), Started: func(c job.TrainConfig) {
+		rel, diag, err = job.ResumeTrain(ctx, f.out, job.TrainHooks{Progress: epochProgress(w, false), Warn: warner(w), Started: func(c dpsgd.Config) {
 			fmt.Fprintf(w, "σ = %.4f, %s, q = %.6g, %d steps\n", c.NoiseMultiplier, job.DescribeClipping(c.Clipping.String(), c.ClipNorm, c.AutoClipGamma), c.SamplingRate, c.Steps)
 		}})
 	} else {

@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/dpsgd"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/runner"
+	"github.com/dptune/dptune/tuning"
 )
 
 // tuneFlags are the flags of tune and vote serve: the request, the
@@ -67,10 +69,10 @@ dimension, a --space with one is refused, and a network's own learning rate
 	}
 	fl := cmd.Flags()
 	addDataFlags(fl, &f.data)
-	fl.StringVar(&f.Tuner, "tuner", job.DefaultTuner, job.TunerNames())
+	fl.StringVar(&f.Tuner, "tuner", tuning.Default, tuning.NamesList(nil))
 	fl.Float64Var(&f.Epsilon, "epsilon", 8, "total ε in nats of tuning and release")
 	fl.Float64Var(&f.Delta, "delta", 1e-5, "total δ")
-	fl.StringVar(&f.Space, "space", "", "search space: "+job.SpaceNames()+" (default: scatter-<dataset> for a ScatterNet network, else the dataset's DP-HyPO grid; dimensions: learning_rate, clip_norm, momentum, batch_size, epochs, lr_schedule, network)")
+	fl.StringVar(&f.Space, "space", "", "search space: "+tuning.SpacesList()+" (default: scatter-<dataset> for a ScatterNet network, else the dataset's DP-HyPO grid; dimensions: learning_rate, clip_norm, momentum, batch_size, epochs, lr_schedule, network)")
 	fl.StringVar(&f.RunsDist, "runs-dist", "", "distribution of the number of runs: tnb or poisson (default: "+defaultRunsHelp()+")")
 	fl.Float64Var(&f.Eta, "eta", 1, "TNB shape η > −1 (1: geometric, 0: logarithmic)")
 	fl.Float64Var(&f.MeanRuns, "mean-runs", 20, "expected number of runs E[K]")
@@ -78,7 +80,7 @@ dimension, a --space with one is refused, and a network's own learning rate
 	fl.IntVar(&f.BatchSize, "batch-size", 256, "expected batch size of each run")
 	fl.Float64Var(&f.Momentum, "momentum", 0, "SGD momentum of each run")
 	fl.StringVar(&f.Clipping.Rule, "clipping", "flat", "per-example clipping of every run: flat (to the candidate's or the network's clipping norm) or automatic (g/(‖g‖ + γ): no clipping norm, so none in the space)")
-	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", job.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
+	fl.Float64Var(&f.Clipping.Gamma, "auto-clip-gamma", dpsgd.DefaultAutoClipGamma, "stability constant γ > 0 of --clipping automatic")
 	fl.IntVar(&f.ValSize, "val-size", 5000, "validation examples held out of the private training set for private scores (a declared, nominal size)")
 	fl.StringVar(&f.Validation, "validation", "private", "private (scores released as noisy integer counts, counted) or public (scored on --public-val-dir: not counted)")
 	fl.StringVar(&f.PublicValDir, "public-val-dir", "", "with --validation public: a directory of public validation data, disjoint from the private training data, in the dataset's format (its training files are the validation set)")
@@ -181,7 +183,7 @@ func announceTune(w io.Writer, f tuneFlags, spec job.TuneSpec, s job.TuneStart, 
 		fmt.Fprintf(w, "final run      the selected hyperparameters, trained once on the whole training set at σ = %.4f (selection share %g of ε)\n", s.FinalNoiseMultiplier, s.SelectionShare)
 	}
 	if s.Subsample != 0 {
-		fmt.Fprintf(w, "tuning subset  every run of the selection trains on one secret Poisson subsample of ratio %g (its ε amplified as one mechanism); carried over: %s\n", s.Subsample, job.SubsampleRule)
+		fmt.Fprintf(w, "tuning subset  every run of the selection trains on one secret Poisson subsample of ratio %g (its ε amplified as one mechanism); carried over: %s\n", s.Subsample, tuning.SubsampleRule)
 	}
 }
 

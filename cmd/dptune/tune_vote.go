@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dptune/dptune/federated"
 	"github.com/dptune/dptune/job"
+	"github.com/dptune/dptune/tuning"
 )
 
 // addTransportFlags adds the TLS flags of vote serve and vote client.
@@ -65,8 +67,8 @@ func serveVote(cmd *cobra.Command, f tuneFlags, listen string, t *job.TunerInfo)
 // voteProgress prints the vote's progress to w: clients joining and
 // dropping, the secure sums' rounds, the winner and the FedAvg rounds (of
 // *rounds).
-func voteProgress(w io.Writer, rounds *int) func(job.VoteEvent) {
-	return func(e job.VoteEvent) {
+func voteProgress(w io.Writer, rounds *int) func(federated.Event) {
+	return func(e federated.Event) {
 		switch e.Stage {
 		case "joined":
 			fmt.Fprintf(w, "client %d joined\n", e.Client)
@@ -130,7 +132,7 @@ func printVoteRelease(cmd *cobra.Command, out string, rel *job.Release, err erro
 // for clients on other machines.
 func newVoteCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   job.Vote,
+		Use:   tuning.VoteName,
 		Short: "DP-Hype's server and client as separate processes (dptune tune --tuner vote runs both on one machine)",
 	}
 	cmd.AddCommand(newVoteServeCmd(), newVoteClientCmd(), newVoteCertsCmd())
@@ -176,7 +178,7 @@ address only; the secure sum then withstands a semi-honest server only.`,
 	fl.IntVar(&f.BatchSize, "batch-size", 256, "expected batch size of local training")
 	fl.Uint64Var(&f.Seed, "seed", 0, "public seed of the split and the initial parameters")
 	fl.StringVar(&f.Out, "out", "out/vote", "where the model and report.json go")
-	f.options = addTunerFlags(fl, job.Vote)
+	f.options = addTunerFlags(fl, tuning.VoteName)
 	addTransportFlags(fl, &f.Transport, "server")
 	return cmd
 }
@@ -184,7 +186,7 @@ address only; the secure sum then withstands a semi-honest server only.`,
 // newVoteClientCmd is one DP-Hype client process.
 func newVoteClientCmd() *cobra.Command {
 	var d dataFlags
-	r := job.VoteClientRequest{Limits: job.VoteLimits{MaxEpsilon: job.DefaultMaxEpsilon, MaxDelta: job.DefaultMaxDelta}}
+	r := job.VoteClientRequest{Limits: federated.Limits{MaxEpsilon: federated.DefaultMaxEpsilon, MaxDelta: federated.DefaultMaxDelta}}
 	lim, tr := &r.Limits, &r.Transport
 	cmd := &cobra.Command{
 		Use:   "client",
@@ -225,8 +227,8 @@ status 2, before it sends anything derived from its data.`,
 	fl.StringVar(&d.dataDir, "data-dir", "", "directory of the dataset's files")
 	fl.StringVar(&d.featureCache, "feature-cache", job.DefaultFeatureCache(), "directory keeping the features of a job's network with a scatter front end, computed once per dataset (they are this client's private data, transformed: created 0700, files 0600); empty: compute them on every run")
 	fl.StringVar(&r.Part, "part", "", "i/n: this client holds share i (1 … n) of the server's n-way split and joins as that client (default: its certificate's, or with --insecure the next free share)")
-	fl.Float64Var(&lim.MaxEpsilon, "max-epsilon", job.DefaultMaxEpsilon, "the largest total ε (vote + final training, at --max-delta, recomputed by this client) of a job this client takes part in")
-	fl.Float64Var(&lim.MaxDelta, "max-delta", job.DefaultMaxDelta, "the δ at which this client computes the job's ε")
+	fl.Float64Var(&lim.MaxEpsilon, "max-epsilon", federated.DefaultMaxEpsilon, "the largest total ε (vote + final training, at --max-delta, recomputed by this client) of a job this client takes part in")
+	fl.Float64Var(&lim.MaxDelta, "max-delta", federated.DefaultMaxDelta, "the δ at which this client computes the job's ε")
 	fl.IntVar(&lim.Colluding, "colluding", 0, "c, the clients this client assumes may collude with the server: a job assuming fewer, or with a threshold t < max(⌊(n+c)/2⌋+1, 2), is refused")
 	fl.BoolVar(&lim.AllowNonPrivate, "allow-non-private", false, "take part in a job whose final training is non-private (the model is NOT private; the vote alone must meet --max-epsilon)")
 	addTransportFlags(fl, tr, "client")
