@@ -25,3 +25,7 @@ func releasedFailure(err error, dataset string) string {
 	}
 	return "the tuning failed after touching the data"
 }
+
+// failedTraining is what a failed training run's release says of its
+// failure (TrainReport.Failed): a fixed string, never the error's text.
+const failedTraining = "the training failed after touching the data"

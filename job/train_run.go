@@ -393,8 +393,10 @@ func (t *trainRun) report(run dpsgd.Result, ledger accounting.Ledger, interrupte
 // the steps it took touched the data, so their ledger and its ε are
 // released alone. A failed run that keeps its last epoch's checkpoint is
 // charged at its worst case, as a resume, which may continue it, counts it.
+// The report says only that it failed (failedTraining): err's text, which
+// may name an example or a step, goes back to the caller alone.
 func (t *trainRun) fail(rel *Release, rep *TrainReport, ledger accounting.Ledger, err error) error {
-	rep.Failed, rel.Failed = err.Error(), true
+	rep.Failed, rel.Failed = failedTraining, true
 	if _, serr := os.Stat(filepath.Join(t.s.Checkpoint, checkpointFile)); t.s.Checkpoint != "" && serr == nil {
 		t.resv.whole = true
 		err = fmt.Errorf("%w (the checkpoint of the last epoch is kept in %s: --resume continues from it)", err, t.s.Checkpoint)

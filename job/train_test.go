@@ -99,6 +99,9 @@ func TestFailedTrainStatesItsEpsilon(t *testing.T) {
 		t.Fatalf("lr 1e300: %v", err)
 	}
 	rep := rel.Report.(*TrainReport)
+	if rep.Failed != failedTraining {
+		t.Errorf("released failure %q, want the fixed %q (the error is %q)", rep.Failed, failedTraining, err)
+	}
 	g, err := accounting.RDP{}.Epsilon(accounting.DPSGD(1, 10.0/60, rep.Steps), 1e-5)
 	if err != nil {
 		t.Fatal(err)
