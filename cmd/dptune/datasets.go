@@ -72,38 +72,33 @@ func (d dataFlags) source(cmd *cobra.Command) (job.Source, error) {
 // folderProgress shows a progress bar while an image folder's split is
 // decoded.
 func folderProgress(w io.Writer) func(split string, done, total int) {
+	return phaseProgress(w, "images")
+}
+
+// featureProgress shows a progress bar while a set's front-end features
+// are computed.
+func featureProgress(w io.Writer) func(set string, done, total int) {
+	return phaseProgress(w, "features")
+}
+
+// phaseProgress shows one progress bar per named part of a phase ("what
+// (part)"), closed when the part is done or the next one starts.
+func phaseProgress(w io.Writer, what string) func(part string, done, total int) {
 	var b *bar
 	var current string
-	return func(split string, done, total int) {
-		if b == nil || split != current {
+	return func(part string, done, total int) {
+		if b == nil || part != current {
 			if b != nil {
 				b.Close()
 			}
-			current = split
-			b = newPhaseBar(w, total, "images ("+split+")")
+			current = part
+			b = newPhaseBar(w, total, what+" ("+part+")")
 		}
 		b.Set(done)
 		if done == total {
 			b.Close()
 			b = nil
 		}
-	}
-}
-
-// featureProgress shows a progress bar while a set's front-end features
-// are computed.
-func featureProgress(w io.Writer) func(set string, done, total int) {
-	var b *bar
-	var current string
-	return func(set string, done, total int) {
-		if b == nil || set != current {
-			if b != nil {
-				b.Close()
-			}
-			current = set
-			b = newPhaseBar(w, total, "features ("+set+")")
-		}
-		b.Set(done)
 	}
 }
 
