@@ -16,30 +16,19 @@ import (
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/model/features"
 	"github.com/dptune/dptune/privacy/accounting"
-	"github.com/dptune/dptune/privacy/noise"
 	"github.com/dptune/dptune/runner"
 	"github.com/dptune/dptune/tuning"
 )
 
 // Limits of an audit (package audit), checked before any work.
 const (
-	// MaxAuditTrials is the most games one audit plays (audit.MaxTrials).
-	MaxAuditTrials = audit.MaxTrials
 	// MinAuditTrials is the fewest games `dptune audit` plays: with fewer,
 	// Clopper–Pearson on the evaluation half certifies nothing of use
 	// (Audit itself takes 4, for tests).
 	MinAuditTrials = 100
-	// MaxCanarySize is the most examples of X besides the canary
-	// (audit.MaxCanarySize).
-	MaxCanarySize = audit.MaxCanarySize
-	// MaxCanaryClipNorm and MinCanarySamplingRate bound a canary audit's
-	// clipping norm and sampling rate (audit.MaxCanaryClipNorm,
-	// audit.MinCanarySamplingRate).
-	MaxCanaryClipNorm     = audit.MaxCanaryClipNorm
-	MinCanarySamplingRate = audit.MinCanarySamplingRate
-	// MaxScoreNoise is the largest σ of the score audit's discrete Gaussian
-	// (noise.MaxDiscreteSigma).
-	MaxScoreNoise = noise.MaxDiscreteSigma
+	// The other limits are package audit's (MaxTrials, MaxCanarySize,
+	// MaxCanaryClipNorm, MinCanarySamplingRate) and the score audit's σ
+	// noise.MaxDiscreteSigma.
 )
 
 // The protocols Audit plays (Xiang et al., Algorithm 1), as they register
@@ -207,10 +196,6 @@ func Audit(ctx context.Context, s AuditSpec) (*AuditResult, error) {
 	}
 	return res, nil
 }
-
-// AuditProtocols describes the registered audit protocols (audit.Game:
-// name, help, fields, data, views, bounds), by rank, for a command line.
-func AuditProtocols() []audit.Game { return audit.Games(nil) }
 
 // hasViews keeps the protocols whose adversary's view can be chosen.
 func hasViews(g audit.Game) bool { return len(g.Views) > 0 }

@@ -33,7 +33,7 @@ func TestAboveThresholdParamsNameEveryField(t *testing.T) {
 // (audit.Games), in their order.
 func TestAuditNamesRegistered(t *testing.T) {
 	var got []string
-	for _, g := range AuditProtocols() {
+	for _, g := range audit.Games(nil) {
 		got = append(got, g.Name)
 	}
 	want := []string{AuditReduced, AuditDPSGD, AuditTuner, AuditGP, AuditGrid, AuditNatural, AuditScore, AuditAboveThreshold}

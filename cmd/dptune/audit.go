@@ -9,10 +9,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
 	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/accounting"
+	"github.com/dptune/dptune/privacy/noise"
 	"github.com/dptune/dptune/runner"
 )
 
@@ -25,7 +27,7 @@ type auditFlags struct {
 func newAuditCmd() *cobra.Command {
 	var f auditFlags
 	var names []string
-	for _, g := range job.AuditProtocols() {
+	for _, g := range audit.Games(nil) {
 		names = append(names, g.Name)
 	}
 	names = append(names, "one-run")
@@ -70,7 +72,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	}
 	cmd.AddCommand(newAuditOneRunCmd())
 	fl := cmd.Flags()
-	fl.IntVar(&f.Trials, "trials", 100000, fmt.Sprintf("games played, %d to %d (fixed when the audit starts: a resume plays the same count)", job.MinAuditTrials, job.MaxAuditTrials))
+	fl.IntVar(&f.Trials, "trials", 100000, fmt.Sprintf("games played, %d to %d (fixed when the audit starts: a resume plays the same count)", job.MinAuditTrials, audit.MaxTrials))
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the trials (an audit is reproducible)")
 	fl.StringVar(&f.Out, "out", "out/audit", "directory for audit.json, audit.png and trials.csv")
 	addRunnerFlags(fl, &f.run)
@@ -80,16 +82,16 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	addRepeatFlags(fl, &f.Repeat)
 	fl.Float64Var(&f.NoiseMultiplier, "noise-multiplier", 1, "dpsgd, tuner, gp, grid: σ")
 	fl.Float64Var(&f.BaseEpsilon, "base-epsilon", 0, "dpsgd, tuner, gp, grid: calibrate σ so that one run is (ε_B, δ)-DP by RDP, instead of --noise-multiplier")
-	fl.Float64Var(&f.SamplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: Poisson sampling rate τ, in [%g, 1]", job.MinCanarySamplingRate))
-	fl.Float64Var(&f.ClipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: clipping norm C, in (0, %g]", float64(job.MaxCanaryClipNorm)))
+	fl.Float64Var(&f.SamplingRate, "sampling-rate", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: Poisson sampling rate τ, in [%g, 1]", audit.MinCanarySamplingRate))
+	fl.Float64Var(&f.ClipNorm, "clip-norm", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: clipping norm C, in (0, %g]", float64(audit.MaxCanaryClipNorm)))
 	fl.IntVar(&f.Steps, "steps", 10, "dpsgd, tuner, gp, grid: DP-SGD steps T")
 	fl.StringVar(&f.Observe, "observe", "all", "dpsgd: what the adversary sees, all (every iterate: the per-step likelihood ratio) or last (the last iterate: the summed update)")
-	fl.IntVar(&f.Size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", job.MaxCanarySize))
+	fl.IntVar(&f.Size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", audit.MaxCanarySize))
 	fl.StringVar(&f.Dataset, "dataset", "mnist", "natural, tuner (NTCV): "+job.DatasetHelp())
 	fl.StringVar(&f.DataDir, "data-dir", "", "natural, tuner: the dataset's directory (default "+job.DefaultDirHelp()+")")
 	fl.StringVar(&f.Model, "model", "", "natural, tuner: the network, a built-in spec or a JSON spec file (default: the dataset's)")
 	fl.Float64Var(&f.LearningRate, "lr", 0.5, "natural: learning rate")
-	fl.Float64Var(&f.ScoreNoise, "score-noise", 20, fmt.Sprintf("score: the discrete Gaussian's σ on the count, in (0, %g]", float64(job.MaxScoreNoise)))
+	fl.Float64Var(&f.ScoreNoise, "score-noise", 20, fmt.Sprintf("score: the discrete Gaussian's σ on the count, in (0, %g]", float64(noise.MaxDiscreteSigma)))
 	fl.IntVar(&f.Partitions, "partitions", 10, "above-threshold: k")
 	fl.Float64Var(&f.Epsilon0, "epsilon0", 1, "above-threshold: ϵ of one iteration, nats")
 	fl.Float64Var(&f.Granularity, "granularity", 0.01, "above-threshold: g")
@@ -158,7 +160,7 @@ func runAudit(cmd *cobra.Command, protocol string, f auditFlags) error {
 // --help: each name, its help beside it.
 func auditProtocolsHelp() string {
 	var b strings.Builder
-	for _, g := range job.AuditProtocols() {
+	for _, g := range audit.Games(nil) {
 		for i, line := range strings.Split(g.Help, "\n") {
 			name := ""
 			if i == 0 {

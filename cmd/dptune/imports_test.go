@@ -43,6 +43,11 @@ var vocabulary = map[string][]string{
 	"dpsgd": {"DefaultAutoClipGamma", "Config"},
 	// A vote client's limits and their defaults; the server's progress.
 	"federated": {"DefaultMaxEpsilon", "DefaultMaxDelta", "Limits", "Event"},
+	// An audit's limits, for its flags' help, and the registered protocols
+	// (their names, help and bounds), which `dptune audit` lists.
+	"audit": {"MaxTrials", "MaxCanarySize", "MaxCanaryClipNorm", "MinCanarySamplingRate", "Games", "Game"},
+	// The score audit's largest σ, for its flag's help.
+	"privacy/noise": {"MaxDiscreteSigma"},
 }
 
 // The command only builds job specs from flags, shows progress and prints:
@@ -126,7 +131,9 @@ func TestThinCLIRefuses(t *testing.T) {
 	}{
 		{`import "github.com/dptune/dptune/dpsgd"; var _ = dpsgd.Train`, []string{"uses dpsgd.Train"}},
 		{`import acc "github.com/dptune/dptune/privacy/accounting"; var _, _ = acc.Help, acc.ByName`, []string{"uses acc.ByName"}},
-		{`import "github.com/dptune/dptune/privacy/noise"; var _ = noise.MaxDiscreteSigma`, []string{"imports github.com/dptune/dptune/privacy/noise"}},
+		{`import "github.com/dptune/dptune/privacy/noise"; var _, _ = noise.MaxDiscreteSigma, noise.Gaussian`, []string{"uses noise.Gaussian"}},
+		{`import "github.com/dptune/dptune/audit"; var _, _ = audit.MaxTrials, audit.Audit`, []string{"uses audit.Audit"}},
+		{`import "github.com/dptune/dptune/privacy/budget/x"`, []string{"imports github.com/dptune/dptune/privacy/budget/x"}},
 		{`import "github.com/dptune/dptune/data"`, []string{"imports github.com/dptune/dptune/data"}},
 		{`import . "github.com/dptune/dptune/tuning"`, []string{"imports github.com/dptune/dptune/tuning as ."}},
 		{`import "github.com/dptune/dptune/tuning"; func f(tuning struct{ Lookup int }) int { return tuning.Lookup }; var _ = tuning.VoteName`, nil},
