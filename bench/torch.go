@@ -199,7 +199,8 @@ func (c *TorchComparison) summarise() {
 
 // PerSampleTorch is PerSample beside the PyTorch reference, in one
 // sitting: for each of tr.Rounds rounds it runs the reference (with
-// --rounds 1, the same batch size and cfg.Steps timed steps, as many
+// --rounds 2, of which it takes the last round's median: torchWarmRounds;
+// the same batch size and cfg.Steps timed steps, as many
 // threads as GOMAXPROCS: torch.set_num_threads and OMP_NUM_THREADS), then
 // PerSample, so that the two alternate (A B A B) and both see the same
 // machine. cfg must hold one batch size and tr must pass Check. The report
@@ -286,8 +287,16 @@ type torchOutput struct {
 
 // torchTime is one timed step of the reference.
 type torchTime struct {
-	SamplesPerS float64 `json:"samples_per_s"`
+	SamplesPerS    float64   `json:"samples_per_s"`
+	RoundMediansMS []float64 `json:"round_medians_ms"`
 }
+
+// torchWarmRounds is how many rounds each run of the reference plays
+// before the one PerSampleTorch takes: a process's first round of a
+// network runs slower than its later ones (tb-cifar10's non-private step:
+// 412 ms in the first of five rounds, 292–313 ms in the others, on 2
+// cores), so one round alone would time PyTorch at its coldest.
+const torchWarmRounds = 1
 
 // runTorchReference runs the reference once, writing its files at prefix,
 // and reads its figures.
@@ -295,7 +304,7 @@ func runTorchReference(ctx context.Context, tr TorchRequest, c *TorchComparison,
 	threads := strconv.Itoa(c.Threads)
 	cmd := exec.CommandContext(ctx, tr.python(), tr.Reference, "--only", "bench", "--model", c.Network,
 		"--batch-size", strconv.Itoa(c.BatchSize), "--no-epoch", "--n-timed-naive", "1", "--n-timed", strconv.Itoa(c.Steps),
-		"--rounds", "1", "--threads", threads, "--out-prefix", prefix)
+		"--rounds", strconv.Itoa(torchWarmRounds+1), "--threads", threads, "--out-prefix", prefix)
 	cmd.Dir = filepath.Dir(prefix)
 	cmd.Env = append(os.Environ(), "OMP_NUM_THREADS="+threads)
 	if os.Getenv("MNIST_DIR") == "" {
@@ -340,10 +349,17 @@ func parseTorchOutput(b []byte, network string, batch int, run torchRun) (torchR
 		return run, fmt.Errorf("bench: the PyTorch reference timed %s at batch %d, not %s at %d", o.Bench.Model, o.Bench.BatchSize, network, batch)
 	}
 	speed := func(t *torchTime, what string) (float64, error) {
-		if t == nil || !(t.SamplesPerS > 0) || math.IsInf(t.SamplesPerS, 0) {
+		if t == nil {
 			return 0, fmt.Errorf("bench: the PyTorch reference's figures have no %s speed", what)
 		}
-		return t.SamplesPerS, nil
+		v := t.SamplesPerS
+		if n := len(t.RoundMediansMS); n > 0 {
+			v = float64(batch) / (t.RoundMediansMS[n-1] / 1000) // the last round's, after the warm ones
+		}
+		if !(v > 0) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("bench: the PyTorch reference's figures have no %s speed", what)
+		}
+		return v, nil
 	}
 	var err error
 	if run.NonPrivate, err = speed(o.Bench.NonPrivate, "nonprivate"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -144,7 +145,7 @@ func TestTorchInterleavesRounds(t *testing.T) {
 	}
 	calls := strings.Split(strings.TrimSpace(string(args)), "\n")
 	threads := runtime.GOMAXPROCS(0)
-	for _, want := range []string{"--only bench --model tb-mnist --batch-size 32 --no-epoch --n-timed-naive 1 --n-timed 3 --rounds 1 --threads " + itoa(threads),
+	for _, want := range []string{"--only bench --model tb-mnist --batch-size 32 --no-epoch --n-timed-naive 1 --n-timed 3 --rounds 2 --threads " + itoa(threads),
 		"OMP_NUM_THREADS=" + itoa(threads)} {
 		if len(calls) != 2 || !strings.Contains(calls[0], want) || !strings.Contains(calls[1], want) {
 			t.Errorf("reference calls %q lack %q", calls, want)
@@ -248,5 +249,24 @@ func TestTorchReferenceFailures(t *testing.T) {
 	_, err = PerSampleTorch(ctx, cfg, TorchRequest{Python: python, Reference: slow, Rounds: 1}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 10*time.Second {
 		t.Errorf("cancelled reference: %v after %v", err, time.Since(start))
+	}
+}
+
+// The reference plays a warm round first (torchWarmRounds): its figure is
+// the last round's median, not the pooled one that a cold first round
+// drags down.
+func TestTorchTakesTheLastRound(t *testing.T) {
+	b := []byte(`{"torch": "1.13", "threads": 2, "bench": {"model": "tb-cifar10", "batch_size": 256, "parameters": 1,
+		"nonprivate": {"samples_per_s": 700, "round_medians_ms": [412, 320]},
+		"dp_func": {"samples_per_s": 280, "round_medians_ms": [950, 900]}}}`)
+	run, err := parseTorchOutput(b, "tb-cifar10", 256, torchRun{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 256 / 0.320; math.Abs(run.NonPrivate-want) > 1e-9 {
+		t.Errorf("non-private %v examples/s, want the last round's %v", run.NonPrivate, want)
+	}
+	if want := 256 / 0.900; math.Abs(run.Func-want) > 1e-9 {
+		t.Errorf("torch.func %v examples/s, want the last round's %v", run.Func, want)
 	}
 }
