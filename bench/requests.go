@@ -141,7 +141,7 @@ func (r ScatterRequest) Config() (ScatterConfig, error) {
 	}
 	for name := range r.DataDirs {
 		if _, ok := data.Lookup(name); !ok {
-			return ScatterConfig{}, job.Invalidf("--data-dirs: unknown dataset %q (want %s)", name, job.DatasetHelp())
+			return ScatterConfig{}, job.Invalidf("--data-dirs: unknown dataset %q (want %s)", name, data.NamesList())
 		}
 	}
 	if err := job.CheckOut(r.Out); err != nil {

@@ -83,7 +83,7 @@ func ScatterNetworks(dataDirs map[string]string) []ScatterNetwork {
 		if _, ok := spec.Layers[0].Kind.(model.ScatterSpec); !ok {
 			continue
 		}
-		for _, name := range job.DatasetNames() {
+		for _, name := range data.Names() {
 			if !strings.HasSuffix(spec.Name, "-"+name) {
 				continue
 			}

@@ -58,3 +58,7 @@ func Lookup(name string) (Named, bool) { return named.Lookup(name) }
 
 // Names lists the registered datasets by rank.
 func Names() []string { return named.Names(nil) }
+
+// NamesList lists the registered datasets as English, for a flag's help
+// and errors: "mnist, cifar10 or fashion-mnist".
+func NamesList() string { return registry.Either(Names()) }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dptune/dptune/data"
-	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/model"
 	"github.com/dptune/dptune/model/features"
 	"github.com/dptune/dptune/tuning"
@@ -77,13 +76,6 @@ func DefaultFeatureCache() string {
 	return filepath.Join(d, "dptune", "features")
 }
 
-// DatasetNames lists the datasets Dataset knows (those registered with
-// data.Register), in the order help texts list them.
-func DatasetNames() []string { return data.Names() }
-
-// DatasetHelp lists the datasets Dataset knows for a flag's help: "mnist
-// or cifar10".
-func DatasetHelp() string { return registry.Either(data.Names()) }
 
 // NominalSize returns the published training-set size of the registered
 // dataset called name (60,000 for mnist, 50,000 for cifar10), and false for
@@ -147,7 +139,7 @@ func Dataset(name, dir string) (Source, error) {
 	k, ok := data.Lookup(name)
 	switch {
 	case !ok:
-		return Source{}, invalidf("unknown dataset %q (want %s)", name, DatasetHelp())
+		return Source{}, invalidf("unknown dataset %q (want %s)", name, data.NamesList())
 	case dir == "" && k.DefaultDir == nil:
 		return Source{}, invalidf("a data directory is required for %s (%s)", name, k.DirHelp)
 	case dir == "":

@@ -124,10 +124,10 @@ func TestDatasetsFromRegistry(t *testing.T) {
 		"fashion-mnist": {Spec: model.TBMNIST, C: 1, H: 28, W: 28, Classes: 10},
 	}
 	sizes := map[string]int{"mnist": 60000, "cifar10": 50000, "fashion-mnist": 60000}
-	if got := DatasetNames(); !slices.Equal(got, []string{"mnist", "cifar10", "fashion-mnist"}) {
-		t.Fatalf("DatasetNames() = %v", got)
+	if got := data.Names(); !slices.Equal(got, []string{"mnist", "cifar10", "fashion-mnist"}) {
+		t.Fatalf("data.Names() = %v", got)
 	}
-	for _, name := range DatasetNames() {
+	for _, name := range data.Names() {
 		src, err := Dataset(name, t.TempDir())
 		if err != nil {
 			t.Fatalf("Dataset(%q): %v", name, err)

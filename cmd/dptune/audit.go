@@ -11,6 +11,7 @@ import (
 
 	"github.com/dptune/dptune/audit"
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/internal/registry"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/accounting"
@@ -87,7 +88,7 @@ A fixed or binary number of runs is at most 2^20 (the most a tuning plays).`,
 	fl.IntVar(&f.Steps, "steps", 10, "dpsgd, tuner, gp, grid: DP-SGD steps T")
 	fl.StringVar(&f.Observe, "observe", "all", "dpsgd: what the adversary sees, all (every iterate: the per-step likelihood ratio) or last (the last iterate: the summed update)")
 	fl.IntVar(&f.Size, "size", 1, fmt.Sprintf("dpsgd, tuner, gp, grid: examples of X besides the canary (without gradient: X = ∅), 1 to %d; natural, and tuner with --dataset or --model: real training examples", audit.MaxCanarySize))
-	fl.StringVar(&f.Dataset, "dataset", "mnist", "natural, tuner (NTCV): "+job.DatasetHelp())
+	fl.StringVar(&f.Dataset, "dataset", "mnist", "natural, tuner (NTCV): "+data.NamesList())
 	fl.StringVar(&f.DataDir, "data-dir", "", "natural, tuner: the dataset's directory (default "+job.DefaultDirHelp()+")")
 	fl.StringVar(&f.Model, "model", "", "natural, tuner: the network, a built-in spec or a JSON spec file (default: the dataset's)")
 	fl.Float64Var(&f.LearningRate, "lr", 0.5, "natural: learning rate")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/job"
 )
 
@@ -64,7 +65,7 @@ GEMM kernel and the load average. The reference defines these networks:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.dataset, "dataset", "mnist", job.DatasetHelp())
+	fl.StringVar(&f.dataset, "dataset", "mnist", data.NamesList())
 	fl.StringVar(&f.dataDir, "data-dir", "", "directory with the dataset's files (default "+job.DefaultDirHelp()+")")
 	addModelFlag(fl, &f.model)
 	fl.StringVar(&f.featureCache, "feature-cache", job.DefaultFeatureCache(), "curator directory keeping the features of a network with a scatter front end, computed once per dataset (they are the private data, transformed: created 0700, files 0600); empty: compute them on every run")

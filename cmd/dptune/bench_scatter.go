@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dptune/dptune/bench"
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/job"
 )
 
@@ -30,7 +31,7 @@ func newBenchScatterCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.Float64Var(&f.Seconds, "seconds", 3, "measuring time of each throughput row")
 	fl.BoolVar(&f.Models, "models", false, "also time one DP-SGD epoch of each built-in scatter network on its cached features")
-	fl.StringToStringVar(&f.DataDirs, "data-dirs", nil, "with --models: dataset=directory of a dataset's files ("+job.DatasetHelp()+"; default "+job.DefaultDirHelp()+")")
+	fl.StringToStringVar(&f.DataDirs, "data-dirs", nil, "with --models: dataset=directory of a dataset's files ("+data.NamesList()+"; default "+job.DefaultDirHelp()+")")
 	fl.StringVar(&f.FeatureCache, "feature-cache", job.DefaultFeatureCache(), "with --models: the feature cache directory read (never written)")
 	fl.StringVar(&f.Out, "out", "out/bench-scatter", "directory for scatter.json and the CSVs")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the random pixels, the initialisation and the sampling")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/privacy/budget"
 )
@@ -64,7 +65,7 @@ func newBudgetInitCmd() *cobra.Command {
 	fl := cmd.Flags()
 	fl.Float64Var(&f.Epsilon, "epsilon", 0, "the cap ε in nats: every run on the dataset together stays within it")
 	fl.Float64Var(&f.Delta, "delta", 0, "the cap δ: positive and below 1/N, N the dataset's published size ("+job.NominalSizeHelp()+")")
-	fl.StringVar(&f.Dataset, "dataset", "", "the dataset the budget is for: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder:NAME (an image folder whose data directory is called NAME, as its runs' reports name it)")
+	fl.StringVar(&f.Dataset, "dataset", "", "the dataset the budget is for: "+strings.Replace(data.NamesList(), " or ", ", ", 1)+" or folder:NAME (an image folder whose data directory is called NAME, as its runs' reports name it)")
 	fl.IntVar(&f.NominalSize, "nominal-size", 0, "public size N of the training set, for the check δ < 1/N: required for folder:NAME; for a built-in dataset, the size of the copy in --data-dir if not its published one")
 	return cmd
 }

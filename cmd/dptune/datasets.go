@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/job"
 	"github.com/dptune/dptune/model"
 )
@@ -24,7 +25,7 @@ type dataFlags struct {
 }
 
 func addDataFlags(fl *pflag.FlagSet, d *dataFlags) {
-	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: "+strings.Replace(job.DatasetHelp(), " or ", ", ", 1)+" or folder (an ImageFolder: --data-dir DIR with DIR/train/<class>/* and DIR/test/<class>/*, images in "+job.FolderFormatsHelp()+"; classes and shape from the public test split; needs --nominal-size)")
+	fl.StringVar(&d.dataset, "dataset", "mnist", "dataset: "+strings.Replace(data.NamesList(), " or ", ", ", 1)+" or folder (an ImageFolder: --data-dir DIR with DIR/train/<class>/* and DIR/test/<class>/*, images in "+job.FolderFormatsHelp()+"; classes and shape from the public test split; needs --nominal-size)")
 	fl.Float64SliceVar(&d.mean, "mean", nil, "folder: public per-channel mean of the pixels scaled to [0, 1], subtracted before dividing by --std (default 0; never computed from the images)")
 	fl.Float64SliceVar(&d.std, "std", nil, "folder: public per-channel standard deviation the pixels are divided by (default 1)")
 	fl.BoolVar(&d.noResize, "no-resize", false, "folder: do not resize (bilinear) an image whose size is not the network's: a training image is left out and counted (curator-side), a test image refused")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dptune/dptune/data"
 	"github.com/dptune/dptune/job"
 )
 
@@ -33,7 +34,7 @@ not all finite is refused (exit 1).`,
 		},
 	}
 	cmd.Flags().StringVar(&modelDir, "model", "", "directory written by dptune train")
-	cmd.Flags().StringVar(&dataset, "dataset", "mnist", "dataset: "+job.DatasetHelp())
+	cmd.Flags().StringVar(&dataset, "dataset", "mnist", "dataset: "+data.NamesList())
 	cmd.Flags().StringVar(&dataDir, "data-dir", "", "directory of the dataset's files (default "+job.DefaultDirHelp()+")")
 	return cmd
 }

@@ -48,6 +48,8 @@ var vocabulary = map[string][]string{
 	"audit": {"MaxTrials", "MaxCanarySize", "MaxCanaryClipNorm", "MinCanarySamplingRate", "Games", "Game"},
 	// The score audit's largest σ, for its flag's help.
 	"privacy/noise": {"MaxDiscreteSigma"},
+	// The registered datasets' names, for flag help.
+	"data": {"NamesList", "Names"},
 }
 
 // The command only builds job specs from flags, shows progress and prints:
@@ -134,7 +136,8 @@ func TestThinCLIRefuses(t *testing.T) {
 		{`import "github.com/dptune/dptune/privacy/noise"; var _, _ = noise.MaxDiscreteSigma, noise.Gaussian`, []string{"uses noise.Gaussian"}},
 		{`import "github.com/dptune/dptune/audit"; var _, _ = audit.MaxTrials, audit.Audit`, []string{"uses audit.Audit"}},
 		{`import "github.com/dptune/dptune/privacy/budget/x"`, []string{"imports github.com/dptune/dptune/privacy/budget/x"}},
-		{`import "github.com/dptune/dptune/data"`, []string{"imports github.com/dptune/dptune/data"}},
+		{`import "github.com/dptune/dptune/data"; var _, _ = data.NamesList, data.Load`, []string{"uses data.Load"}},
+		{`import "github.com/dptune/dptune/data/x"`, []string{"imports github.com/dptune/dptune/data/x"}},
 		{`import . "github.com/dptune/dptune/tuning"`, []string{"imports github.com/dptune/dptune/tuning as ."}},
 		{`import "github.com/dptune/dptune/tuning"; func f(tuning struct{ Lookup int }) int { return tuning.Lookup }; var _ = tuning.VoteName`, nil},
 		{`import "github.com/dptune/dptune/tuning/space"; var _ = space.Parse`, nil},
