@@ -76,7 +76,6 @@ func DefaultFeatureCache() string {
 	return filepath.Join(d, "dptune", "features")
 }
 
-
 // NominalSize returns the published training-set size of the registered
 // dataset called name (60,000 for mnist, 50,000 for cifar10), and false for
 // another name.
