@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"errors"
 
 	"github.com/dptune/dptune/runner"
@@ -29,3 +30,14 @@ func releasedFailure(err error, dataset string) string {
 // failedTraining is what a failed training run's release says of its
 // failure (TrainReport.Failed): a fixed string, never the error's text.
 const failedTraining = "the training failed after touching the data"
+
+// failedVote is what a failed vote's release says of err
+// (VoteFailedReport.Error): a fixed sentence for its class, never err's
+// text, which may carry a client's own error (its data's) or the round it
+// failed in; the full error goes back to the caller alone.
+func failedVote(err error) string {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return "the vote was interrupted after votes were summed"
+	}
+	return "the vote failed after votes were summed"
+}

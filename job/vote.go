@@ -265,7 +265,7 @@ func (s VoteSpec) failedRelease(j federated.Job, out federated.Outcome, err erro
 		return nil, errors.Join(err, lerr)
 	}
 	rel := &Release{Delta: s.Delta, Accountant: "rdp", Ledger: ledger, Failed: true}
-	rep := &VoteFailedReport{Tuner: tuning.VoteName, Error: err.Error(), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
+	rep := &VoteFailedReport{Tuner: tuning.VoteName, Error: failedVote(err), Delta: s.Delta, Clients: j.Clients, Survivors: len(out.Survivors),
 		NoiseStddev: j.Mechanism.NoiseStddev, FinalTraining: j.Final.Mode, Ledger: ledger}
 	if total, terr := ledger.Spent(accounting.RDP{}, s.Delta); terr == nil && !math.IsInf(total.Epsilon, 1) {
 		e := total.Epsilon

@@ -139,4 +139,7 @@ func TestRunVoteCancelledAfterTheVoteKeepsItsLedger(t *testing.T) {
 	if !ok || rep.Survivors != 2 || rep.Epsilon == nil || *rep.Epsilon > 20*(1+1e-6) || len(rep.Ledger.Entries) != 2 {
 		t.Fatalf("failed report %+v", rel.Report)
 	}
+	if rep.Error != "the vote was interrupted after votes were summed" {
+		t.Errorf("released error %q: want the fixed sentence, not the error's text", rep.Error)
+	}
 }
