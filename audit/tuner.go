@@ -73,7 +73,7 @@ func (p TunerCanary) Trial(ctx context.Context, b int, rng *rand.Rand) (float64,
 
 // The tuning games: dptune's own tuners over DPSGDCanary runs, registered
 // as "tuner" (random-stop; on real data when the caller has some, Xiang et
-// al.'s NTCV), "gp" (DP-HyPO) and "grid". Each claims what `dptune tune`
+// al.'s NTCV), tuning.GPName (DP-HyPO) and tuning.GridName. Each claims what `dptune tune`
 // would charge, by the tuner's own Check and Event: random-stop and gp
 // Papernot–Steinke's (DP-HyPO's Theorem 1) RDP bound of the runs ("rdp",
 // for K ~ TNB or Poisson only), random-stop also Xiang et al.'s Algorithm 3
@@ -91,7 +91,7 @@ func init() {
 			return tunerGame(s, tuning.RandomStopName, nil, true)
 		},
 	})
-	Register(Game{Name: "gp", Rank: 3,
+	Register(Game{Name: tuning.GPName, Rank: 3,
 		Help:   "DP-HyPO (GP) tuning of such runs (--repeat tnb)",
 		Fields: append(slices.Clip(dpsgdFields), "Repetitions", "GPOptions"),
 		DPSGD:  true, Bounds: dpsgdBounds,
@@ -100,7 +100,7 @@ func init() {
 			return tunerGame(s, tuning.GPName, s.GPOptions.Values(), false)
 		},
 	})
-	Register(Game{Name: "grid", Rank: 4,
+	Register(Game{Name: tuning.GridName, Rank: 4,
 		Help:   "grid search over such runs: all four candidates, the best\nreleased (no --repeat)",
 		Fields: dpsgdFields,
 		DPSGD:  true, Bounds: dpsgdBounds,

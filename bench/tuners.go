@@ -202,10 +202,10 @@ var randomStopTNB = CompareEntry{Tuner: tuning.RandomStopName, Variant: accounti
 var compareClaims = []compareClaim{
 	{Paper: "Papernot & Steinke 2022", Result: "random-stop tuning costs a small multiple of one run's ε, not the composition of every run: at one total budget it should beat grid search",
 		Published: "Theorem 2: ε of one run plus O(log E[K]) overhead",
-		A:         randomStopTNB, B: CompareEntry{Tuner: tuning.GridName}, Claim: "random-stop ahead", Other: "grid"},
+		A:         randomStopTNB, B: CompareEntry{Tuner: tuning.GridName}, Claim: "random-stop ahead", Other: tuning.GridName},
 	{Paper: "Papernot & Steinke 2022", Result: "the same with K ~ Poisson (their Theorem 6): at one total budget random-stop should beat grid search",
 		Published: "Theorem 6: ε of one run plus O(log E[K]) overhead",
-		A:         CompareEntry{Tuner: tuning.RandomStopName, Variant: accounting.Poisson}, B: CompareEntry{Tuner: tuning.GridName}, Claim: "random-stop ahead", Other: "grid"},
+		A:         CompareEntry{Tuner: tuning.RandomStopName, Variant: accounting.Poisson}, B: CompareEntry{Tuner: tuning.GridName}, Claim: "random-stop ahead", Other: tuning.GridName},
 	{Paper: "Wang et al. 2023 (DP-HyPO)", Result: "GP-adaptive tuning beats uniform random-stop at the same total budget (real runs)",
 		Published: "Table 1 (semi-real simulation): GP ahead by 0.2–0.3 points at every γ",
 		A:         CompareEntry{Tuner: tuning.GPName}, B: randomStopTNB, Claim: "GP ahead", Other: "uniform",

@@ -37,8 +37,8 @@ const (
 	AuditReduced        = "reduced"         // the reduced tuning game of their Fig. 5
 	AuditDPSGD          = "dpsgd"           // one DP-SGD run, Dirac gradient canary (ETCV, §4)
 	AuditTuner          = "tuner"           // random-stop tuning of such runs
-	AuditGP             = "gp"              // DP-HyPO tuning of such runs
-	AuditGrid           = "grid"            // grid search over such runs
+	AuditGP             = tuning.GPName     // DP-HyPO tuning of such runs
+	AuditGrid           = tuning.GridName   // grid search over such runs
 	AuditNatural        = "natural"         // one DP-SGD run on real data, out-of-distribution image canary
 	AuditScore          = "score"           // the private score's integer release
 	AuditAboveThreshold = "above-threshold" // Ding et al.'s capped AboveThreshold search
