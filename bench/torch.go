@@ -80,6 +80,9 @@ func (r TorchRequest) Check(ctx context.Context, arch model.Arch, batchSizes []i
 	case len(batchSizes) != 1:
 		return job.Invalidf("--torch compares one --batch-size at a time, not %d", len(batchSizes))
 	}
+	if r.Reference == "" {
+		return job.Invalidf("--torch needs --torch-reference PATH, the PyTorch reference script (make bench-torch-side passes it)")
+	}
 	if st, err := os.Stat(r.Reference); err != nil || !st.Mode().IsRegular() {
 		return job.Invalidf("--torch-reference %s is not a file (the PyTorch reference, torch_reference.py)", r.Reference)
 	}

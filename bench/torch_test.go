@@ -186,6 +186,7 @@ func TestTorchCheckRefuses(t *testing.T) {
 		{"no python", TorchRequest{Python: filepath.Join(t.TempDir(), "python3"), Reference: ref, Rounds: 2}, tbMNIST, []int{256},
 			"needs Debian's python3-torch"},
 		{"no reference", TorchRequest{Python: python, Reference: filepath.Join(t.TempDir(), "x.py"), Rounds: 2}, tbMNIST, []int{256}, "--torch-reference"},
+		{"no reference given", TorchRequest{Python: python, Rounds: 2}, tbMNIST, []int{256}, "--torch needs --torch-reference PATH"},
 		{"scatter network", ok, other(model.ScatterLinearMNIST, 1, 28, 28), []int{256}, "does not define scatter-linear-mnist"},
 		{"other input", ok, other(model.TBMNIST, 3, 32, 32), []int{256}, "does not define tb-mnist on 3×32×32"},
 		{"borrowed name", ok, other(borrowed, 1, 28, 28), []int{256}, "does not define tb-mnist"},

@@ -77,7 +77,7 @@ GEMM kernel and the load average. The reference defines these networks:
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the initialisation, sampling and noise")
 	fl.BoolVar(&f.torch, "torch", false, "run the PyTorch reference beside dptune, in alternating rounds, and print the ratios (needs Debian's python3-torch: make torch-deps)")
 	fl.IntVar(&f.torchReq.Rounds, "rounds", 2, "rounds of --torch, each the PyTorch reference then dptune")
-	fl.StringVar(&f.torchReq.Reference, "torch-reference", "../shared/bench/torch_reference.py", "the PyTorch reference script for --torch (a path from the working directory; the default is the repository's make TORCH_REF)")
+	fl.StringVar(&f.torchReq.Reference, "torch-reference", "", "the PyTorch reference script for --torch, required with it (make bench-torch-side passes the Makefile's TORCH_REF)")
 	fl.StringVar(&f.torchReq.Python, "python", bench.DefaultPython, "interpreter that runs --torch-reference, with PyTorch")
 	return cmd
 }
